@@ -1,0 +1,205 @@
+//! Configuration of a [`Framework`], by value.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zookeeper_client::{Acl, Client, Connector};
+
+use crate::error::{Error, Result};
+use crate::framework::Framework;
+use crate::path;
+use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
+use crate::state::ErrorPolicy;
+
+/// Default session timeout (Curator's): 60 s.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default connection timeout (Curator's): 15 s.
+pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Builds a [`Framework`]. Start from [`Framework::builder`].
+///
+/// Defaults: session timeout 60 s, connection timeout 15 s, retry policy
+/// `ExponentialBackoffRetry(100 ms, 10 retries, at most 5 s a sleep)`, no authentication, ACL
+/// open to anyone (`world:anyone` with all permissions), no namespace, [`ErrorPolicy::Standard`],
+/// read-only servers not allowed.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zk_recipes_framework::{ErrorPolicy, Framework, retry::RetryNTimes};
+///
+/// # async fn demo() -> zk_recipes_framework::Result<()> {
+/// let framework = Framework::builder("zk1:2181,zk2:2181,zk3:2181/chroot")
+///     .session_timeout(Duration::from_secs(10))
+///     .connection_timeout(Duration::from_secs(3))
+///     .retry_policy(RetryNTimes::new(3, Duration::from_millis(100)))
+///     .namespace("my-service")
+///     .digest_auth("user", "secret")
+///     .error_policy(ErrorPolicy::SessionOnly)
+///     .start()?;
+/// framework.block_until_connected(Duration::from_secs(10)).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `start` is called"]
+pub struct FrameworkBuilder {
+    pub(crate) connect_string: String,
+    pub(crate) session_timeout: Duration,
+    pub(crate) connection_timeout: Duration,
+    pub(crate) retry_policy: Arc<dyn RetryPolicy>,
+    pub(crate) auth: Vec<(String, Vec<u8>)>,
+    pub(crate) default_acl: Vec<Acl>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) error_policy: ErrorPolicy,
+    pub(crate) can_be_read_only: bool,
+    pub(crate) event_capacity: usize,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<zookeeper_client::TlsOptions>,
+}
+
+impl FrameworkBuilder {
+    pub(crate) fn new(connect_string: impl Into<String>) -> Self {
+        Self {
+            connect_string: connect_string.into(),
+            session_timeout: DEFAULT_SESSION_TIMEOUT,
+            connection_timeout: DEFAULT_CONNECTION_TIMEOUT,
+            retry_policy: Arc::new(
+                ExponentialBackoffRetry::new(Duration::from_millis(100), 10)
+                    .with_max_sleep(Duration::from_secs(5)),
+            ),
+            auth: Vec::new(),
+            default_acl: vec![Acl::new(
+                zookeeper_client::Permission::ALL,
+                zookeeper_client::AuthId::anyone(),
+            )],
+            namespace: None,
+            error_policy: ErrorPolicy::default(),
+            can_be_read_only: false,
+            event_capacity: 1024,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+
+    /// The session timeout to ask the server for (the server clamps it to its own bounds).
+    /// Defaults to 60 s.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// How long one try waits for a connection before it counts as a connection loss (which the
+    /// retry policy may retry). Defaults to 15 s.
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// The retry policy for every call. Defaults to exponential back-off from 100 ms, 10 retries,
+    /// at most 5 s a sleep.
+    pub fn retry_policy(mut self, policy: impl RetryPolicy) -> Self {
+        self.retry_policy = Arc::new(policy);
+        self
+    }
+
+    /// Adds authentication info for `scheme` (sent on every connection).
+    pub fn auth(mut self, scheme: impl Into<String>, auth: impl Into<Vec<u8>>) -> Self {
+        self.auth.push((scheme.into(), auth.into()));
+        self
+    }
+
+    /// Digest authentication as `user:password` (Curator's `authorization("digest", ...)`).
+    pub fn digest_auth(self, user: &str, password: &str) -> Self {
+        self.auth("digest", format!("{user}:{password}").into_bytes())
+    }
+
+    /// The ACL of every node the framework and the recipes create. Defaults to open to anyone.
+    pub fn default_acl(mut self, acl: Vec<Acl>) -> Self {
+        self.default_acl = acl;
+        self
+    }
+
+    /// Every path is relative to `/<namespace>` (below any chroot of the connect string). The
+    /// namespace node is created, as a persistent node, when a session is established.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Which connection states recipes treat as an error. Defaults to [`ErrorPolicy::Standard`].
+    pub fn error_policy(mut self, policy: ErrorPolicy) -> Self {
+        self.error_policy = policy;
+        self
+    }
+
+    /// Whether a read-only server may serve this client (state [`crate::ConnectionState::ReadOnly`]).
+    /// Defaults to `false`.
+    pub fn can_be_read_only(mut self, allowed: bool) -> Self {
+        self.can_be_read_only = allowed;
+        self
+    }
+
+    /// How many connection transitions a slow subscriber may fall behind before it receives
+    /// [`crate::ConnectionUpdate::Lagged`]. Defaults to 1024.
+    pub fn event_capacity(mut self, capacity: usize) -> Self {
+        self.event_capacity = capacity.max(1);
+        self
+    }
+
+    /// TLS options, passed to zookeeper-client (connect string entries `tcp+tls://host:port`, or
+    /// every host when all are plain `host:port`).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, options: zookeeper_client::TlsOptions) -> Self {
+        self.tls = Some(options);
+        self
+    }
+
+    /// Checks the configuration and starts the framework: returns at once, and the session comes
+    /// up in the background (the server need not be up yet). Must be called within a tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an empty connect string, a zero session timeout or an empty
+    /// ACL; [`Error::InvalidPath`] for a namespace that is not a valid path segment.
+    pub fn start(self) -> Result<Framework> {
+        if self.connect_string.trim().is_empty() {
+            return Err(Error::InvalidArgument("the connect string is empty".into()));
+        }
+        if self.session_timeout.is_zero() {
+            return Err(Error::InvalidArgument("the session timeout is zero".into()));
+        }
+        if self.default_acl.is_empty() {
+            return Err(Error::InvalidArgument("the default ACL is empty".into()));
+        }
+        if let Some(namespace) = &self.namespace {
+            let namespace_path = path::join("/", namespace);
+            path::validate(&namespace_path).map_err(|reason| Error::invalid_path(namespace, reason))?;
+            if namespace_path == "/" {
+                return Err(Error::InvalidArgument("the namespace is empty".into()));
+            }
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(Error::InvalidArgument(
+                "Framework::start must be called within a tokio runtime".into(),
+            ));
+        }
+        Ok(Framework::start(self))
+    }
+
+    pub(crate) fn connector(&self) -> Connector {
+        let mut connector = Client::connector()
+            .with_session_timeout(self.session_timeout)
+            .with_readonly(self.can_be_read_only)
+            .with_fail_eagerly();
+        for (scheme, auth) in &self.auth {
+            connector = connector.with_auth(scheme, auth);
+        }
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.tls {
+            connector = connector.with_tls(tls.clone());
+        }
+        connector
+    }
+
+    pub(crate) fn namespace_path(&self) -> Option<String> {
+        self.namespace.as_deref().map(|namespace| path::join("/", namespace))
+    }
+}

@@ -1,0 +1,178 @@
+//! The framework-owned worker that deletes nodes nobody is waiting on any more: guards dropped
+//! without an explicit release, acquires cancelled after their create was sent.
+//!
+//! Handing work over is a plain channel send, so `Drop` implementations need no runtime.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::{mpsc, Notify};
+use tracing::{debug, warn};
+
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::framework::{Core, Framework};
+use crate::path;
+use crate::session::Session;
+
+/// A node (or nodes) to delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CleanupTask {
+    /// Delete this exact path (any version).
+    Node { path: String },
+    /// Delete every child of `parent` whose name starts with `prefix` (a protected create whose
+    /// outcome is unknown: the prefix holds a UUID of ours, so whatever carries it is ours).
+    Protected { parent: String, prefix: String },
+}
+
+/// The sending side, owned by the framework core.
+#[derive(Debug)]
+pub(crate) struct CleanupQueue {
+    sender: mpsc::UnboundedSender<CleanupTask>,
+    receiver: parking_lot::Mutex<Option<mpsc::UnboundedReceiver<CleanupTask>>>,
+    pending: Arc<Pending>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+impl Pending {
+    fn finish_one(&self) {
+        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+}
+
+impl CleanupQueue {
+    pub(crate) fn new() -> Self {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        Self { sender, receiver: parking_lot::Mutex::new(Some(receiver)), pending: Arc::default() }
+    }
+
+    /// Hands `task` to the worker. Never blocks, never needs a runtime.
+    pub(crate) fn submit(&self, task: CleanupTask) {
+        self.pending.count.fetch_add(1, Ordering::AcqRel);
+        if self.sender.send(task).is_err() {
+            // The worker is gone: the framework is closed and its session with it.
+            self.pending.finish_one();
+        }
+    }
+}
+
+impl Framework {
+    /// Deletes `path` in the background, retrying through connection losses until it is gone or
+    /// the framework is closed. For nodes with a unique name (every protected node is).
+    pub fn delete_in_background(&self, path: impl Into<String>) {
+        self.core().cleanup.submit(CleanupTask::Node { path: path.into() });
+    }
+
+    /// How many background deletions are not finished yet.
+    pub fn pending_cleanups(&self) -> usize {
+        self.core().cleanup.pending.count.load(Ordering::Acquire)
+    }
+
+    /// Waits until every background deletion handed over so far has finished.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] if they have not by `deadline`.
+    pub async fn wait_for_cleanups(&self, deadline: Deadline) -> Result<()> {
+        let pending = self.core().cleanup.pending.clone();
+        deadline
+            .run(async move {
+                loop {
+                    let idle = pending.idle.notified();
+                    if pending.count.load(Ordering::Acquire) == 0 {
+                        return Ok(());
+                    }
+                    idle.await;
+                }
+            })
+            .await
+    }
+}
+
+/// The worker: runs every task concurrently until it is done or the framework closes.
+pub(crate) async fn run_worker(core: Arc<Core>) {
+    let Some(mut receiver) = core.cleanup.receiver.lock().take() else {
+        return;
+    };
+    let pending = core.cleanup.pending.clone();
+    // The worker must not keep the framework open: it works through a handle that does not close
+    // it on drop, and stops when the framework closes.
+    let framework = Framework::from_core(core.clone());
+    let mut closed = core.subscribe();
+    let mut running = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            _ = closed.wait_for(|snapshot| snapshot.closed) => break,
+            task = receiver.recv() => match task {
+                Some(task) => running.push(run_task(&framework, task)),
+                None => break,
+            },
+            Some(()) = running.next(), if !running.is_empty() => pending.finish_one(),
+        }
+    }
+    // Closed: the session is closed with the framework, and its ephemeral nodes with it.
+    for _ in 0..running.len() {
+        pending.finish_one();
+    }
+    receiver.close();
+    while receiver.try_recv().is_ok() {
+        pending.finish_one();
+    }
+}
+
+async fn run_task(framework: &Framework, task: CleanupTask) {
+    let mut backoff = Duration::from_millis(20);
+    loop {
+        let session = match framework.session(Deadline::never()).await {
+            Ok(session) => session,
+            Err(_) => return,
+        };
+        match perform(&session, &task).await {
+            Ok(()) => {
+                debug!(?task, "cleaned up");
+                return;
+            }
+            Err(err) if err.is_retryable() || err.is_session_lost() => {
+                debug!(?task, %err, ?backoff, "cleanup will retry");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+            Err(err) => {
+                warn!(?task, %err, "cleanup failed for good");
+                return;
+            }
+        }
+    }
+}
+
+async fn perform(session: &Session, task: &CleanupTask) -> Result<()> {
+    match task {
+        CleanupTask::Node { path } => delete_if_exists(session, path).await,
+        CleanupTask::Protected { parent, prefix } => {
+            let children = match session.client().list_children(parent).await {
+                Ok(children) => children,
+                Err(zookeeper_client::Error::NoNode) => return Ok(()),
+                Err(err) => return Err(err.into()),
+            };
+            for child in children.iter().filter(|child| child.starts_with(prefix.as_str())) {
+                delete_if_exists(session, &path::join(parent, child)).await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn delete_if_exists(session: &Session, path: &str) -> Result<()> {
+    match session.client().delete(path, None).await {
+        Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+        Err(err) => Err(Error::from(err)),
+    }
+}

@@ -1,0 +1,116 @@
+//! One deadline for a whole top-level call.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+
+/// When a call must give up: a point in time, or never.
+///
+/// Every blocking call of the framework and the recipes takes one, and it covers the whole call:
+/// waiting for a connection, every retry and every wait on the server.
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::Deadline;
+///
+/// let deadline = Deadline::after(Duration::from_secs(5));
+/// assert!(!deadline.is_expired());
+/// assert!(Deadline::never().remaining().is_none());
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    started: Instant,
+    at: Option<Instant>,
+}
+
+impl Deadline {
+    /// No deadline: wait as long as it takes (retry policies still apply).
+    pub fn never() -> Self {
+        Self { started: Instant::now(), at: None }
+    }
+
+    /// A deadline `timeout` from now.
+    pub fn after(timeout: Duration) -> Self {
+        let started = Instant::now();
+        Self { started, at: Some(started + timeout) }
+    }
+
+    /// A deadline `timeout` from now, or none.
+    pub fn within(timeout: Option<Duration>) -> Self {
+        timeout.map_or_else(Self::never, Self::after)
+    }
+
+    /// The instant, if there is one.
+    pub fn instant(&self) -> Option<Instant> {
+        self.at
+    }
+
+    /// Time left (zero once passed); `None` without a deadline.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.at.map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    /// Whether the deadline has passed.
+    pub fn is_expired(&self) -> bool {
+        self.at.is_some_and(|at| Instant::now() >= at)
+    }
+
+    /// Time since the call started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The earlier of this deadline and `other`, keeping this one's start.
+    pub fn min(self, other: Option<Instant>) -> Self {
+        let at = match (self.at, other) {
+            (Some(mine), Some(theirs)) => Some(mine.min(theirs)),
+            (mine, theirs) => mine.or(theirs),
+        };
+        Self { started: self.started, at }
+    }
+
+    /// The error to return when this deadline passes.
+    pub fn timeout_error(&self) -> Error {
+        Error::Timeout { waited: self.elapsed() }
+    }
+
+    /// Runs `future` until this deadline; [`Error::Timeout`] if it passes first.
+    pub async fn run<T>(&self, future: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        match self.at {
+            None => future.await,
+            Some(at) => match tokio::time::timeout_at(at, future).await {
+                Ok(result) => result,
+                Err(_) => Err(self.timeout_error()),
+            },
+        }
+    }
+
+    /// Sleeps for `duration`, or returns [`Error::Timeout`] if the deadline comes first.
+    pub async fn sleep(&self, duration: Duration) -> Result<()> {
+        let wake = Instant::now() + duration;
+        match self.at {
+            Some(at) if at <= wake => {
+                tokio::time::sleep_until(at).await;
+                Err(self.timeout_error())
+            }
+            _ => {
+                tokio::time::sleep_until(wake).await;
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Default for Deadline {
+    fn default() -> Self {
+        Self::never()
+    }
+}
+
+impl From<Duration> for Deadline {
+    fn from(timeout: Duration) -> Self {
+        Self::after(timeout)
+    }
+}

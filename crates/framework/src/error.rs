@@ -1,0 +1,110 @@
+//! The framework's error type.
+
+use std::time::Duration;
+
+use crate::path::PathError;
+
+/// Everything that can go wrong in the framework (and, wrapped, in the recipes built on it).
+///
+/// ```
+/// use zk_recipes_framework::Error;
+///
+/// let err = Error::Timeout { waited: std::time::Duration::from_secs(1) };
+/// assert!(!err.is_retryable());
+/// assert!(Error::ZooKeeper(zookeeper_client::Error::ConnectionLoss).is_retryable());
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The path is not a valid ZooKeeper path; nothing was sent to the server.
+    #[error("invalid path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// Which rule it breaks.
+        #[source]
+        reason: PathError,
+    },
+
+    /// An argument is out of range (for example node data larger than the server accepts);
+    /// nothing was sent to the server.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The caller's deadline passed (waiting for a connection, retrying, or waiting on the server).
+    #[error("timed out after {waited:?}")]
+    Timeout {
+        /// How long the call had been running.
+        waited: Duration,
+    },
+
+    /// The framework was closed (or every handle to it dropped).
+    #[error("the framework is closed")]
+    Closed,
+
+    /// The session the operation belonged to is gone (expired, or declared lost after being
+    /// suspended for the session timeout). Ephemeral nodes of that session are gone or will be.
+    #[error("the ZooKeeper session was lost")]
+    SessionLost,
+
+    /// The server answered with an error, or the connection failed while a request was in flight.
+    #[error("ZooKeeper: {0}")]
+    ZooKeeper(#[from] zookeeper_client::Error),
+}
+
+impl Error {
+    /// Whether trying again (on the same session, after the connection comes back) can succeed:
+    /// the connection was lost or timed out while a request was in flight, so its outcome is unknown.
+    ///
+    /// A lost session is not retryable here: only a caller that can start over on a new session may
+    /// retry it (see [`crate::Framework::retry`]).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::ZooKeeper(err) => is_connection_error(err),
+            _ => false,
+        }
+    }
+
+    /// Whether the session this operation ran on is gone for good.
+    pub fn is_session_lost(&self) -> bool {
+        match self {
+            Error::SessionLost => true,
+            Error::ZooKeeper(err) => {
+                matches!(err, zookeeper_client::Error::SessionExpired | zookeeper_client::Error::ClientClosed)
+            }
+            _ => false,
+        }
+    }
+
+    /// The ZooKeeper error inside, if this is one.
+    pub fn zookeeper(&self) -> Option<&zookeeper_client::Error> {
+        match self {
+            Error::ZooKeeper(err) => Some(err),
+            _ => None,
+        }
+    }
+
+    /// Whether the server said the node does not exist.
+    pub fn is_no_node(&self) -> bool {
+        matches!(self, Error::ZooKeeper(zookeeper_client::Error::NoNode))
+    }
+
+    /// Whether the server said the node already exists.
+    pub fn is_node_exists(&self) -> bool {
+        matches!(self, Error::ZooKeeper(zookeeper_client::Error::NodeExists))
+    }
+
+    pub(crate) fn invalid_path(path: &str, reason: PathError) -> Error {
+        Error::InvalidPath { path: path.to_owned(), reason }
+    }
+}
+
+/// zookeeper-client fails requests that were in flight when a connection broke with the error that
+/// broke it: `ConnectionLoss`, a `Timeout`, or a `Custom` error carrying the I/O failure.
+pub(crate) fn is_connection_error(err: &zookeeper_client::Error) -> bool {
+    use zookeeper_client::Error as Zk;
+    matches!(err, Zk::ConnectionLoss | Zk::Timeout | Zk::Custom(_) | Zk::Throttled)
+}
+
+/// The framework's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

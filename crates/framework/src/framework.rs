@@ -1,0 +1,492 @@
+//! The framework handle and the task that owns the ZooKeeper session.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::{debug, info, info_span, warn, Instrument};
+use zookeeper_client::{Acl, Client, SessionId, SessionState};
+
+use crate::builder::FrameworkBuilder;
+use crate::cleanup::CleanupQueue;
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::retry::RetryPolicy;
+use crate::session::Session;
+use crate::state::{ConnectionEvent, ConnectionEvents, ConnectionSnapshot, ConnectionState, ErrorPolicy};
+
+/// The framework: one cheap-to-clone handle that always gives recipes a live ZooKeeper session
+/// (Curator's `CuratorFramework`).
+///
+/// A background task owns the session. When the session is lost (the server expired it, or the
+/// connection stayed suspended for the session timeout) that session is abandoned for good and a
+/// new one is opened, once, however many callers notice. Every transition is published to
+/// [`connection_events`](Self::connection_events) subscribers in order.
+///
+/// Dropping the last handle (or [`close`](Self::close)) closes the session.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zk_recipes_framework::{Deadline, Framework};
+///
+/// # async fn demo() -> zk_recipes_framework::Result<()> {
+/// let framework = Framework::builder("127.0.0.1:2181").start()?;
+/// framework.block_until_connected(Duration::from_secs(10)).await?;
+/// framework.ensure_path("/app/locks", Deadline::after(Duration::from_secs(5))).await?;
+/// let children = framework
+///     .retry(Deadline::after(Duration::from_secs(5)), |session| async move {
+///         Ok(session.client().list_children("/app").await?)
+///     })
+///     .await?;
+/// assert!(children.contains(&"locks".to_string()));
+/// framework.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Framework {
+    handle: Arc<Handle>,
+}
+
+/// Closes the framework when the last [`Framework`] clone given to users is dropped.
+#[derive(Debug)]
+struct Handle {
+    core: Arc<Core>,
+    close_on_drop: bool,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        if self.close_on_drop {
+            self.core.mark_closed();
+        }
+    }
+}
+
+/// What the background tasks and the handles share.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) config: FrameworkBuilder,
+    pub(crate) default_acl: Arc<[Acl]>,
+    snapshot: watch::Sender<Snapshot>,
+    events: broadcast::Sender<ConnectionEvent>,
+    pub(crate) cleanup: CleanupQueue,
+    supervisor: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The state shared through a `watch`: what is current, for waiters and snapshots.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Snapshot {
+    pub(crate) state: Option<ConnectionState>,
+    pub(crate) session: Option<Session>,
+    pub(crate) generation: u64,
+    pub(crate) closed: bool,
+}
+
+tokio::task_local! {
+    /// Set while a top-level [`Framework::retry`] runs: nested calls share its budget and deadline.
+    static RETRY_SCOPE: Option<Instant>;
+}
+
+impl Framework {
+    /// A builder for a framework connecting to `connect_string` (`host:port,host:port[/chroot]`).
+    pub fn builder(connect_string: impl Into<String>) -> FrameworkBuilder {
+        FrameworkBuilder::new(connect_string)
+    }
+
+    pub(crate) fn start(config: FrameworkBuilder) -> Framework {
+        let (snapshot, _) = watch::channel(Snapshot::default());
+        let (events, _) = broadcast::channel(config.event_capacity);
+        let default_acl: Arc<[Acl]> = config.default_acl.clone().into();
+        let core = Arc::new(Core {
+            config,
+            default_acl,
+            snapshot,
+            events,
+            cleanup: CleanupQueue::new(),
+            supervisor: Mutex::new(None),
+        });
+        let span = info_span!("zk_framework", connect = %core.config.connect_string);
+        let supervisor = tokio::spawn(supervise(core.clone()).instrument(span.clone()));
+        *core.supervisor.lock() = Some(supervisor);
+        tokio::spawn(crate::cleanup::run_worker(core.clone()).instrument(span));
+        Framework { handle: Arc::new(Handle { core, close_on_drop: true }) }
+    }
+
+    /// A handle for the framework's own tasks: it does not keep the framework open.
+    pub(crate) fn from_core(core: Arc<Core>) -> Framework {
+        Framework { handle: Arc::new(Handle { core, close_on_drop: false }) }
+    }
+
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.handle.core
+    }
+
+    /// The connection as it is now.
+    pub fn current(&self) -> ConnectionSnapshot {
+        let snapshot = self.core().snapshot.borrow();
+        ConnectionSnapshot {
+            state: snapshot.state,
+            session_id: snapshot.session.as_ref().map(Session::id),
+            generation: snapshot.generation,
+            session_timeout: snapshot.session.as_ref().map(Session::timeout),
+            closed: snapshot.closed,
+        }
+    }
+
+    /// Subscribes to every connection transition from now on, in order.
+    pub fn connection_events(&self) -> ConnectionEvents {
+        ConnectionEvents::new(self.core().events.subscribe(), self.core().snapshot.subscribe())
+    }
+
+    /// Which connection states recipes treat as an error.
+    pub fn error_policy(&self) -> ErrorPolicy {
+        self.core().config.error_policy
+    }
+
+    /// The retry policy every call uses.
+    pub fn retry_policy(&self) -> &dyn RetryPolicy {
+        &*self.core().config.retry_policy
+    }
+
+    /// The namespace path (`/<namespace>`), if one is configured.
+    pub fn namespace(&self) -> Option<String> {
+        self.core().config.namespace_path()
+    }
+
+    /// The ACL given to every node the framework and the recipes create.
+    pub fn default_acl(&self) -> &[Acl] {
+        &self.core().default_acl
+    }
+
+    /// Waits until a session is connected, at most `timeout`.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] if none is by then; [`Error::Closed`] if the framework is closed.
+    pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
+        self.session(Deadline::after(timeout)).await.map(drop)
+    }
+
+    /// A connected session, waiting for one until `deadline`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn session(&self, deadline: Deadline) -> Result<Session> {
+        self.session_after(0, deadline).await
+    }
+
+    /// A connected session whose generation is at least `min_generation`.
+    pub(crate) async fn session_after(&self, min_generation: u64, deadline: Deadline) -> Result<Session> {
+        let mut snapshot = self.core().snapshot.subscribe();
+        let wait = snapshot.wait_for(|snapshot| {
+            snapshot.closed
+                || (snapshot.generation >= min_generation
+                    && snapshot.state.is_some_and(ConnectionState::is_connected)
+                    && snapshot.session.is_some())
+        });
+        let ready = match deadline.instant() {
+            None => wait.await,
+            Some(at) => match tokio::time::timeout_at(at, wait).await {
+                Ok(ready) => ready,
+                Err(_) => return Err(deadline.timeout_error()),
+            },
+        };
+        let ready = ready.map_err(|_| Error::Closed)?;
+        if ready.closed {
+            return Err(Error::Closed);
+        }
+        ready.session.clone().ok_or(Error::Closed)
+    }
+
+    /// Whether the framework was closed.
+    pub fn is_closed(&self) -> bool {
+        self.core().snapshot.borrow().closed
+    }
+
+    /// Runs `operation` on a live session and retries it, per the retry policy, while it fails with
+    /// a retryable error (the connection was lost, so the outcome is unknown). A lost session is not
+    /// retried: it is returned as [`Error::SessionLost`].
+    ///
+    /// The whole call has one budget of retries and one deadline, which also bound waiting for a
+    /// connection: retry calls nested inside `operation` run their operation once and leave the
+    /// retrying to this one (they never multiply retries). Without a caller's deadline, each try
+    /// waits at most the connection timeout for a connection before it counts as a connection loss.
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the operation where it stands, as dropping `operation`'s
+    /// future would; what it already sent is executed by the server.
+    pub async fn retry<T, F, Fut>(&self, deadline: Deadline, operation: F) -> Result<T>
+    where
+        F: FnMut(Session) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        self.retry_loop(deadline, false, operation).await
+    }
+
+    /// As [`retry`](Self::retry), but when the session is lost the operation starts over on the next
+    /// session (counted against the same budget). Only for operations that are safe to repeat from
+    /// scratch on a new session.
+    pub async fn retry_across_sessions<T, F, Fut>(&self, deadline: Deadline, operation: F) -> Result<T>
+    where
+        F: FnMut(Session) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        self.retry_loop(deadline, true, operation).await
+    }
+
+    async fn retry_loop<T, F, Fut>(&self, deadline: Deadline, start_over: bool, mut operation: F) -> Result<T>
+    where
+        F: FnMut(Session) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        if let Ok(outer) = RETRY_SCOPE.try_with(|outer| *outer) {
+            // Nested: one try, within the tighter deadline; the top-level call does the retrying.
+            let deadline = deadline.min(outer);
+            let session = self.session_for_try(0, deadline).await?;
+            return self.finish_error(deadline.run(operation(session)).await);
+        }
+        let policy = self.core().config.retry_policy.clone();
+        let scope = deadline.instant();
+        RETRY_SCOPE
+            .scope(scope, async move {
+                let mut retry_count = 0u32;
+                let mut min_generation = 0u64;
+                loop {
+                    let attempt = match self.session_for_try(min_generation, deadline).await {
+                        Ok(session) => {
+                            let generation = session.generation();
+                            deadline.run(operation(session)).await.map_err(|err| (err, generation))
+                        }
+                        Err(err) => Err((err, 0)),
+                    };
+                    let (err, generation) = match attempt {
+                        Ok(value) => return Ok(value),
+                        Err(failure) => failure,
+                    };
+                    let retry_on_new_session = start_over && err.is_session_lost() && !self.is_closed();
+                    if !(err.is_retryable() || retry_on_new_session) {
+                        return self.finish_error(Err(err));
+                    }
+                    let Some(sleep) = policy.allow_retry(retry_count, deadline.elapsed()) else {
+                        debug!(retry_count, error = %err, "retry budget spent");
+                        return self.finish_error(Err(err));
+                    };
+                    debug!(retry_count, ?sleep, error = %err, "retrying");
+                    retry_count += 1;
+                    if retry_on_new_session {
+                        min_generation = generation + 1;
+                    }
+                    deadline.sleep(sleep).await?;
+                }
+            })
+            .await
+    }
+
+    /// A session for one try: waits at most the connection timeout (counted as a retryable
+    /// connection loss) or the caller's deadline (a timeout).
+    async fn session_for_try(&self, min_generation: u64, deadline: Deadline) -> Result<Session> {
+        let connection_timeout = self.core().config.connection_timeout;
+        let for_try = deadline.min(Some(Instant::now() + connection_timeout));
+        match self.session_after(min_generation, for_try).await {
+            Err(Error::Timeout { .. }) if !deadline.is_expired() => {
+                Err(Error::ZooKeeper(zookeeper_client::Error::ConnectionLoss))
+            }
+            other => other,
+        }
+    }
+
+    /// Maps what a dead session's client says into the framework's words.
+    fn finish_error<T>(&self, result: Result<T>) -> Result<T> {
+        match result {
+            Err(err) if err.is_session_lost() => {
+                Err(if self.is_closed() { Error::Closed } else { Error::SessionLost })
+            }
+            other => other,
+        }
+    }
+
+    /// Closes the framework: stops the background tasks and closes the session (its ephemeral
+    /// nodes are deleted by the server). Every later call fails with [`Error::Closed`].
+    /// Idempotent.
+    pub async fn close(&self) {
+        self.core().mark_closed();
+        let supervisor = self.core().supervisor.lock().take();
+        if let Some(supervisor) = supervisor {
+            if let Err(err) = supervisor.await {
+                warn!(%err, "session supervisor ended abnormally");
+            }
+        }
+    }
+}
+
+impl Core {
+    fn mark_closed(&self) {
+        self.snapshot.send_if_modified(|snapshot| {
+            if snapshot.closed {
+                return false;
+            }
+            snapshot.closed = true;
+            true
+        });
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Snapshot> {
+        self.snapshot.subscribe()
+    }
+
+    fn publish(
+        &self,
+        state: ConnectionState,
+        session_id: SessionId,
+        generation: u64,
+        session: Option<Session>,
+    ) {
+        info!(?state, session = %session_id, generation, "connection state");
+        self.snapshot.send_modify(|snapshot| {
+            snapshot.state = Some(state);
+            snapshot.generation = generation;
+            snapshot.session = session;
+        });
+        // No subscriber is not an error.
+        let _ = self.events.send(ConnectionEvent { state, session_id, generation });
+    }
+}
+
+/// How watching one session ended.
+enum SessionEnd {
+    Lost,
+    Closed,
+}
+
+/// Owns the session: connects, publishes transitions, declares the session lost and opens the next.
+async fn supervise(core: Arc<Core>) {
+    let mut closed = core.subscribe();
+    let mut generation = 0u64;
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let connected = tokio::select! {
+            _ = closed.wait_for(|snapshot| snapshot.closed) => return,
+            connected = connect(&core) => connected,
+        };
+        let client = match connected {
+            Ok(client) => client,
+            Err(err) => {
+                debug!(%err, ?backoff, "no session yet");
+                tokio::select! {
+                    _ = closed.wait_for(|snapshot| snapshot.closed) => return,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(50);
+        generation += 1;
+        let session = Session::new(client, generation, core.default_acl.clone());
+        let first_state = match session.client().state() {
+            SessionState::ConnectedReadOnly => ConnectionState::ReadOnly,
+            _ if generation == 1 => ConnectionState::Connected,
+            _ => ConnectionState::Reconnected,
+        };
+        let session_id = session.id();
+        core.publish(first_state, session_id, generation, Some(session.clone()));
+        let end = watch_session(&core, &session, &mut closed).await;
+        let mut state_watcher = session.client().state_watcher();
+        drop(session);
+        match end {
+            SessionEnd::Lost => {
+                // Abandon the session for good: the last clone is dropped, so zookeeper-client closes
+                // it if it can still reach the server. A new session is opened next.
+                core.publish(ConnectionState::Lost, session_id, generation, None);
+            }
+            SessionEnd::Closed => {
+                core.snapshot.send_modify(|snapshot| snapshot.session = None);
+                // Give zookeeper-client a moment to send CloseSession so the server deletes our
+                // ephemeral nodes now rather than at the session timeout.
+                let closing = async {
+                    loop {
+                        if state_watcher.changed().await.is_terminated() {
+                            break;
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(2), closing).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Opens a new session (never resuming an old one), inside the namespace if there is one.
+async fn connect(core: &Core) -> Result<Client> {
+    let connector = core.config.connector();
+    #[cfg(feature = "tls")]
+    let client = if core.config.tls.is_some() {
+        connector.secure_connect(&core.config.connect_string).await?
+    } else {
+        connector.connect(&core.config.connect_string).await?
+    };
+    #[cfg(not(feature = "tls"))]
+    let client = connector.connect(&core.config.connect_string).await?;
+    let Some(namespace) = core.config.namespace_path() else {
+        return Ok(client);
+    };
+    let options =
+        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&core.default_acl));
+    client.mkdir(&namespace, &options).await?;
+    let root = crate::path::join(client.path(), &namespace);
+    client.chroot(root).map_err(|_| Error::InvalidArgument(format!("bad namespace {namespace:?}")))
+}
+
+/// Follows one session's states until it is lost or the framework is closed.
+async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Receiver<Snapshot>) -> SessionEnd {
+    let mut states = session.client().state_watcher();
+    let session_id = session.id();
+    let generation = session.generation();
+    let mut suspended_since: Option<Instant> = None;
+    loop {
+        let lost_at = suspended_since.map(|since| since + session.timeout());
+        tokio::select! {
+            _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
+            _ = sleep_until_some(lost_at) => {
+                warn!(session = %session_id, timeout = ?session.timeout(), "suspended for the session timeout: session lost");
+                return SessionEnd::Lost;
+            }
+            state = states.changed() => match state {
+                SessionState::Disconnected => {
+                    if suspended_since.is_none() {
+                        suspended_since = Some(Instant::now());
+                        core.publish(ConnectionState::Suspended, session_id, generation, Some(session.clone()));
+                    }
+                }
+                SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
+                    if suspended_since.is_none() {
+                        // A disconnection came and went between two looks: report it all the same.
+                        core.publish(ConnectionState::Suspended, session_id, generation, Some(session.clone()));
+                    }
+                    suspended_since = None;
+                    let state = if state == SessionState::ConnectedReadOnly {
+                        ConnectionState::ReadOnly
+                    } else {
+                        ConnectionState::Reconnected
+                    };
+                    core.publish(state, session_id, generation, Some(session.clone()));
+                }
+                SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
+                    info!(session = %session_id, ?state, "session ended");
+                    return SessionEnd::Lost;
+                }
+            },
+        }
+    }
+}
+
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,416 @@
+//! Node helpers every recipe needs: ensure a path (as containers), delete a subtree, and the
+//! protected ephemeral-sequential create.
+
+use std::fmt;
+
+use parking_lot::Mutex;
+use tracing::debug;
+use zookeeper_client::{CreateMode, Stat};
+
+use crate::cleanup::CleanupTask;
+use crate::deadline::Deadline;
+use crate::error::{Error, Result};
+use crate::framework::Framework;
+use crate::path;
+use crate::session::Session;
+
+impl Framework {
+    /// Creates `path` and every missing ancestor as CONTAINER nodes with empty data (the server
+    /// deletes a container once it has had children and is empty again). Existing nodes are left
+    /// as they are.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
+    pub async fn ensure_path(&self, path: &str, deadline: Deadline) -> Result<()> {
+        validate(path)?;
+        self.retry_across_sessions(deadline, |session| async move { ensure_containers(&session, path).await })
+            .await
+    }
+
+    /// Deletes `path` and everything below it. A missing node is not an error.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
+    pub async fn delete_recursive(&self, path: &str, deadline: Deadline) -> Result<()> {
+        validate(path)?;
+        if path == "/" {
+            return Err(Error::InvalidArgument("refusing to delete the root".into()));
+        }
+        self.retry_across_sessions(deadline, |session| async move { delete_tree(&session, path).await }).await
+    }
+
+    /// Creates `<parent>/_c_<uuid>-<name>` as an EPHEMERAL_SEQUENTIAL node holding `data`, with
+    /// Curator's protection, creating missing parents as containers.
+    ///
+    /// If the connection is lost while the create is in flight, the node is looked for among the
+    /// siblings by its `_c_<uuid>-` prefix after reconnecting, and taken only if its ephemeral owner
+    /// is our current session. If the session is lost instead, the attempt starts over on the new
+    /// session with a new UUID, and the old prefix is handed to the cleanup worker. If the call
+    /// fails or is dropped while the outcome is unknown, the cleanup worker finds and deletes
+    /// the node.
+    ///
+    /// The returned [`OwnedNode`] deletes the node when dropped.
+    ///
+    /// # Errors
+    /// [`Error::InvalidPath`] for a bad parent or a name with a `/`, before anything is sent;
+    /// [`Error::Timeout`] at the deadline; otherwise as [`Framework::retry_across_sessions`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call leaves no node behind (the cleanup worker deletes it).
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+    /// use std::time::Duration;
+    /// use zk_recipes_framework::Deadline;
+    ///
+    /// let node = framework
+    ///     .create_protected("/app/lock", "lock-", b"10.0.0.7", Deadline::after(Duration::from_secs(5)))
+    ///     .await?;
+    /// println!("created {} with sequence {:?}", node.path(), node.sequence());
+    /// node.delete(Deadline::after(Duration::from_secs(5))).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_protected(
+        &self,
+        parent: &str,
+        name: &str,
+        data: &[u8],
+        deadline: Deadline,
+    ) -> Result<OwnedNode> {
+        validate(parent)?;
+        let candidate = path::join(parent, name);
+        if name.contains('/') {
+            return Err(Error::InvalidArgument(format!("node name {name:?} contains '/'")));
+        }
+        path::validate_sequential(&candidate).map_err(|reason| Error::invalid_path(&candidate, reason))?;
+
+        let attempt = Mutex::new(ProtectedAttempt::new(self.clone(), parent));
+        let attempt = &attempt;
+        let created = self
+            .retry_across_sessions(deadline, |session| async move {
+                let (prefix, search_first) = attempt.lock().prefix_for(&session);
+                let outcome = create_or_find(&session, parent, name, &prefix, search_first, data).await;
+                if let Err(err) = &outcome {
+                    if !is_connection_error_or_lost(err) {
+                        // The server answered: nothing was created by this try.
+                        attempt.lock().settle();
+                    }
+                }
+                outcome.map(|created| (created, session))
+            })
+            .await;
+        let (created, session) = created?;
+        attempt.lock().settle();
+        debug!(path = %created.path, session = %session.id(), "protected node created");
+        Ok(OwnedNode::new(self.clone(), created, &session))
+    }
+}
+
+fn validate(path: &str) -> Result<()> {
+    path::validate(path).map_err(|reason| Error::invalid_path(path, reason))
+}
+
+fn is_connection_error_or_lost(err: &Error) -> bool {
+    err.is_retryable() || err.is_session_lost() || matches!(err, Error::Timeout { .. })
+}
+
+/// Creates `path` and missing ancestors as containers on one session.
+pub(crate) async fn ensure_containers(session: &Session, path: &str) -> Result<()> {
+    if path == "/" {
+        return Ok(());
+    }
+    let options = session.create_options(CreateMode::Container);
+    // Fast path: the node usually exists, or only it is missing.
+    let missing = match session.client().create(path, &[], &options).await {
+        Ok(_) | Err(zookeeper_client::Error::NodeExists) => return Ok(()),
+        Err(zookeeper_client::Error::NoNode) => path::ancestors(path),
+        Err(err) => return Err(err.into()),
+    };
+    for ancestor in missing.into_iter().chain(std::iter::once(path)) {
+        match session.client().create(ancestor, &[], &options).await {
+            Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(())
+}
+
+async fn delete_tree(session: &Session, root: &str) -> Result<()> {
+    // Depth first, deepest nodes first; a child created meanwhile makes the parent's delete fail
+    // with NotEmpty, and the next round picks it up.
+    for _round in 0..16 {
+        let mut order = Vec::new();
+        let mut stack = vec![root.to_owned()];
+        while let Some(node) = stack.pop() {
+            match session.client().list_children(&node).await {
+                Ok(children) => stack.extend(children.iter().map(|child| path::join(&node, child))),
+                Err(zookeeper_client::Error::NoNode) => continue,
+                Err(err) => return Err(err.into()),
+            }
+            order.push(node);
+        }
+        let mut not_empty = false;
+        for node in order.iter().rev() {
+            match session.client().delete(node, None).await {
+                Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+                Err(zookeeper_client::Error::NotEmpty) => not_empty = true,
+                Err(err) => return Err(err.into()),
+            }
+        }
+        if !not_empty {
+            return Ok(());
+        }
+    }
+    Err(Error::ZooKeeper(zookeeper_client::Error::NotEmpty))
+}
+
+/// What a protected create knows across its tries.
+struct ProtectedAttempt {
+    framework: Framework,
+    parent: String,
+    /// The prefix of the current try and the session generation it belongs to.
+    current: Option<(String, u64)>,
+    /// Whether a create with the current prefix may have reached the server.
+    maybe_created: bool,
+}
+
+impl ProtectedAttempt {
+    fn new(framework: Framework, parent: &str) -> Self {
+        Self { framework, parent: parent.to_owned(), current: None, maybe_created: false }
+    }
+
+    /// The prefix to use on `session`, and whether an earlier try with it may have created a node
+    /// (so look before creating): the same prefix on the same session, a fresh one on a new
+    /// session (whatever the old one created is handed to the cleanup worker).
+    fn prefix_for(&mut self, session: &Session) -> (String, bool) {
+        match &self.current {
+            Some((prefix, generation)) if *generation == session.generation() => {
+                let search_first = self.maybe_created;
+                self.maybe_created = true;
+                (prefix.clone(), search_first)
+            }
+            _ => {
+                self.hand_over_unknown();
+                let prefix = path::protected_prefix(&uuid::Uuid::new_v4().to_string());
+                self.current = Some((prefix.clone(), session.generation()));
+                // Set before the create is sent: a drop from here on may leave a node.
+                self.maybe_created = true;
+                (prefix, false)
+            }
+        }
+    }
+
+    /// The current prefix is known to have no node (created and handed out, or refused).
+    fn settle(&mut self) {
+        self.maybe_created = false;
+    }
+
+    fn hand_over_unknown(&mut self) {
+        if let (true, Some((prefix, _))) = (self.maybe_created, self.current.take()) {
+            self.framework
+                .core()
+                .cleanup
+                .submit(CleanupTask::Protected { parent: self.parent.clone(), prefix });
+        }
+        self.maybe_created = false;
+    }
+}
+
+impl Drop for ProtectedAttempt {
+    fn drop(&mut self) {
+        self.hand_over_unknown();
+    }
+}
+
+/// A node a protected create made.
+struct Created {
+    path: String,
+    stat: Stat,
+    sequence: Option<i32>,
+}
+
+/// One try: find a node of ours from an earlier try on this session, else create one.
+async fn create_or_find(
+    session: &Session,
+    parent: &str,
+    name: &str,
+    prefix: &str,
+    search_first: bool,
+    data: &[u8],
+) -> Result<Created> {
+    if search_first {
+        if let Some(found) = find_protected(session, parent, prefix, name).await? {
+            return Ok(found);
+        }
+    }
+    let node_path = path::join(parent, &format!("{prefix}{name}"));
+    let options = session.create_options(CreateMode::EphemeralSequential);
+    let created = match session.client().create(&node_path, data, &options).await {
+        Err(zookeeper_client::Error::NoNode) => {
+            ensure_containers(session, parent).await?;
+            session.client().create(&node_path, data, &options).await
+        }
+        other => other,
+    };
+    match created {
+        Ok((stat, sequence)) => Ok(Created {
+            path: format!("{node_path}{sequence}"),
+            stat,
+            sequence: i32::try_from(sequence.into_i64()).ok(),
+        }),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Our node from an earlier try of this session, if the server has it.
+async fn find_protected(
+    session: &Session,
+    parent: &str,
+    prefix: &str,
+    name: &str,
+) -> Result<Option<Created>> {
+    let children = match session.client().list_children(parent).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => return Ok(None),
+        Err(err) => return Err(err.into()),
+    };
+    for child in children.iter().filter(|child| child.starts_with(prefix)) {
+        let child_path = path::join(parent, child);
+        match session.client().check_stat(&child_path).await {
+            Ok(Some(stat)) if session.owns(stat.ephemeral_owner) => {
+                debug!(path = %child_path, "found our protected node after a connection loss");
+                let sequence = path::sequence_after(child, name);
+                return Ok(Some(Created { path: child_path, stat, sequence }));
+            }
+            Ok(_) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(None)
+}
+
+/// A node this process created and owns: deleted when dropped (in the background, by the
+/// framework's cleanup worker), or explicitly with [`delete`](Self::delete).
+///
+/// Not `Clone`: exactly one owner decides when the node goes.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+/// use zk_recipes_framework::Deadline;
+/// let node = framework.create_protected("/app/members", "member-", b"", Deadline::never()).await?;
+/// assert!(node.name().starts_with("_c_"));
+/// drop(node); // deleted in the background
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping an OwnedNode deletes its node"]
+pub struct OwnedNode {
+    framework: Framework,
+    path: String,
+    stat: Stat,
+    sequence: Option<i32>,
+    session_id: zookeeper_client::SessionId,
+    generation: u64,
+    armed: bool,
+}
+
+impl OwnedNode {
+    fn new(framework: Framework, created: Created, session: &Session) -> Self {
+        let Created { path, stat, sequence } = created;
+        Self {
+            framework,
+            path,
+            stat,
+            sequence,
+            session_id: session.id(),
+            generation: session.generation(),
+            armed: true,
+        }
+    }
+
+    /// The node's full path (within the namespace).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The node's name (the last path segment).
+    pub fn name(&self) -> &str {
+        path::name(&self.path)
+    }
+
+    /// The sequence number the server appended.
+    pub fn sequence(&self) -> Option<i32> {
+        self.sequence
+    }
+
+    /// The node's `Stat` at creation (`czxid` orders holders: it only grows).
+    pub fn stat(&self) -> &Stat {
+        &self.stat
+    }
+
+    /// The session that owns the node.
+    pub fn session_id(&self) -> zookeeper_client::SessionId {
+        self.session_id
+    }
+
+    /// The generation of the session that owns the node.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The framework the node was created through.
+    pub fn framework(&self) -> &Framework {
+        &self.framework
+    }
+
+    /// Deletes the node now and reports the outcome. A node already gone counts as deleted.
+    ///
+    /// # Errors
+    /// As [`Framework::retry`]; on an error the node is handed to the cleanup worker, which goes on
+    /// trying in the background.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if dropped, the cleanup worker deletes the node.
+    pub async fn delete(mut self, deadline: Deadline) -> Result<()> {
+        let path = self.path.clone();
+        let result = self
+            .framework
+            .retry(deadline, |session| {
+                let path = &path;
+                async move {
+                    match session.client().delete(path, None).await {
+                        Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+                        Err(err) => Err(Error::from(err)),
+                    }
+                }
+            })
+            .await;
+        if result.is_ok() {
+            self.armed = false;
+        }
+        result
+    }
+
+    /// Gives up ownership without deleting: the node stays until its session ends. Returns its path.
+    pub fn forget(mut self) -> String {
+        self.armed = false;
+        std::mem::take(&mut self.path)
+    }
+}
+
+impl Drop for OwnedNode {
+    fn drop(&mut self) {
+        if self.armed {
+            self.framework.core().cleanup.submit(CleanupTask::Node { path: std::mem::take(&mut self.path) });
+        }
+    }
+}
+
+impl fmt::Debug for OwnedNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedNode")
+            .field("path", &self.path)
+            .field("session_id", &self.session_id)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}

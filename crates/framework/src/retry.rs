@@ -1,0 +1,259 @@
+//! Retry policies in the shape of Curator's `RetryPolicy`.
+//!
+//! A policy only answers "may I try again, and after how long?"; the loop that asks it is
+//! [`crate::Framework::retry`], which gives each top-level call one budget and one deadline.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zk_recipes_framework::retry::{ExponentialBackoffRetry, RetryPolicy};
+//!
+//! let policy = ExponentialBackoffRetry::new(Duration::from_millis(100), 3);
+//! assert!(policy.allow_retry(0, Duration::ZERO).is_some());
+//! assert!(policy.allow_retry(3, Duration::ZERO).is_none());
+//! ```
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+/// Decides whether a failed operation may be tried again.
+pub trait RetryPolicy: Debug + Send + Sync + 'static {
+    /// Called after a retryable failure. `retry_count` is the number of retries already made (0 on
+    /// the first failure) and `elapsed` the time since the top-level call started. Returns how long
+    /// to sleep before the next try, or `None` to give up.
+    fn allow_retry(&self, retry_count: u32, elapsed: Duration) -> Option<Duration>;
+}
+
+/// Curator caps `ExponentialBackoffRetry` at 29 retries (so that `1 << (n + 1)` fits an `i32`).
+pub const MAX_EXPONENTIAL_RETRIES: u32 = 29;
+
+/// Retries a set number of times with a growing, randomised sleep, exactly as Curator's
+/// `ExponentialBackoffRetry`: before retry `n` it sleeps
+/// `base_sleep × max(1, uniform integer in [0, 2^(n+1)))`, at most `max_sleep`.
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::ExponentialBackoffRetry;
+///
+/// let policy = ExponentialBackoffRetry::new(Duration::from_millis(100), 5)
+///     .with_max_sleep(Duration::from_secs(2));
+/// # let _ = policy;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ExponentialBackoffRetry {
+    base_sleep: Duration,
+    max_retries: u32,
+    max_sleep: Duration,
+}
+
+impl ExponentialBackoffRetry {
+    /// `max_retries` above [`MAX_EXPONENTIAL_RETRIES`] is lowered to it (as Curator does).
+    /// No limit on a single sleep unless [`Self::with_max_sleep`] sets one.
+    pub fn new(base_sleep: Duration, max_retries: u32) -> Self {
+        Self { base_sleep, max_retries: max_retries.min(MAX_EXPONENTIAL_RETRIES), max_sleep: Duration::MAX }
+    }
+
+    /// Caps each sleep at `max_sleep`.
+    pub fn with_max_sleep(mut self, max_sleep: Duration) -> Self {
+        self.max_sleep = max_sleep;
+        self
+    }
+
+    /// The number of retries this policy allows.
+    pub fn max_retries(&self) -> u32 {
+        self.max_retries
+    }
+
+    /// The sleep for a draw from `[0, 2^(retry_count+1))`.
+    fn sleep_for(&self, draw: u32) -> Duration {
+        let factor = draw.max(1);
+        self.base_sleep.saturating_mul(factor).min(self.max_sleep)
+    }
+}
+
+impl RetryPolicy for ExponentialBackoffRetry {
+    fn allow_retry(&self, retry_count: u32, _elapsed: Duration) -> Option<Duration> {
+        if retry_count >= self.max_retries {
+            return None;
+        }
+        let draw = fastrand::u32(0..(1u32 << (retry_count + 1)));
+        Some(self.sleep_for(draw))
+    }
+}
+
+/// Curator's `BoundedExponentialBackoffRetry`: [`ExponentialBackoffRetry`] whose every sleep is at
+/// most `max_sleep`.
+#[derive(Debug, Clone)]
+pub struct BoundedExponentialBackoffRetry(ExponentialBackoffRetry);
+
+impl BoundedExponentialBackoffRetry {
+    /// Same arguments as Curator: base sleep, the largest single sleep, and the number of retries.
+    pub fn new(base_sleep: Duration, max_sleep: Duration, max_retries: u32) -> Self {
+        Self(ExponentialBackoffRetry::new(base_sleep, max_retries).with_max_sleep(max_sleep))
+    }
+}
+
+impl RetryPolicy for BoundedExponentialBackoffRetry {
+    fn allow_retry(&self, retry_count: u32, elapsed: Duration) -> Option<Duration> {
+        self.0.allow_retry(retry_count, elapsed)
+    }
+}
+
+/// Retries `n` times with the same sleep between tries (Curator's `RetryNTimes`).
+#[derive(Debug, Clone)]
+pub struct RetryNTimes {
+    n: u32,
+    sleep_between_retries: Duration,
+}
+
+impl RetryNTimes {
+    /// Up to `n` retries, sleeping `sleep_between_retries` before each.
+    pub fn new(n: u32, sleep_between_retries: Duration) -> Self {
+        Self { n, sleep_between_retries }
+    }
+}
+
+impl RetryPolicy for RetryNTimes {
+    fn allow_retry(&self, retry_count: u32, _elapsed: Duration) -> Option<Duration> {
+        (retry_count < self.n).then_some(self.sleep_between_retries)
+    }
+}
+
+/// Retries once (Curator's `RetryOneTime`).
+#[derive(Debug, Clone)]
+pub struct RetryOneTime(RetryNTimes);
+
+impl RetryOneTime {
+    /// One retry after `sleep_before_retry`.
+    pub fn new(sleep_before_retry: Duration) -> Self {
+        Self(RetryNTimes::new(1, sleep_before_retry))
+    }
+}
+
+impl RetryPolicy for RetryOneTime {
+    fn allow_retry(&self, retry_count: u32, elapsed: Duration) -> Option<Duration> {
+        self.0.allow_retry(retry_count, elapsed)
+    }
+}
+
+/// Retries until `max_elapsed` has passed since the call started (Curator's `RetryUntilElapsed`).
+#[derive(Debug, Clone)]
+pub struct RetryUntilElapsed {
+    max_elapsed: Duration,
+    sleep_between_retries: Duration,
+}
+
+impl RetryUntilElapsed {
+    /// Retries while less than `max_elapsed` has passed, sleeping `sleep_between_retries` each time.
+    pub fn new(max_elapsed: Duration, sleep_between_retries: Duration) -> Self {
+        Self { max_elapsed, sleep_between_retries }
+    }
+}
+
+impl RetryPolicy for RetryUntilElapsed {
+    fn allow_retry(&self, _retry_count: u32, elapsed: Duration) -> Option<Duration> {
+        (elapsed < self.max_elapsed).then_some(self.sleep_between_retries)
+    }
+}
+
+/// Retries forever (Curator's `RetryForever`); bound it with a deadline on the call.
+#[derive(Debug, Clone)]
+pub struct RetryForever {
+    retry_interval: Duration,
+}
+
+impl RetryForever {
+    /// Sleeps `retry_interval` before every retry.
+    pub fn new(retry_interval: Duration) -> Self {
+        Self { retry_interval }
+    }
+}
+
+impl RetryPolicy for RetryForever {
+    fn allow_retry(&self, _retry_count: u32, _elapsed: Duration) -> Option<Duration> {
+        Some(self.retry_interval)
+    }
+}
+
+/// Never retries.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRetry;
+
+impl RetryPolicy for NoRetry {
+    fn allow_retry(&self, _retry_count: u32, _elapsed: Duration) -> Option<Duration> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn exponential_sleep_is_base_times_a_draw_of_at_least_one() {
+        let policy = ExponentialBackoffRetry::new(10 * MS, 10);
+        assert_eq!(policy.sleep_for(0), 10 * MS, "a zero draw still sleeps one base");
+        assert_eq!(policy.sleep_for(1), 10 * MS);
+        assert_eq!(policy.sleep_for(15), 150 * MS);
+    }
+
+    #[test]
+    fn exponential_draws_stay_in_curators_range() {
+        let policy = ExponentialBackoffRetry::new(MS, 29);
+        for retry_count in 0..10u32 {
+            let upper = (1u64 << (retry_count + 1)) - 1;
+            let mut largest = 0;
+            for _ in 0..2_000 {
+                let sleep = policy.allow_retry(retry_count, Duration::ZERO).expect("within budget");
+                let factor = sleep.as_millis() as u64;
+                assert!((1..=upper).contains(&factor), "retry {retry_count}: factor {factor} > {upper}");
+                largest = largest.max(factor);
+            }
+            assert_eq!(largest, upper.max(1), "retry {retry_count}: the top of the range is reachable");
+        }
+    }
+
+    #[test]
+    fn exponential_retries_are_capped_at_29_and_counted() {
+        let policy = ExponentialBackoffRetry::new(MS, 1_000);
+        assert_eq!(policy.max_retries(), MAX_EXPONENTIAL_RETRIES);
+        assert!(policy.allow_retry(28, Duration::ZERO).is_some());
+        assert!(policy.allow_retry(29, Duration::ZERO).is_none());
+        let three = ExponentialBackoffRetry::new(MS, 3);
+        assert!(three.allow_retry(2, Duration::ZERO).is_some());
+        assert!(three.allow_retry(3, Duration::ZERO).is_none());
+    }
+
+    #[test]
+    fn max_sleep_bounds_every_sleep() {
+        let policy = BoundedExponentialBackoffRetry::new(100 * MS, 250 * MS, 29);
+        for _ in 0..500 {
+            let sleep = policy.allow_retry(20, Duration::ZERO).expect("within budget");
+            assert!(sleep <= 250 * MS && sleep >= 100 * MS, "{sleep:?}");
+        }
+        let unbounded = ExponentialBackoffRetry::new(Duration::from_secs(1), 29);
+        assert_eq!(unbounded.sleep_for(u32::MAX >> 2), Duration::from_secs(u64::from(u32::MAX >> 2)));
+    }
+
+    #[test]
+    fn fixed_count_policies() {
+        let n = RetryNTimes::new(2, 5 * MS);
+        assert_eq!(n.allow_retry(0, Duration::ZERO), Some(5 * MS));
+        assert_eq!(n.allow_retry(1, Duration::ZERO), Some(5 * MS));
+        assert_eq!(n.allow_retry(2, Duration::ZERO), None);
+        let once = RetryOneTime::new(7 * MS);
+        assert_eq!(once.allow_retry(0, Duration::ZERO), Some(7 * MS));
+        assert_eq!(once.allow_retry(1, Duration::ZERO), None);
+        assert_eq!(NoRetry.allow_retry(0, Duration::ZERO), None);
+    }
+
+    #[test]
+    fn elapsed_and_forever_policies() {
+        let until = RetryUntilElapsed::new(100 * MS, 10 * MS);
+        assert_eq!(until.allow_retry(1_000, 99 * MS), Some(10 * MS));
+        assert_eq!(until.allow_retry(0, 100 * MS), None);
+        let forever = RetryForever::new(3 * MS);
+        assert_eq!(forever.allow_retry(u32::MAX, Duration::MAX), Some(3 * MS));
+    }
+}

@@ -1,0 +1,176 @@
+//! Connection states in Curator's vocabulary, and the stream that carries every transition.
+
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::{broadcast, watch};
+use zookeeper_client::SessionId;
+
+use crate::framework::Snapshot;
+
+/// The state of the framework's connection, with Curator's meaning.
+///
+/// ```
+/// use zk_recipes_framework::{ConnectionState, ErrorPolicy};
+///
+/// assert!(ConnectionState::Reconnected.is_connected());
+/// assert!(ErrorPolicy::Standard.is_error_state(ConnectionState::Suspended));
+/// assert!(!ErrorPolicy::SessionOnly.is_error_state(ConnectionState::Suspended));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConnectionState {
+    /// The very first session was established (sent once in the framework's life).
+    Connected,
+    /// The connection broke; the session may still be alive on the server.
+    Suspended,
+    /// Connected again after [`Suspended`](Self::Suspended) or [`Lost`](Self::Lost). After `Lost`
+    /// this is a new session: new session id, bumped generation.
+    Reconnected,
+    /// The session is gone: the server expired it, or the connection stayed suspended for the
+    /// negotiated session timeout. Its ephemeral nodes are gone (or will be), and that session never
+    /// comes back; the framework opens a new one.
+    Lost,
+    /// Connected to a read-only server (only when read-only mode is allowed).
+    ReadOnly,
+}
+
+impl ConnectionState {
+    /// Whether requests can be served in this state.
+    pub fn is_connected(self) -> bool {
+        matches!(self, Self::Connected | Self::Reconnected | Self::ReadOnly)
+    }
+}
+
+/// Which connection states recipes treat as an error: a held lock, a leadership, a taken queue item
+/// can no longer be trusted in an error state (Curator's `ConnectionStateErrorPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorPolicy {
+    /// `Suspended` and `Lost` are errors (Curator's `StandardConnectionStateErrorPolicy`). The safe
+    /// default: while suspended, the session may expire at any moment.
+    #[default]
+    Standard,
+    /// Only `Lost` is an error (Curator's `SessionConnectionStateErrorPolicy`).
+    SessionOnly,
+}
+
+impl ErrorPolicy {
+    /// Whether recipes must treat `state` as an error.
+    pub fn is_error_state(self, state: ConnectionState) -> bool {
+        match self {
+            Self::Standard => matches!(state, ConnectionState::Suspended | ConnectionState::Lost),
+            Self::SessionOnly => state == ConnectionState::Lost,
+        }
+    }
+}
+
+/// One transition of the connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionEvent {
+    /// The new state.
+    pub state: ConnectionState,
+    /// The session this event is about (for `Lost`, the session that was lost).
+    pub session_id: SessionId,
+    /// Counts sessions: 1 for the first, bumped for each new session after a `Lost`.
+    pub generation: u64,
+}
+
+/// What a subscriber receives: a transition, or word that it fell behind and missed some.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectionUpdate {
+    /// The next transition, in order.
+    Changed(ConnectionEvent),
+    /// The subscriber fell behind and `missed` transitions were dropped. Treat it as
+    /// [`ConnectionState::Lost`]: anything may have happened meanwhile.
+    Lagged {
+        /// How many transitions were dropped.
+        missed: u64,
+    },
+}
+
+impl ConnectionUpdate {
+    /// The state to act on: the transition's, or `Lost` for a lag.
+    pub fn state(&self) -> ConnectionState {
+        match self {
+            Self::Changed(event) => event.state,
+            Self::Lagged { .. } => ConnectionState::Lost,
+        }
+    }
+}
+
+/// Every connection transition from the moment of subscription, in order
+/// ([`crate::Framework::connection_events`]). Ends (`None`) when the framework is closed.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) {
+/// let mut events = framework.connection_events();
+/// while let Some(update) = events.next().await {
+///     println!("connection is now {:?}", update.state());
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct ConnectionEvents {
+    events: broadcast::Receiver<ConnectionEvent>,
+    snapshot: watch::Receiver<Snapshot>,
+}
+
+impl ConnectionEvents {
+    pub(crate) fn new(
+        events: broadcast::Receiver<ConnectionEvent>,
+        snapshot: watch::Receiver<Snapshot>,
+    ) -> Self {
+        Self { events, snapshot }
+    }
+
+    /// The next transition; `None` once the framework is closed and every earlier transition was
+    /// delivered.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a transition is never lost by dropping this future.
+    pub async fn next(&mut self) -> Option<ConnectionUpdate> {
+        loop {
+            match self.events.try_recv() {
+                Ok(event) => return Some(ConnectionUpdate::Changed(event)),
+                Err(broadcast::error::TryRecvError::Lagged(missed)) => {
+                    return Some(ConnectionUpdate::Lagged { missed })
+                }
+                Err(broadcast::error::TryRecvError::Closed) => return None,
+                Err(broadcast::error::TryRecvError::Empty) => {}
+            }
+            if self.snapshot.borrow().closed {
+                return None;
+            }
+            tokio::select! {
+                received = self.events.recv() => return match received {
+                    Ok(event) => Some(ConnectionUpdate::Changed(event)),
+                    Err(broadcast::error::RecvError::Lagged(missed)) => Some(ConnectionUpdate::Lagged { missed }),
+                    Err(broadcast::error::RecvError::Closed) => None,
+                },
+                changed = self.snapshot.changed() => if changed.is_err() { return None },
+            }
+        }
+    }
+
+    /// The same transitions as a [`Stream`].
+    pub fn into_stream(self) -> impl Stream<Item = ConnectionUpdate> + Send + Unpin {
+        Box::pin(futures::stream::unfold(self, |mut events| async move {
+            let update = events.next().await?;
+            Some((update, events))
+        }))
+    }
+}
+
+/// The connection as it is now ([`crate::Framework::current`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionSnapshot {
+    /// The latest state; `None` before the first session was established.
+    pub state: Option<ConnectionState>,
+    /// The current session's id, if there is a session.
+    pub session_id: Option<SessionId>,
+    /// The current session's generation (0 before the first session).
+    pub generation: u64,
+    /// The negotiated session timeout of the current session.
+    pub session_timeout: Option<Duration>,
+    /// Whether the framework was closed.
+    pub closed: bool,
+}

@@ -1,0 +1,306 @@
+//! The retry helper, path helpers, protected creates and the cleanup worker against a real
+//! ZooKeeper.
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use common::*;
+use zk_recipes_framework::retry::RetryNTimes;
+use zk_recipes_framework::zookeeper_client::{self, CreateMode};
+use zk_recipes_framework::{path, Deadline, Error, Framework};
+use zk_recipes_testing::{FaultProxy, TestingServer};
+
+fn connection_loss() -> Error {
+    Error::ZooKeeper(zookeeper_client::Error::ConnectionLoss)
+}
+
+#[tokio::test]
+async fn nested_retries_share_one_budget() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(6))
+        .retry_policy(RetryNTimes::new(2, Duration::from_millis(1)))
+        .start()
+        .expect("framework");
+    let outer_calls = AtomicU32::new(0);
+    let inner_calls = AtomicU32::new(0);
+    let result: Result<(), Error> = within(
+        "retry",
+        framework.retry(Deadline::after(STEP), |_session| {
+            let framework = &framework;
+            let (outer_calls, inner_calls) = (&outer_calls, &inner_calls);
+            async move {
+                outer_calls.fetch_add(1, Ordering::SeqCst);
+                framework
+                    .retry(Deadline::never(), |_session| async move {
+                        inner_calls.fetch_add(1, Ordering::SeqCst);
+                        Err::<(), _>(connection_loss())
+                    })
+                    .await
+            }
+        }),
+    )
+    .await;
+    assert!(result.as_ref().is_err_and(Error::is_retryable), "{result:?}");
+    assert_eq!(outer_calls.load(Ordering::SeqCst), 3, "one try and two retries");
+    assert_eq!(inner_calls.load(Ordering::SeqCst), 3, "the nested call never retried on its own");
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn only_retryable_errors_are_retried() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(6))
+        .retry_policy(RetryNTimes::new(5, Duration::from_millis(1)))
+        .start()
+        .expect("framework");
+    let calls = AtomicU32::new(0);
+    let result: Result<Vec<u8>, Error> = within(
+        "retry",
+        framework.retry(Deadline::after(STEP), |session| {
+            let calls = &calls;
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                Ok(session.client().get_data("/does/not/exist").await?.0)
+            }
+        }),
+    )
+    .await;
+    assert!(result.as_ref().is_err_and(Error::is_no_node), "{result:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "NoNode is an answer, not a reason to retry");
+
+    let calls = AtomicU32::new(0);
+    let result: Result<(), Error> = within(
+        "retry",
+        framework.retry(Deadline::after(STEP), |_session| {
+            let calls = &calls;
+            async move {
+                if calls.fetch_add(1, Ordering::SeqCst) < 3 {
+                    Err(connection_loss())
+                } else {
+                    Ok(())
+                }
+            }
+        }),
+    )
+    .await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn invalid_paths_are_refused_before_anything_is_sent() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
+    within("connect", framework.block_until_connected(STEP)).await.expect("connected");
+    let before = within("mntr", server.znode_count()).await.expect("znode count");
+    for bad in ["", "relative", "/trailing/", "/a//b", "/a/./b", "/nul\u{0}"] {
+        let result = framework.ensure_path(bad, Deadline::after(STEP)).await;
+        assert!(matches!(result, Err(Error::InvalidPath { .. })), "{bad:?}: {result:?}");
+        let result = framework.create_protected(bad, "lock-", b"", Deadline::after(STEP)).await;
+        assert!(matches!(result, Err(Error::InvalidPath { .. })), "{bad:?}: {result:?}");
+    }
+    let result = framework.create_protected("/fine", "bad/name-", b"", Deadline::after(STEP)).await;
+    assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
+    let after = within("mntr", server.znode_count()).await.expect("znode count");
+    assert_eq!(before, after, "nothing was created on the server");
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn ensure_path_makes_containers_and_delete_recursive_removes_a_tree() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
+    within("ensure", framework.ensure_path("/ensure/a/b", Deadline::after(STEP))).await.expect("ensure");
+    within("ensure again", framework.ensure_path("/ensure/a/b", Deadline::after(STEP)))
+        .await
+        .expect("idempotent");
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    let client = session.client();
+    let (data, stat) = within("get", client.get_data("/ensure/a/b")).await.expect("created");
+    assert!(data.is_empty());
+    assert_eq!(stat.ephemeral_owner, 0);
+
+    // A container is reaped once it has had a child and is empty again.
+    let child = "/ensure/a/b/child";
+    within("create child", client.create(child, b"", &session.create_options(CreateMode::Persistent)))
+        .await
+        .expect("child");
+    within("delete child", client.delete(child, None)).await.expect("delete child");
+    eventually("the emptied container is reaped", || async {
+        client.check_stat("/ensure/a/b").await.expect("stat").is_none()
+    })
+    .await;
+
+    for node in ["/tree", "/tree/x", "/tree/x/y", "/tree/z"] {
+        within("create", client.create(node, b"", &session.create_options(CreateMode::Persistent)))
+            .await
+            .expect("create");
+    }
+    within("delete tree", framework.delete_recursive("/tree", Deadline::after(STEP))).await.expect("deleted");
+    assert!(within("stat", client.check_stat("/tree")).await.expect("stat").is_none());
+    within("delete again", framework.delete_recursive("/tree", Deadline::after(STEP)))
+        .await
+        .expect("a missing tree is not an error");
+    drop(session);
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn namespace_prefixes_every_path() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(6))
+        .namespace("tenant")
+        .start()
+        .expect("framework");
+    let node = within("create", framework.create_protected("/locks", "lock-", b"x", Deadline::after(STEP)))
+        .await
+        .expect("node");
+    assert!(node.path().starts_with("/locks/_c_"), "paths are namespace-relative: {}", node.path());
+
+    let raw = Framework::builder(server.connect_string()).start().expect("raw");
+    let session = within("raw session", raw.session(Deadline::after(STEP))).await.expect("session");
+    let under_namespace =
+        within("list", session.client().list_children("/tenant/locks")).await.expect("list");
+    assert_eq!(under_namespace, vec![node.name().to_string()]);
+    drop(session);
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+    within("close", framework.close()).await;
+    within("close", raw.close()).await;
+}
+
+#[tokio::test]
+async fn protected_create_names_and_owns_its_node() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
+    let node = within(
+        "create",
+        framework.create_protected("/protected/parent", "lock-", b"data", Deadline::after(STEP)),
+    )
+    .await
+    .expect("node");
+    let name = node.name().to_string();
+    assert!(path::is_protected(&name), "{name}");
+    assert!(uuid_like(path::protected_id(&name).expect("id")), "{name}");
+    assert_eq!(path::strip_protected(&name).len(), "lock-".len() + 10);
+    assert_eq!(node.sequence(), path::sequence_after(&name, "lock-"));
+
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    let (data, stat) = within("get", session.client().get_data(node.path())).await.expect("exists");
+    assert_eq!(data, b"data");
+    assert!(session.owns(stat.ephemeral_owner), "EPHEMERAL_SEQUENTIAL, owned by our session");
+    drop(session);
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+    within("close", framework.close()).await;
+}
+
+fn uuid_like(id: &str) -> bool {
+    id.len() == 36
+        && id.chars().enumerate().all(|(index, character)| {
+            if [8, 13, 18, 23].contains(&index) {
+                character == '-'
+            } else {
+                character.is_ascii_hexdigit() && !character.is_ascii_uppercase()
+            }
+        })
+}
+
+#[tokio::test]
+async fn a_protected_create_whose_reply_was_cut_finds_its_node() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), Duration::from_secs(8)).start().expect("framework");
+    within("ensure parent", framework.ensure_path("/cut/parent", Deadline::after(STEP)))
+        .await
+        .expect("parent");
+    let mut events = framework.connection_events();
+
+    let cut = proxy.cut_after_next_create();
+    let node =
+        within("create", framework.create_protected("/cut/parent", "lock-", b"", Deadline::after(STEP)))
+            .await
+            .expect("the create survives the cut");
+    let cut = within("the cut", cut).await.expect("the proxy cut a create's reply");
+    assert!(cut.path.starts_with("/cut/parent/_c_"), "the cut create was ours: {}", cut.path);
+    let suspended = within("suspension", events.next()).await.map(|update| update.state());
+    assert_eq!(suspended, Some(zk_recipes_framework::ConnectionState::Suspended), "the client saw the loss");
+
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    let children = within("list", session.client().list_children("/cut/parent")).await.expect("list");
+    assert_eq!(children, vec![node.name().to_string()], "exactly one node, and it is the one we were given");
+    let stat = within("stat", session.client().check_stat(node.path())).await.expect("stat").expect("exists");
+    assert!(session.owns(stat.ephemeral_owner));
+    assert_eq!(node.session_id(), session.id(), "the same session throughout");
+    drop(session);
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn cancelled_protected_creates_leave_no_node() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
+    within("parent", framework.ensure_path("/cancel/parent", Deadline::after(STEP))).await.expect("parent");
+    let mut completed = 0;
+    for step in 0..40u64 {
+        let delay = Duration::from_micros(step * 50);
+        let create = framework.create_protected("/cancel/parent", "lock-", b"", Deadline::after(STEP));
+        match tokio::time::timeout(delay, create).await {
+            Ok(node) => {
+                completed += 1;
+                drop(node.expect("created"));
+            }
+            Err(_) => {} // dropped mid-flight
+        }
+    }
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups finish");
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    let left = within("list", session.client().list_children("/cancel/parent")).await.expect("list");
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(completed < 40, "some creates must have been dropped mid-flight");
+    drop(session);
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn the_cleanup_worker_deletes_across_a_reconnect() {
+    init_tracing();
+    let mut server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(15)).start().expect("framework");
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    let options = session.create_options(CreateMode::Persistent);
+    within("create", session.client().create("/cleanup", b"", &options)).await.expect("create");
+    let mut paths = Vec::new();
+    for index in 0..5 {
+        let path = format!("/cleanup/node-{index}");
+        within("create", session.client().create(&path, b"", &options)).await.expect("create");
+        paths.push(path);
+    }
+    let session_id = session.id();
+    drop(session);
+
+    within("stop", server.stop()).await.expect("stop");
+    for path in &paths {
+        framework.delete_in_background(path.clone());
+    }
+    assert_eq!(framework.pending_cleanups(), paths.len());
+    within("restart", server.restart()).await.expect("restart");
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups finish");
+
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    assert_eq!(session.id(), session_id, "same session: the worker retried across the reconnect");
+    let left = within("list", session.client().list_children("/cleanup")).await.expect("list");
+    assert!(left.is_empty(), "left behind: {left:?}");
+    drop(session);
+    within("close", framework.close()).await;
+}
