@@ -255,12 +255,10 @@ async fn cancelled_protected_creates_leave_no_node() {
     for step in 0..40u64 {
         let delay = Duration::from_micros(step * 50);
         let create = framework.create_protected("/cancel/parent", "lock-", b"", Deadline::after(STEP));
-        match tokio::time::timeout(delay, create).await {
-            Ok(node) => {
-                completed += 1;
-                drop(node.expect("created"));
-            }
-            Err(_) => {} // dropped mid-flight
+        // Err: dropped mid-flight.
+        if let Ok(node) = tokio::time::timeout(delay, create).await {
+            completed += 1;
+            drop(node.expect("created"));
         }
     }
     within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups finish");
