@@ -46,6 +46,7 @@ mod cleanup;
 mod deadline;
 mod error;
 mod framework;
+mod host;
 mod nodes;
 pub mod path;
 pub mod retry;
@@ -56,6 +57,7 @@ pub use builder::{FrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_SESSION_
 pub use deadline::Deadline;
 pub use error::{Error, Result};
 pub use framework::Framework;
+pub use host::local_address;
 pub use nodes::OwnedNode;
 pub use session::Session;
 pub use state::{

@@ -1,0 +1,189 @@
+//! Who holds, whom to watch: the pure part of every lock, with Curator's rules.
+
+use std::fmt::Debug;
+
+/// What a driver decided for one listing of the lock directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether our node holds a lease.
+    pub holds: bool,
+    /// If not, the one node (a name in the lock directory) to watch: when it goes, decide again.
+    pub path_to_watch: Option<String>,
+    /// Whether the deletion of `path_to_watch` alone proves we hold, without listing again.
+    pub holds_once_watched_node_goes: bool,
+}
+
+/// Our node is not among the children: it was deleted (our session was lost, or someone deleted
+/// it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("our node {our_node:?} is not among the lock's children")]
+pub struct OurNodeMissing {
+    /// The name we looked for.
+    pub our_node: String,
+}
+
+/// Decides from the sorted contenders whether we hold, and which single node to watch otherwise.
+///
+/// The standard rule is [`StandardDriver`]; the read-write lock plugs in its own.
+pub trait LockDriver: Debug + Send + Sync + 'static {
+    /// The name every contender node carries (`lock-`, `__READ__`, ...), after the protected prefix.
+    fn lock_name(&self) -> &str;
+
+    /// `children` are sorted with [`sort_children`]; `our_node` is our node's name.
+    ///
+    /// # Errors
+    /// [`OurNodeMissing`] if `our_node` is not among `children`.
+    fn gets_the_lock(
+        &self,
+        children: &[String],
+        our_node: &str,
+        max_leases: u32,
+    ) -> Result<Decision, OurNodeMissing>;
+}
+
+/// Curator's standard rule (`StandardLockInternalsDriver`): with our node at index `i` of the
+/// sorted children, we hold iff `i < max_leases`; otherwise we watch `children[i - max_leases]`.
+///
+/// ```
+/// use zk_recipes_lock_internals::{LockDriver, StandardDriver};
+///
+/// let driver = StandardDriver::new("lock-");
+/// let children = vec!["_c_a-lock-0000000001".to_string(), "_c_b-lock-0000000002".to_string()];
+/// let decision = driver.gets_the_lock(&children, "_c_b-lock-0000000002", 1).unwrap();
+/// assert!(!decision.holds);
+/// assert_eq!(decision.path_to_watch.as_deref(), Some("_c_a-lock-0000000001"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct StandardDriver {
+    lock_name: String,
+}
+
+impl StandardDriver {
+    /// A driver for nodes named `<protected prefix><lock_name><sequence>`.
+    pub fn new(lock_name: impl Into<String>) -> Self {
+        Self { lock_name: lock_name.into() }
+    }
+}
+
+impl LockDriver for StandardDriver {
+    fn lock_name(&self) -> &str {
+        &self.lock_name
+    }
+
+    fn gets_the_lock(
+        &self,
+        children: &[String],
+        our_node: &str,
+        max_leases: u32,
+    ) -> Result<Decision, OurNodeMissing> {
+        let our_index = children
+            .iter()
+            .position(|child| child == our_node)
+            .ok_or_else(|| OurNodeMissing { our_node: our_node.to_owned() })?;
+        let max_leases = max_leases as usize;
+        if our_index < max_leases {
+            return Ok(Decision { holds: true, path_to_watch: None, holds_once_watched_node_goes: false });
+        }
+        let watch_index = our_index - max_leases;
+        // Sequence numbers only grow, so nothing new sorts before us: if the node we watch is the
+        // first, its deletion moves us to index max_leases - 1.
+        Ok(Decision {
+            holds: false,
+            path_to_watch: Some(children[watch_index].clone()),
+            holds_once_watched_node_goes: watch_index == 0,
+        })
+    }
+}
+
+/// Sorts lock children as Curator does: by the text after the *last* occurrence of `lock_name`
+/// (the sequence), compared as text; a child without `lock_name` sorts by its whole name. The sort
+/// is stable over the server's order.
+///
+/// Text order equals numeric order for the ten-digit non-negative sequences ZooKeeper writes; after
+/// 2^31 creates under one parent the sequence turns negative and `-` sorts first — as in Curator,
+/// so both agree on the order.
+///
+/// ```
+/// use zk_recipes_lock_internals::sort_children;
+///
+/// let sorted = sort_children(
+///     vec!["_c_b-lock-0000000002".into(), "_c_a-lock-0000000001".into()],
+///     "lock-",
+/// );
+/// assert_eq!(sorted[0], "_c_a-lock-0000000001");
+/// ```
+pub fn sort_children(mut children: Vec<String>, lock_name: &str) -> Vec<String> {
+    children.sort_by(|left, right| sort_key(left, lock_name).cmp(sort_key(right, lock_name)));
+    children
+}
+
+fn sort_key<'a>(child: &'a str, lock_name: &str) -> &'a str {
+    match child.rfind(lock_name) {
+        Some(index) => &child[index + lock_name.len()..],
+        None => child,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|name| name.to_string()).collect()
+    }
+
+    #[test]
+    fn sorts_by_the_text_after_the_last_lock_name_stably() {
+        let sorted = sort_children(
+            names(&[
+                "_c_zz-lock-0000000003",
+                "_c_aa-lock-0000000001",
+                "no-marker",
+                "_c_lock-lock-0000000002",
+                "_c_bb-lock-0000000001",
+            ]),
+            "lock-",
+        );
+        assert_eq!(
+            sorted,
+            names(&[
+                "_c_aa-lock-0000000001",
+                "_c_bb-lock-0000000001",
+                "_c_lock-lock-0000000002",
+                "_c_zz-lock-0000000003",
+                "no-marker",
+            ])
+        );
+    }
+
+    #[test]
+    fn negative_sequences_sort_first_as_in_curator() {
+        let sorted = sort_children(names(&["x-lock-0000000001", "y-lock--000000001"]), "lock-");
+        assert_eq!(sorted, names(&["y-lock--000000001", "x-lock-0000000001"]));
+    }
+
+    #[test]
+    fn standard_rule_holds_within_max_leases_and_watches_one_predecessor() {
+        let driver = StandardDriver::new("lock-");
+        let children = names(&["a-lock-01", "b-lock-02", "c-lock-03", "d-lock-04"]);
+        for (our_node, max_leases, holds, watch, shortcut) in [
+            ("a-lock-01", 1, true, None, false),
+            ("b-lock-02", 1, false, Some("a-lock-01"), true),
+            ("c-lock-03", 1, false, Some("b-lock-02"), false),
+            ("d-lock-04", 1, false, Some("c-lock-03"), false),
+            ("b-lock-02", 2, true, None, false),
+            ("c-lock-03", 2, false, Some("a-lock-01"), true),
+            ("d-lock-04", 2, false, Some("b-lock-02"), false),
+            ("d-lock-04", 4, true, None, false),
+        ] {
+            let decision = driver.gets_the_lock(&children, our_node, max_leases).expect("present");
+            assert_eq!(decision.holds, holds, "{our_node} with {max_leases}");
+            assert_eq!(decision.path_to_watch.as_deref(), watch, "{our_node} with {max_leases}");
+            assert_eq!(decision.holds_once_watched_node_goes, shortcut, "{our_node} with {max_leases}");
+        }
+        assert_eq!(
+            driver.gets_the_lock(&children, "z-lock-09", 1),
+            Err(OurNodeMissing { our_node: "z-lock-09".into() })
+        );
+    }
+}

@@ -1,0 +1,42 @@
+//! The lock-internals error type.
+
+use zk_recipes_framework::Error as FrameworkError;
+
+/// What can go wrong acquiring, holding or releasing a lock.
+///
+/// ```
+/// use zk_recipes_lock_internals::LockError;
+/// assert!(!LockError::ZeroLeases.is_retryable());
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// From the framework: invalid path, timeout, closed framework, connection or server errors.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+    /// `max_leases` (or a lease count) of zero; nothing was sent.
+    #[error("max_leases must be at least 1")]
+    ZeroLeases,
+    /// Our contender node vanished while we waited or held: the session that owned it was lost, or
+    /// somebody deleted it. We do not hold the lock.
+    #[error("our lock node {path} is gone (session lost or node deleted)")]
+    NodeLost {
+        /// The node's path.
+        path: String,
+    },
+}
+
+impl LockError {
+    /// Whether trying again may succeed (a connection loss with unknown outcome).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, LockError::Framework(err) if err.is_retryable())
+    }
+
+    /// Whether the caller's deadline passed.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, LockError::Framework(FrameworkError::Timeout { .. }))
+    }
+}
+
+/// The lock-internals result type.
+pub type Result<T, E = LockError> = std::result::Result<T, E>;

@@ -1,0 +1,269 @@
+//! The acquire loop every lock shares.
+
+use std::sync::Arc;
+
+use tracing::{debug, debug_span, Instrument};
+use zk_recipes_framework::zookeeper_client::{self, EventType, SessionState};
+use zk_recipes_framework::{path, ConnectionState, Deadline, Error as FrameworkError, Framework, OwnedNode};
+
+use crate::driver::{sort_children, LockDriver};
+use crate::error::{LockError, Result};
+use crate::lease::HeldLease;
+
+/// Whether an acquire waits for the lock.
+#[derive(Debug, Clone, Copy)]
+pub enum Wait {
+    /// Wait until the deadline.
+    Until(Deadline),
+    /// Do not wait: take the lock if it is free now, else give the node back.
+    No(Deadline),
+}
+
+impl Wait {
+    fn deadline(self) -> Deadline {
+        match self {
+            Wait::Until(deadline) | Wait::No(deadline) => deadline,
+        }
+    }
+}
+
+/// One lock directory with its driver: creates our contender node, lists and sorts the
+/// contenders, asks the driver, and waits on exactly the one node it names.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_lock_internals::Result<()> {
+/// use std::{sync::Arc, time::Duration};
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_lock_internals::{LockInternals, StandardDriver, Wait};
+///
+/// let internals = LockInternals::new(&framework, "/app/lock", Arc::new(StandardDriver::new("lock-")), 1)?;
+/// let held = internals
+///     .acquire(b"10.0.0.7", Wait::Until(Deadline::after(Duration::from_secs(5))))
+///     .await?
+///     .expect("waited until held");
+/// held.release(Deadline::after(Duration::from_secs(5))).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct LockInternals {
+    framework: Framework,
+    dir: String,
+    driver: Arc<dyn LockDriver>,
+    max_leases: u32,
+}
+
+impl LockInternals {
+    /// A lock on directory `dir`.
+    ///
+    /// # Errors
+    /// [`FrameworkError::InvalidPath`] for a bad `dir`, [`LockError::ZeroLeases`] for
+    /// `max_leases == 0`; nothing is sent.
+    pub fn new(
+        framework: &Framework,
+        dir: &str,
+        driver: Arc<dyn LockDriver>,
+        max_leases: u32,
+    ) -> Result<Self> {
+        path::validate(dir).map_err(|reason| FrameworkError::InvalidPath { path: dir.to_owned(), reason })?;
+        if max_leases == 0 {
+            return Err(LockError::ZeroLeases);
+        }
+        Ok(Self { framework: framework.clone(), dir: dir.to_owned(), driver, max_leases })
+    }
+
+    /// The lock directory.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    /// The framework.
+    pub fn framework(&self) -> &Framework {
+        &self.framework
+    }
+
+    /// How many may hold at once.
+    pub fn max_leases(&self) -> u32 {
+        self.max_leases
+    }
+
+    /// Queues for the lock with a node holding `data` and, per `wait`, waits until it holds.
+    /// `Ok(None)` only for [`Wait::No`] when the lock is taken.
+    ///
+    /// # Errors
+    /// [`LockError::NodeLost`] if our node vanishes while we wait (session lost); framework errors
+    /// (a timeout at the deadline, a closed framework, connection errors the retry policy gave up
+    /// on). On every error our node is deleted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped acquire leaves no node behind, even if dropped after the create was
+    /// sent (the framework's cleanup worker deletes it).
+    pub async fn acquire(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {
+        let span = debug_span!("acquire", dir = %self.dir, lock = self.driver.lock_name());
+        self.acquire_inner(data, wait).instrument(span).await
+    }
+
+    async fn acquire_inner(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {
+        let deadline = wait.deadline();
+        let mut events = self.framework.connection_events();
+        let node =
+            self.framework.create_protected(&self.dir, self.driver.lock_name(), data, deadline).await?;
+        debug!(node = %node.path(), "queued");
+        loop {
+            let children = self.list_on_session_of(&node, deadline).await?;
+            let children = sort_children(children, self.driver.lock_name());
+            let decision = self
+                .driver
+                .gets_the_lock(&children, node.name(), self.max_leases)
+                .map_err(|_| LockError::NodeLost { path: node.path().to_owned() })?;
+            if decision.holds {
+                // The listing ran on the session that created our node and contains it, so the
+                // node's ephemeral owner is our current session (Curator's CURATOR-604 check).
+                return Ok(Some(HeldLease::new(node)));
+            }
+            let Wait::Until(_) = wait else {
+                give_back(node, deadline).await;
+                return Ok(None);
+            };
+            let Some(watched) = decision.path_to_watch else {
+                continue;
+            };
+            let watched_path = path::join(&self.dir, &watched);
+            match self.wait_for_deletion(&node, &watched_path, &mut events, deadline).await? {
+                Watched::Deleted if decision.holds_once_watched_node_goes => {
+                    debug!(%watched_path, "predecessor gone and it was first: held without listing again");
+                    return Ok(Some(HeldLease::new(node)));
+                }
+                Watched::Deleted | Watched::Changed => {}
+            }
+        }
+    }
+
+    /// Lists the lock directory on the session that owns `node`.
+    async fn list_on_session_of(&self, node: &OwnedNode, deadline: Deadline) -> Result<Vec<String>> {
+        let dir = self.dir.as_str();
+        let generation = node.generation();
+        let listed = self
+            .framework
+            .retry(deadline, |session| async move {
+                if session.generation() != generation {
+                    return Err(FrameworkError::SessionLost);
+                }
+                match session.client().list_children(dir).await {
+                    Ok(children) => Ok(Some(children)),
+                    Err(zookeeper_client::Error::NoNode) => Ok(None),
+                    Err(err) => Err(err.into()),
+                }
+            })
+            .await;
+        match listed {
+            Ok(Some(children)) => Ok(children),
+            Ok(None) | Err(FrameworkError::SessionLost) => {
+                Err(LockError::NodeLost { path: node.path().to_owned() })
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Waits until `watched_path` is deleted (or changes), with a data watch: no watch is left on
+    /// a missing node.
+    async fn wait_for_deletion(
+        &self,
+        node: &OwnedNode,
+        watched_path: &str,
+        events: &mut zk_recipes_framework::ConnectionEvents,
+        deadline: Deadline,
+    ) -> Result<Watched> {
+        let generation = node.generation();
+        let watcher = self
+            .framework
+            .retry(deadline, |session| async move {
+                if session.generation() != generation {
+                    return Err(FrameworkError::SessionLost);
+                }
+                match session.client().get_and_watch_data(watched_path).await {
+                    Ok((_, _, watcher)) => Ok(Some(watcher)),
+                    Err(zookeeper_client::Error::NoNode) => Ok(None),
+                    Err(err) => Err(err.into()),
+                }
+            })
+            .await;
+        let watcher = match watcher {
+            Ok(Some(watcher)) => watcher,
+            Ok(None) => return Ok(Watched::Deleted),
+            Err(FrameworkError::SessionLost) => {
+                return Err(LockError::NodeLost { path: node.path().to_owned() })
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let lost = async {
+            loop {
+                match events.next().await {
+                    None => return LockError::Framework(FrameworkError::Closed),
+                    Some(update) if update.state() == ConnectionState::Lost => {
+                        return LockError::NodeLost { path: node.path().to_owned() }
+                    }
+                    Some(_) => {}
+                }
+            }
+        };
+        let outcome = deadline
+            .run(async {
+                tokio::select! {
+                    event = watcher.changed() => Ok(match (event.event_type, event.session_state) {
+                        (EventType::NodeDeleted, _) => Ok(Watched::Deleted),
+                        (EventType::Session, SessionState::Expired | SessionState::Closed | SessionState::AuthFailed) => {
+                            Err(LockError::NodeLost { path: node.path().to_owned() })
+                        }
+                        _ => Ok(Watched::Changed),
+                    }),
+                    err = lost => Ok(Err(err)),
+                }
+            })
+            .await?;
+        outcome
+    }
+
+    /// The contenders in order, with their data: sorted full paths.
+    ///
+    /// # Errors
+    /// As [`Framework::retry`].
+    pub async fn participants(&self, deadline: Deadline) -> Result<Vec<(String, Vec<u8>)>> {
+        let dir = self.dir.as_str();
+        let lock_name = self.driver.lock_name();
+        let participants = self
+            .framework
+            .retry(deadline, |session| async move {
+                let children = match session.client().list_children(dir).await {
+                    Ok(children) => children,
+                    Err(zookeeper_client::Error::NoNode) => return Ok(Vec::new()),
+                    Err(err) => return Err(err.into()),
+                };
+                let mut participants = Vec::with_capacity(children.len());
+                for child in sort_children(children, lock_name) {
+                    let child_path = path::join(dir, &child);
+                    match session.client().get_data(&child_path).await {
+                        Ok((data, _)) => participants.push((child_path, data)),
+                        Err(zookeeper_client::Error::NoNode) => {}
+                        Err(err) => return Err(err.into()),
+                    }
+                }
+                Ok(participants)
+            })
+            .await?;
+        Ok(participants)
+    }
+}
+
+/// How a wait on the watched node ended.
+enum Watched {
+    Deleted,
+    Changed,
+}
+
+/// Deletes a node we queued with but do not want; on failure the node's drop hands it to the
+/// cleanup worker.
+async fn give_back(node: OwnedNode, deadline: Deadline) {
+    if let Err(err) = node.delete(deadline).await {
+        debug!(%err, "giving back the node failed; the cleanup worker deletes it");
+    }
+}

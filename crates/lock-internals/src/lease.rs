@@ -1,0 +1,152 @@
+//! A held lease: our node, while it is the one that holds.
+
+use std::fmt;
+
+use zk_recipes_framework::zookeeper_client::{self, EventType};
+use zk_recipes_framework::{ConnectionState, ConnectionUpdate, Deadline, Framework, OwnedNode};
+
+use crate::error::Result;
+
+/// Why a held lock can no longer be trusted ([`HeldLease::lost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LostReason {
+    /// The connection entered a state the error policy calls an error (`Suspended` under the
+    /// standard policy, `Lost`), or a subscriber lag was treated as `Lost`.
+    Connection(ConnectionState),
+    /// Our node was deleted.
+    NodeDeleted,
+    /// The framework was closed.
+    Closed,
+}
+
+/// Our node while it holds a lease. Deleted when released or dropped.
+#[must_use = "dropping a HeldLease releases it"]
+pub struct HeldLease {
+    node: OwnedNode,
+}
+
+impl HeldLease {
+    pub(crate) fn new(node: OwnedNode) -> Self {
+        Self { node }
+    }
+
+    /// Our node's full path.
+    pub fn path(&self) -> &str {
+        self.node.path()
+    }
+
+    /// Our node's name.
+    pub fn name(&self) -> &str {
+        self.node.name()
+    }
+
+    /// A fencing token: our node's creation zxid (`czxid`). Every later holder's token is larger,
+    /// since a later holder's node was created after ours was.
+    pub fn fencing_token(&self) -> i64 {
+        self.node.stat().czxid
+    }
+
+    /// The session that owns our node.
+    pub fn session_id(&self) -> zookeeper_client::SessionId {
+        self.node.session_id()
+    }
+
+    /// The framework.
+    pub fn framework(&self) -> &Framework {
+        self.node.framework()
+    }
+
+    /// Releases: deletes our node and reports the outcome (a node already gone counts as
+    /// released). On an error the cleanup worker goes on deleting it in the background.
+    ///
+    /// # Errors
+    /// As [`OwnedNode::delete`].
+    pub async fn release(self, deadline: Deadline) -> Result<()> {
+        Ok(self.node.delete(deadline).await?)
+    }
+
+    /// Resolves when the lock can no longer be trusted: the connection entered an error state per
+    /// the framework's error policy (or the session was lost), our node was deleted, or the
+    /// framework was closed. Checks the current state first, so it resolves at once if the lock is
+    /// already unsafe.
+    ///
+    /// # Cancel safety
+    /// Cancel safe. A dropped call may leave a data watch on our node, which fires when the node is
+    /// deleted.
+    pub async fn lost(&self) -> LostReason {
+        let framework = self.node.framework();
+        let policy = framework.error_policy();
+        let mut events = framework.connection_events();
+        let snapshot = framework.current();
+        if snapshot.closed {
+            return LostReason::Closed;
+        }
+        if snapshot.generation != self.node.generation() {
+            return LostReason::Connection(ConnectionState::Lost);
+        }
+        if let Some(state) = snapshot.state.filter(|state| policy.is_error_state(*state)) {
+            return LostReason::Connection(state);
+        }
+        let connection = async {
+            loop {
+                match events.next().await {
+                    None => return LostReason::Closed,
+                    Some(update @ ConnectionUpdate::Lagged { .. }) => {
+                        return LostReason::Connection(update.state())
+                    }
+                    Some(ConnectionUpdate::Changed(event)) => {
+                        let ours = event.generation == self.node.generation();
+                        if (ours && policy.is_error_state(event.state))
+                            || event.state == ConnectionState::Lost
+                        {
+                            return LostReason::Connection(event.state);
+                        }
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            reason = connection => reason,
+            reason = self.node_deleted() => reason,
+        }
+    }
+
+    /// Resolves when our node is deleted (re-watching on data changes).
+    async fn node_deleted(&self) -> LostReason {
+        let framework = self.node.framework();
+        loop {
+            let Ok(session) = framework.session(Deadline::never()).await else {
+                return LostReason::Closed;
+            };
+            if session.generation() != self.node.generation() {
+                return LostReason::Connection(ConnectionState::Lost);
+            }
+            let watcher = match session.client().get_and_watch_data(self.node.path()).await {
+                Ok((_, _, watcher)) => watcher,
+                Err(zookeeper_client::Error::NoNode) => return LostReason::NodeDeleted,
+                Err(_) => {
+                    // Connection trouble: the connection side reports what matters; look again.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            drop(session);
+            let event = watcher.changed().await;
+            match event.event_type {
+                EventType::NodeDeleted => return LostReason::NodeDeleted,
+                EventType::Session => return LostReason::Connection(ConnectionState::Lost),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl fmt::Debug for HeldLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeldLease")
+            .field("path", &self.path())
+            .field("fencing_token", &self.fencing_token())
+            .finish()
+    }
+}

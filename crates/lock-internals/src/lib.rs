@@ -1,0 +1,41 @@
+//! # zk-recipes-lock-internals
+//!
+//! The one driver every zk-recipes lock uses (Curator's `LockInternals`): it creates our contender
+//! node with the framework's protected create, lists and sorts the contenders as Curator does,
+//! asks a [`LockDriver`] whether we hold and which single node to watch (no herd effect: each
+//! release wakes exactly one waiter), waits on exactly that node with a data watch, and honours
+//! deadlines and cancellation without leaving nodes behind.
+//!
+//! Wire format: nodes `<dir>/_c_<uuid>-<lock name><sequence>`, EPHEMERAL_SEQUENTIAL, the same as
+//! Curator's, so Rust and Java contenders queue together.
+//!
+//! ## Connection loss and session expiry
+//! While waiting, a `Suspended` connection is waited out (zookeeper-client re-registers the watch
+//! on reconnection). If the session is lost, our node is gone with it and the acquire fails with
+//! [`LockError::NodeLost`]: it never silently holds nothing. A holder learns that its lock can no
+//! longer be trusted from [`HeldLease::lost`].
+
+mod driver;
+mod error;
+mod internals;
+mod lease;
+
+pub use driver::{sort_children, Decision, LockDriver, OurNodeMissing, StandardDriver};
+pub use error::{LockError, Result};
+pub use internals::{LockInternals, Wait};
+pub use lease::{HeldLease, LostReason};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        assert_send_sync::<LockInternals>();
+        assert_send_sync::<HeldLease>();
+        assert_send_sync::<LockError>();
+        assert_send_sync::<StandardDriver>();
+    }
+}

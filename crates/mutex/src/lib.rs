@@ -1,0 +1,219 @@
+//! # zk-recipes-mutex
+//!
+//! A distributed mutex on ZooKeeper: Curator's `InterProcessMutex`, wire-compatible with it. A Rust
+//! process and a Java process locking the same path exclude each other.
+//!
+//! Nodes: `<path>/_c_<uuid>-lock-<sequence>`, EPHEMERAL_SEQUENTIAL, holding this host's address by
+//! default (as Curator writes it). Each waiter watches only its predecessor, so a release wakes
+//! exactly one waiter.
+//!
+//! ## Reentrancy
+//! Curator's mutex is reentrant per thread. Async tasks hop threads, so here reentrancy is
+//! explicit: [`MutexGuard::reenter`] gives another guard for the same hold, with no ZooKeeper
+//! traffic, and the node is deleted when the last of them is released. [`Mutex::lock`] always
+//! queues, so tasks sharing one `Mutex` (say in an `Arc`) exclude each other, like tokio's `Mutex`.
+//!
+//! ## Connection loss and session expiry
+//! A waiter waits out a suspended connection; if the session is lost its node is gone and `lock`
+//! fails with [`LockError::NodeLost`]. A holder should watch [`MutexGuard::lost`]: it resolves when
+//! the connection enters an error state (per the framework's error policy) or the node is deleted,
+//! and from then on another process may hold the lock. Use [`MutexGuard::fencing_token`] to make a
+//! downstream store reject writes from a stale holder.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use zk_recipes_framework::Framework;
+//! use zk_recipes_mutex::Mutex;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let framework = Framework::builder("127.0.0.1:2181").start()?;
+//! let mutex = Mutex::new(&framework, "/app/locks/orders")?;
+//! let guard = mutex.lock_timeout(Duration::from_secs(5)).await?;
+//! println!("holding with fencing token {}", guard.fencing_token());
+//! guard.release().await?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zk_recipes_framework::{local_address, Deadline, Framework};
+use zk_recipes_lock_internals::{HeldLease, LockInternals, StandardDriver, Wait};
+pub use zk_recipes_lock_internals::{LockError, LostReason, Result};
+
+/// The lock name Curator's mutex gives its nodes.
+pub const LOCK_NAME: &str = "lock-";
+
+/// How long [`MutexGuard::release`] and an explicit give-back try before leaving the delete to
+/// the background cleanup worker.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A distributed mutex on one ZooKeeper path (Curator's `InterProcessMutex`).
+///
+/// Cheap to clone; clones share nothing but the path: each `lock` call queues on its own.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_mutex::Result<()> {
+/// let mutex = zk_recipes_mutex::Mutex::new(&framework, "/app/lock")?;
+/// if let Some(guard) = mutex.try_lock().await? {
+///     // ... the lock is ours ...
+///     guard.release().await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Mutex {
+    internals: LockInternals,
+    data: Arc<[u8]>,
+}
+
+impl Mutex {
+    /// A mutex on `path`, with node data this host's address.
+    ///
+    /// # Errors
+    /// An invalid path, before anything is sent.
+    pub fn new(framework: &Framework, path: &str) -> Result<Self> {
+        let internals = LockInternals::new(framework, path, Arc::new(StandardDriver::new(LOCK_NAME)), 1)?;
+        Ok(Self { internals, data: local_address().into() })
+    }
+
+    /// Uses `data` as the lock node's data instead of this host's address.
+    pub fn with_node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into().into();
+        self
+    }
+
+    /// The lock's path.
+    pub fn path(&self) -> &str {
+        self.internals.dir()
+    }
+
+    /// Waits for the lock as long as it takes.
+    ///
+    /// # Errors
+    /// [`LockError::NodeLost`] if the session is lost while waiting; framework errors (closed,
+    /// connection errors the retry policy gave up on).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped `lock` leaves no node behind.
+    pub async fn lock(&self) -> Result<MutexGuard> {
+        self.lock_until(Deadline::never()).await
+    }
+
+    /// Waits for the lock at most `timeout` (which also bounds waiting for a connection).
+    ///
+    /// # Errors
+    /// A timeout error ([`LockError::is_timeout`]) after `timeout`; our node is deleted. Otherwise
+    /// as [`lock`](Self::lock).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lock_timeout(&self, timeout: Duration) -> Result<MutexGuard> {
+        self.lock_until(Deadline::after(timeout)).await
+    }
+
+    /// Waits for the lock until `deadline`.
+    ///
+    /// # Errors
+    /// As [`lock_timeout`](Self::lock_timeout).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lock_until(&self, deadline: Deadline) -> Result<MutexGuard> {
+        let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
+        let held = held.ok_or_else(|| LockError::Framework(deadline.timeout_error()))?;
+        Ok(MutexGuard::new(held))
+    }
+
+    /// Takes the lock if nobody holds it or waits for it now; `Ok(None)` otherwise. Costs a create,
+    /// a listing and, when taken, a delete.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock), within the connection timeout.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_lock(&self) -> Result<Option<MutexGuard>> {
+        let held = self.internals.acquire(&self.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
+        Ok(held.map(MutexGuard::new))
+    }
+
+    /// The contenders in queue order (the holder first), with their node data.
+    ///
+    /// # Errors
+    /// As [`zk_recipes_framework::Framework::retry`].
+    pub async fn participants(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        self.internals.participants(Deadline::after(RELEASE_TIMEOUT)).await
+    }
+}
+
+/// Proof of holding the mutex. Released by [`release`](Self::release), or in the background when
+/// the last guard of this hold (see [`reenter`](Self::reenter)) is dropped.
+///
+/// Not `Clone`: a second guard for the same hold is made explicitly with `reenter`.
+#[must_use = "if unused the lock is immediately released"]
+#[derive(Debug)]
+pub struct MutexGuard {
+    held: Arc<HeldLease>,
+}
+
+impl MutexGuard {
+    fn new(held: HeldLease) -> Self {
+        Self { held: Arc::new(held) }
+    }
+
+    /// Another guard for the same hold, with no ZooKeeper traffic: the async counterpart of
+    /// Curator's per-thread reentrancy. The node is deleted when the last guard is released.
+    pub fn reenter(&self) -> MutexGuard {
+        MutexGuard { held: self.held.clone() }
+    }
+
+    /// How many guards share this hold.
+    pub fn hold_count(&self) -> usize {
+        Arc::strong_count(&self.held)
+    }
+
+    /// The lock node's full path.
+    pub fn node_path(&self) -> &str {
+        self.held.path()
+    }
+
+    /// A token that grows strictly from one holder to the next (our node's `czxid`). Hand it to
+    /// the store you write to, and have it reject tokens lower than the highest it has seen.
+    pub fn fencing_token(&self) -> i64 {
+        self.held.fencing_token()
+    }
+
+    /// Resolves when the lock can no longer be trusted. See [`HeldLease::lost`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) -> LostReason {
+        self.held.lost().await
+    }
+
+    /// Releases this guard. If it is the last guard of the hold, deletes the lock node and reports
+    /// the outcome; local ownership ends only when the delete succeeded (or the node was already
+    /// gone with its session).
+    ///
+    /// # Errors
+    /// The delete failed within 30 s; the cleanup worker goes on deleting it in the background.
+    pub async fn release(self) -> Result<()> {
+        match Arc::try_unwrap(self.held) {
+            Ok(held) => held.release(Deadline::after(RELEASE_TIMEOUT)).await,
+            Err(_shared) => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Mutex>();
+        assert_send_sync::<MutexGuard>();
+    }
+}

@@ -1,0 +1,254 @@
+//! The mutex against a real ZooKeeper.
+
+#[path = "common.rs"]
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use zk_recipes_framework::zookeeper_client::{self, CreateMode};
+use zk_recipes_framework::{Deadline, Framework};
+use zk_recipes_mutex::{LockError, LostReason, Mutex};
+use zk_recipes_testing::{FaultProxy, TestingServer};
+
+async fn children(framework: &Framework, path: &str) -> Vec<String> {
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    match within("list", session.client().list_children(path)).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(err) => panic!("list {path}: {err}"),
+    }
+}
+
+#[tokio::test]
+async fn contenders_on_separate_sessions_exclude_each_other() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let contenders = 4;
+    let rounds = 25;
+    let violations = Arc::new(AtomicU32::new(0));
+    let acquisitions = Arc::new(AtomicU32::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..contenders {
+        let framework =
+            builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+        let (violations, acquisitions) = (violations.clone(), acquisitions.clone());
+        tasks.push(tokio::spawn(async move {
+            let mutex = Mutex::new(&framework, "/exclusion/lock").expect("mutex");
+            for _ in 0..rounds {
+                let guard = mutex.lock_timeout(STEP).await.expect("lock");
+                // Inside: an ephemeral marker that must never exist already.
+                let session = framework.session(Deadline::after(STEP)).await.expect("session");
+                let options = session.create_options(CreateMode::Ephemeral);
+                match session.client().create("/exclusion/marker", b"", &options).await {
+                    Ok(_) => {}
+                    Err(zookeeper_client::Error::NodeExists) => {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(err) => panic!("marker: {err}"),
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                session.client().delete("/exclusion/marker", None).await.expect("delete marker");
+                acquisitions.fetch_add(1, Ordering::SeqCst);
+                guard.release().await.expect("release");
+            }
+            framework.close().await;
+        }));
+    }
+    for task in tasks {
+        within_for(Duration::from_secs(120), "contender", task).await.expect("contender task");
+    }
+    assert_eq!(violations.load(Ordering::SeqCst), 0, "two holders at once");
+    assert_eq!(acquisitions.load(Ordering::SeqCst), contenders * rounds);
+}
+
+#[tokio::test]
+async fn a_timed_out_lock_and_a_failed_try_lock_leave_no_node() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let mutex = Mutex::new(&framework, "/timeout/lock").expect("mutex");
+    let holder = within("lock", mutex.lock()).await.expect("lock");
+
+    let waiter = Mutex::new(&framework, "/timeout/lock").expect("mutex");
+    let timed_out = within("lock_timeout", waiter.lock_timeout(Duration::from_millis(300))).await;
+    assert!(timed_out.as_ref().is_err_and(LockError::is_timeout), "{timed_out:?}");
+    let tried = within("try_lock", waiter.try_lock()).await.expect("try_lock");
+    assert!(tried.is_none(), "the lock is held");
+
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    let left = children(&framework, "/timeout/lock").await;
+    assert_eq!(left, vec![zk_recipes_framework::path::name(holder.node_path()).to_string()]);
+    within("release", holder.release()).await.expect("release");
+    assert!(children(&framework, "/timeout/lock").await.is_empty());
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn waiters_acquire_in_queue_order_with_growing_fencing_tokens() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let mutex = Arc::new(Mutex::new(&framework, "/order/lock").expect("mutex"));
+    let first = within("lock", mutex.lock()).await.expect("lock");
+    let order = Arc::new(parking_lot_free::Order::default());
+    let mut waiters = Vec::new();
+    for index in 0..5usize {
+        let (mutex, order) = (mutex.clone(), order.clone());
+        waiters.push(tokio::spawn(async move {
+            let guard = mutex.lock_timeout(STEP).await.expect("lock");
+            order.push(index, guard.fencing_token());
+            guard.release().await.expect("release");
+        }));
+        // Queue them one after another.
+        let framework = framework.clone();
+        eventually("the waiter queued", || {
+            let framework = framework.clone();
+            async move { children(&framework, "/order/lock").await.len() == index + 2 }
+        })
+        .await;
+    }
+    let first_token = first.fencing_token();
+    within("release", first.release()).await.expect("release");
+    for waiter in waiters {
+        within("waiter", waiter).await.expect("waiter");
+    }
+    let (indices, tokens) = order.take();
+    assert_eq!(indices, vec![0, 1, 2, 3, 4], "one waiter woken per release, in queue order");
+    let mut previous = first_token;
+    for token in tokens {
+        assert!(token > previous, "fencing tokens grow: {token} after {previous}");
+        previous = token;
+    }
+    within("close", framework.close()).await;
+}
+
+mod parking_lot_free {
+    #[derive(Default)]
+    pub struct Order(std::sync::Mutex<(Vec<usize>, Vec<i64>)>);
+    impl Order {
+        pub fn push(&self, index: usize, token: i64) {
+            let mut order = self.0.lock().expect("not poisoned");
+            order.0.push(index);
+            order.1.push(token);
+        }
+        pub fn take(&self) -> (Vec<usize>, Vec<i64>) {
+            std::mem::take(&mut *self.0.lock().expect("not poisoned"))
+        }
+    }
+}
+
+#[tokio::test]
+async fn reentered_guards_share_one_node_until_the_last_is_released() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let mutex = Mutex::new(&framework, "/reenter/lock").expect("mutex");
+    let outer = within("lock", mutex.lock()).await.expect("lock");
+    let inner = outer.reenter();
+    assert_eq!(inner.hold_count(), 2);
+    assert_eq!(inner.node_path(), outer.node_path());
+    assert_eq!(children(&framework, "/reenter/lock").await.len(), 1, "reentering sends nothing");
+    within("release inner", inner.release()).await.expect("release");
+    assert_eq!(children(&framework, "/reenter/lock").await.len(), 1, "still held by the outer guard");
+    drop(outer);
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert!(children(&framework, "/reenter/lock").await.is_empty(), "a dropped guard releases");
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn node_data_defaults_to_the_host_address_and_participants_are_in_order() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let mutex = Mutex::new(&framework, "/data/lock").expect("mutex");
+    let holder = within("lock", mutex.lock()).await.expect("lock");
+    let custom = Mutex::new(&framework, "/data/lock").expect("mutex").with_node_data(b"custom".to_vec());
+    let waiting = tokio::spawn(async move { custom.lock_timeout(STEP).await.map(drop) });
+    eventually("the second contender queued", || async {
+        children(&framework, "/data/lock").await.len() == 2
+    })
+    .await;
+    let participants = within("participants", mutex.participants()).await.expect("participants");
+    assert_eq!(participants.len(), 2);
+    assert_eq!(participants[0].0, holder.node_path(), "the holder comes first");
+    assert_eq!(participants[0].1, zk_recipes_framework::local_address());
+    assert_eq!(participants[1].1, b"custom");
+    assert!(zk_recipes_framework::path::name(&participants[0].0).starts_with("_c_"));
+    assert!(zk_recipes_framework::path::name(&participants[0].0).contains("-lock-"));
+    within("release", holder.release()).await.expect("release");
+    within("waiter", waiting).await.expect("task").expect("the waiter got the lock");
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn cancelled_lock_calls_leave_no_nodes_and_no_watches() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let mutex = Mutex::new(&framework, "/sweep/lock").expect("mutex");
+    let holder = within("lock", mutex.lock()).await.expect("lock");
+    let contender = Mutex::new(&framework, "/sweep/lock").expect("mutex");
+    for step in 0..50u64 {
+        let delay = Duration::from_micros(step * 100);
+        let attempt = tokio::time::timeout(delay, contender.lock());
+        assert!(attempt.await.is_err(), "the lock is held, so every attempt is dropped");
+    }
+    within("release", holder.release()).await.expect("release");
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert!(children(&framework, "/sweep/lock").await.is_empty());
+    eventually("no watches left on the server", || async { server.watch_count().await.expect("wchc") == 0 })
+        .await;
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn an_expired_holder_loses_the_lock_to_a_waiter() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let holder_framework =
+        builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+    let waiter_framework =
+        builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let holder = within("lock", Mutex::new(&holder_framework, "/expiry/lock").expect("mutex").lock())
+        .await
+        .expect("lock");
+    let waiter = Mutex::new(&waiter_framework, "/expiry/lock").expect("mutex");
+    let got_it = Arc::new(AtomicBool::new(false));
+    let waiting = {
+        let got_it = got_it.clone();
+        tokio::spawn(async move {
+            let guard = waiter.lock_timeout(STEP).await.expect("the waiter acquires");
+            got_it.store(true, Ordering::SeqCst);
+            guard
+        })
+    };
+    let negotiated = holder_framework.current().session_timeout.expect("session");
+    proxy.black_hole(negotiated * 3);
+    let reason = within("lost", holder.lost()).await;
+    assert!(matches!(reason, LostReason::Connection(_) | LostReason::NodeDeleted), "{reason:?}");
+    let guard = within("waiter", waiting).await.expect("task");
+    assert!(got_it.load(Ordering::SeqCst));
+    assert!(guard.fencing_token() > holder.fencing_token(), "the new holder's token is larger");
+    within("release", guard.release()).await.expect("release");
+    drop(holder);
+    within("close", waiter_framework.close()).await;
+    within("close", holder_framework.close()).await;
+}
+
+#[tokio::test]
+async fn bad_input_is_refused() {
+    init_tracing();
+    let framework = Framework::builder("127.0.0.1:1").start().expect("framework");
+    for bad in ["", "no-slash", "/a//b", "/trailing/"] {
+        assert!(matches!(Mutex::new(&framework, bad), Err(LockError::Framework(_))), "{bad:?}");
+    }
+    framework.close().await;
+    let mutex = Mutex::new(&framework, "/closed/lock").expect("mutex");
+    let result = within("lock on a closed framework", mutex.lock()).await;
+    assert!(matches!(result, Err(LockError::Framework(zk_recipes_framework::Error::Closed))), "{result:?}");
+}
