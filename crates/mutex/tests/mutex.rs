@@ -1,6 +1,5 @@
 //! The mutex against a real ZooKeeper.
 
-#[path = "common.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};

@@ -4,9 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use zk_recipes_framework::{
-    ConnectionEvents, ConnectionState, ConnectionUpdate, Framework, FrameworkBuilder,
-};
+use zk_recipes_framework::{Framework, FrameworkBuilder};
 
 /// The deadline on every await in these tests.
 pub const STEP: Duration = Duration::from_secs(20);
