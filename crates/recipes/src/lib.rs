@@ -6,9 +6,10 @@
 //! | module | crate | what |
 //! |---|---|---|
 //! | [`framework`] | `zk-recipes-framework` | session owner: connection states, session re-creation, retry policies, paths, protected creates |
+//! | `lock_internals` (feature `lock-internals`) | `zk-recipes-lock-internals` | the one lock driver: Curator's contender order, one watched predecessor |
+//! | `mutex` (feature `mutex`, default) | `zk-recipes-mutex` | reentrant mutex, Curator's `InterProcessMutex` |
 //!
-//! Recipe crates (locks, semaphores, read-write lock, leader election, queues) are added here as
-//! they land.
+//! Semaphores, the read-write lock, leader election and queues are added here as they land.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -21,3 +22,7 @@
 //! ```
 
 pub use zk_recipes_framework as framework;
+#[cfg(feature = "lock-internals")]
+pub use zk_recipes_lock_internals as lock_internals;
+#[cfg(feature = "mutex")]
+pub use zk_recipes_mutex as mutex;
