@@ -27,7 +27,9 @@ pub struct HeldLease {
 }
 
 impl HeldLease {
-    pub(crate) fn new(node: OwnedNode) -> Self {
+    /// Wraps a node that holds a lease (for recipes that decide holding by their own rule, such as
+    /// the semaphore's lease count).
+    pub fn new(node: OwnedNode) -> Self {
         Self { node }
     }
 

@@ -8,8 +8,9 @@
 //! | [`framework`] | `zk-recipes-framework` | session owner: connection states, session re-creation, retry policies, paths, protected creates |
 //! | `lock_internals` (feature `lock-internals`) | `zk-recipes-lock-internals` | the one lock driver: Curator's contender order, one watched predecessor |
 //! | `mutex` (feature `mutex`, default) | `zk-recipes-mutex` | reentrant mutex, Curator's `InterProcessMutex` |
+//! | `semaphore` (feature `semaphore`, default) | `zk-recipes-semaphore` | semaphore and semaphore mutex, Curator's `InterProcessSemaphoreV2` / `InterProcessSemaphoreMutex` |
 //!
-//! Semaphores, the read-write lock, leader election and queues are added here as they land.
+//! The read-write lock, leader election and queues are added here as they land.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -26,3 +27,5 @@ pub use zk_recipes_framework as framework;
 pub use zk_recipes_lock_internals as lock_internals;
 #[cfg(feature = "mutex")]
 pub use zk_recipes_mutex as mutex;
+#[cfg(feature = "semaphore")]
+pub use zk_recipes_semaphore as semaphore;

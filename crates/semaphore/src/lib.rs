@@ -1,0 +1,439 @@
+//! # zk-recipes-semaphore
+//!
+//! A distributed counting semaphore on ZooKeeper — Curator's `InterProcessSemaphoreV2`, with the
+//! same nodes — and a non-reentrant mutex on top of it (Curator's `InterProcessSemaphoreMutex`).
+//!
+//! Layout under the semaphore's path `P`, as Curator's:
+//! - `P/locks`: an internal mutex (`_c_<uuid>-lock-<seq>`) serialising acquirers;
+//! - `P/leases`: one node per lease, `_c_<uuid>-lease-<seq>`, EPHEMERAL_SEQUENTIAL, holding this
+//!   host's address by default.
+//!
+//! An acquirer takes the internal mutex, creates its lease node, and holds the lease once the
+//! number of lease nodes is at most `max_leases`; otherwise it waits (still holding the internal
+//! mutex) for a lease to go. [`Semaphore::acquire_many`] keeps the internal mutex until all its
+//! leases are held or given back, so two `acquire_many` callers never starve each other with
+//! partial holdings. Releasing a lease deletes its node.
+//!
+//! ## Connection loss and session expiry
+//! Leases are ephemeral: a crashed holder's leases go with its session. If our session is lost
+//! while acquiring, the call fails and nothing is held. A holder learns that a lease can no longer
+//! be trusted from [`Lease::lost`].
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use zk_recipes_framework::Framework;
+//! use zk_recipes_semaphore::Semaphore;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let framework = Framework::builder("127.0.0.1:2181").start()?;
+//! let semaphore = Semaphore::new(&framework, "/app/db-connections", 10)?;
+//! let lease = semaphore.acquire_timeout(Duration::from_secs(5)).await?;
+//! // ... use one of the 10 connections ...
+//! lease.release().await?;
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::debug;
+use zk_recipes_framework::zookeeper_client;
+use zk_recipes_framework::{local_address, path, Deadline, Error as FrameworkError, Framework, OwnedNode};
+use zk_recipes_lock_internals::{HeldLease, LockInternals, StandardDriver, Wait};
+pub use zk_recipes_lock_internals::{LockError, LostReason};
+
+/// The internal mutex's directory under the semaphore's path.
+pub const LOCKS_DIR: &str = "locks";
+/// The leases' directory under the semaphore's path.
+pub const LEASES_DIR: &str = "leases";
+/// The internal mutex's node name.
+pub const LOCK_NAME: &str = "lock-";
+/// The lease nodes' name.
+pub const LEASE_NAME: &str = "lease-";
+
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What can go wrong with a semaphore.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SemaphoreError {
+    /// From the lock driver or the framework (invalid path, timeout, lost node, closed, ...).
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// `max_leases == 0`, or zero leases asked for; nothing was sent.
+    #[error("a semaphore needs at least one lease, and an acquire asks for at least one")]
+    ZeroLeases,
+    /// More leases asked for than the semaphore has; nothing was sent.
+    #[error("asked for {requested} leases of a semaphore with {max_leases}")]
+    TooManyLeases {
+        /// Asked for.
+        requested: u32,
+        /// The semaphore's size.
+        max_leases: u32,
+    },
+}
+
+impl SemaphoreError {
+    /// Whether the caller's deadline passed.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, SemaphoreError::Lock(err) if err.is_timeout())
+    }
+}
+
+impl From<FrameworkError> for SemaphoreError {
+    fn from(err: FrameworkError) -> Self {
+        SemaphoreError::Lock(LockError::Framework(err))
+    }
+}
+
+/// The semaphore's result type.
+pub type Result<T, E = SemaphoreError> = std::result::Result<T, E>;
+
+/// A distributed semaphore with `max_leases` leases (Curator's `InterProcessSemaphoreV2`).
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_semaphore::Result<()> {
+/// let semaphore = zk_recipes_semaphore::Semaphore::new(&framework, "/app/workers", 3)?;
+/// let leases = semaphore.acquire_many(2).await?;
+/// assert_eq!(leases.len(), 2);
+/// for lease in leases {
+///     lease.release().await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Semaphore {
+    framework: Framework,
+    internal_lock: LockInternals,
+    leases_dir: String,
+    max_leases: u32,
+    data: Arc<[u8]>,
+}
+
+impl Semaphore {
+    /// A semaphore of `max_leases` at `path`; lease nodes hold this host's address.
+    ///
+    /// # Errors
+    /// An invalid path, or `max_leases == 0`; nothing is sent.
+    pub fn new(framework: &Framework, path: &str, max_leases: u32) -> Result<Self> {
+        if max_leases == 0 {
+            return Err(SemaphoreError::ZeroLeases);
+        }
+        path::validate(path)
+            .map_err(|reason| FrameworkError::InvalidPath { path: path.to_owned(), reason })?;
+        let internal_lock = LockInternals::new(
+            framework,
+            &path::join(path, LOCKS_DIR),
+            Arc::new(StandardDriver::new(LOCK_NAME)),
+            1,
+        )?;
+        Ok(Self {
+            framework: framework.clone(),
+            internal_lock,
+            leases_dir: path::join(path, LEASES_DIR),
+            max_leases,
+            data: local_address().into(),
+        })
+    }
+
+    /// Uses `data` as the lease nodes' data instead of this host's address.
+    pub fn with_lease_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.data = data.into().into();
+        self
+    }
+
+    /// The number of leases.
+    pub fn max_leases(&self) -> u32 {
+        self.max_leases
+    }
+
+    /// Waits for one lease as long as it takes.
+    ///
+    /// # Errors
+    /// As [`acquire_many_until`](Self::acquire_many_until).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is left behind.
+    pub async fn acquire(&self) -> Result<Lease> {
+        self.acquire_one(Deadline::never()).await
+    }
+
+    /// Waits for one lease at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`acquire_many_until`](Self::acquire_many_until).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
+        self.acquire_one(Deadline::after(timeout)).await
+    }
+
+    /// Takes one lease if one is free now.
+    ///
+    /// # Errors
+    /// As [`acquire_many_until`](Self::acquire_many_until).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_acquire(&self) -> Result<Option<Lease>> {
+        let leases = self.acquire_leases(1, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
+        Ok(leases.and_then(|mut leases| leases.pop()))
+    }
+
+    /// Waits for `count` leases as long as it takes.
+    ///
+    /// # Errors
+    /// As [`acquire_many_until`](Self::acquire_many_until).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire_many(&self, count: u32) -> Result<Vec<Lease>> {
+        self.acquire_many_until(count, Deadline::never()).await
+    }
+
+    /// Takes `count` leases if they are free now; all or none.
+    ///
+    /// # Errors
+    /// As [`acquire_many_until`](Self::acquire_many_until).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_acquire_many(&self, count: u32) -> Result<Option<Vec<Lease>>> {
+        self.acquire_leases(count, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await
+    }
+
+    /// Waits for `count` leases until `deadline`: all of them, or none.
+    ///
+    /// # Errors
+    /// [`SemaphoreError::ZeroLeases`] for `count == 0` and [`SemaphoreError::TooManyLeases`] for
+    /// `count > max_leases`, before anything is sent; a timeout at the deadline
+    /// ([`SemaphoreError::is_timeout`]); [`LockError::NodeLost`] if the session is lost meanwhile;
+    /// framework errors. On every error the nodes of this call are deleted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire_many_until(&self, count: u32, deadline: Deadline) -> Result<Vec<Lease>> {
+        let leases = self.acquire_leases(count, Wait::Until(deadline)).await?;
+        leases.ok_or_else(|| deadline.timeout_error().into())
+    }
+
+    async fn acquire_one(&self, deadline: Deadline) -> Result<Lease> {
+        let mut leases = self.acquire_many_until(1, deadline).await?;
+        leases.pop().ok_or_else(|| deadline.timeout_error().into())
+    }
+
+    async fn acquire_leases(&self, count: u32, wait: Wait) -> Result<Option<Vec<Lease>>> {
+        if count == 0 {
+            return Err(SemaphoreError::ZeroLeases);
+        }
+        if count > self.max_leases {
+            return Err(SemaphoreError::TooManyLeases { requested: count, max_leases: self.max_leases });
+        }
+        let deadline = match wait {
+            Wait::Until(deadline) | Wait::No(deadline) => deadline,
+        };
+        let Some(internal_lock) = self.internal_lock.acquire(&local_address(), wait).await? else {
+            return Ok(None);
+        };
+        let mut leases = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let node =
+                self.framework.create_protected(&self.leases_dir, LEASE_NAME, &self.data, deadline).await?;
+            if !self.wait_until_within_limit(&node, matches!(wait, Wait::Until(_)), deadline).await? {
+                // Not waiting and full: give everything back (dropping the nodes deletes them).
+                drop(node);
+                drop(leases);
+                release_quietly(internal_lock).await;
+                return Ok(None);
+            }
+            leases.push(Lease { held: HeldLease::new(node) });
+        }
+        release_quietly(internal_lock).await;
+        Ok(Some(leases))
+    }
+
+    /// Waits until at most `max_leases` lease nodes exist (ours among them). Returns `false` if the
+    /// semaphore is full and we must not wait.
+    async fn wait_until_within_limit(
+        &self,
+        node: &OwnedNode,
+        wait: bool,
+        deadline: Deadline,
+    ) -> Result<bool> {
+        let leases_dir = self.leases_dir.as_str();
+        let generation = node.generation();
+        let mut watch = false;
+        loop {
+            let listed = self
+                .framework
+                .retry(deadline, |session| async move {
+                    if session.generation() != generation {
+                        return Err(FrameworkError::SessionLost);
+                    }
+                    if watch {
+                        let (children, _, watcher) =
+                            session.client().get_and_watch_children(leases_dir).await?;
+                        Ok((children, Some(watcher)))
+                    } else {
+                        Ok((session.client().list_children(leases_dir).await?, None))
+                    }
+                })
+                .await;
+            let (children, watcher) = match listed {
+                Ok(listed) => listed,
+                Err(FrameworkError::SessionLost)
+                | Err(FrameworkError::ZooKeeper(zookeeper_client::Error::NoNode)) => {
+                    return Err(LockError::NodeLost { path: node.path().to_owned() }.into())
+                }
+                Err(err) => return Err(err.into()),
+            };
+            if !children.iter().any(|child| child == node.name()) {
+                return Err(LockError::NodeLost { path: node.path().to_owned() }.into());
+            }
+            if children.len() <= self.max_leases as usize {
+                return Ok(true);
+            }
+            if !wait {
+                return Ok(false);
+            }
+            match watcher {
+                // List again with a watch, so no change between the two listings is missed.
+                None => watch = true,
+                Some(watcher) => {
+                    debug!(leases = children.len(), max = self.max_leases, "semaphore full; waiting");
+                    deadline.run(async { Ok(watcher.changed().await) }).await?;
+                }
+            }
+        }
+    }
+
+    /// The lease nodes (full paths), in the server's order.
+    ///
+    /// # Errors
+    /// As [`Framework::retry`].
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        let leases_dir = self.leases_dir.as_str();
+        let children = self
+            .framework
+            .retry(Deadline::after(RELEASE_TIMEOUT), |session| async move {
+                match session.client().list_children(leases_dir).await {
+                    Ok(children) => Ok(children),
+                    Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
+                    Err(err) => Err(err.into()),
+                }
+            })
+            .await?;
+        Ok(children.iter().map(|child| path::join(leases_dir, child)).collect())
+    }
+}
+
+async fn release_quietly(internal_lock: HeldLease) {
+    if let Err(err) = internal_lock.release(Deadline::after(RELEASE_TIMEOUT)).await {
+        debug!(%err, "releasing the internal lock failed; the cleanup worker deletes it");
+    }
+}
+
+/// One lease of a [`Semaphore`]. Released by [`release`](Self::release), or in the background
+/// when dropped.
+#[must_use = "if unused the lease is immediately released"]
+#[derive(Debug)]
+pub struct Lease {
+    held: HeldLease,
+}
+
+impl Lease {
+    /// The lease node's full path.
+    pub fn node_path(&self) -> &str {
+        self.held.path()
+    }
+
+    /// Resolves when the lease can no longer be trusted. See [`HeldLease::lost`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) -> LostReason {
+        self.held.lost().await
+    }
+
+    /// Releases the lease: deletes its node and reports the outcome.
+    ///
+    /// # Errors
+    /// The delete failed within 30 s; the cleanup worker goes on in the background.
+    pub async fn release(self) -> Result<()> {
+        Ok(self.held.release(Deadline::after(RELEASE_TIMEOUT)).await?)
+    }
+}
+
+/// A non-reentrant distributed mutex: a [`Semaphore`] with one lease (Curator's
+/// `InterProcessSemaphoreMutex`). Unlike the reentrant mutex, a second
+/// `lock` by the same holder waits for the first to be released.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_semaphore::Result<()> {
+/// let mutex = zk_recipes_semaphore::SemaphoreMutex::new(&framework, "/app/singleton")?;
+/// let guard = mutex.lock_timeout(std::time::Duration::from_secs(5)).await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SemaphoreMutex {
+    semaphore: Semaphore,
+}
+
+impl SemaphoreMutex {
+    /// A semaphore mutex at `path`.
+    ///
+    /// # Errors
+    /// An invalid path; nothing is sent.
+    pub fn new(framework: &Framework, path: &str) -> Result<Self> {
+        Ok(Self { semaphore: Semaphore::new(framework, path, 1)? })
+    }
+
+    /// Waits for the lock as long as it takes.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire_many_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lock(&self) -> Result<Lease> {
+        self.semaphore.acquire().await
+    }
+
+    /// Waits for the lock at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire_many_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lock_timeout(&self, timeout: Duration) -> Result<Lease> {
+        self.semaphore.acquire_timeout(timeout).await
+    }
+
+    /// Takes the lock if it is free now.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire_many_until`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_lock(&self) -> Result<Option<Lease>> {
+        self.semaphore.try_acquire().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Semaphore>();
+        assert_send_sync::<SemaphoreMutex>();
+        assert_send_sync::<Lease>();
+        assert_send_sync::<SemaphoreError>();
+    }
+}
