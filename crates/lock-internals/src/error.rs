@@ -24,6 +24,13 @@ pub enum LockError {
         /// The node's path.
         path: String,
     },
+    /// A waiter's revocable node was asked to give up its place (see [`crate::revoke`]); the node
+    /// was deleted and the lock is not held.
+    #[error("our waiting lock node {path} was revoked")]
+    Revoked {
+        /// The node's path.
+        path: String,
+    },
 }
 
 impl LockError {

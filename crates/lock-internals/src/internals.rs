@@ -50,6 +50,7 @@ pub struct LockInternals {
     dir: String,
     driver: Arc<dyn LockDriver>,
     max_leases: u32,
+    revocable: bool,
 }
 
 impl LockInternals {
@@ -68,7 +69,21 @@ impl LockInternals {
         if max_leases == 0 {
             return Err(LockError::ZeroLeases);
         }
-        Ok(Self { framework: framework.clone(), dir: dir.to_owned(), driver, max_leases })
+        Ok(Self { framework: framework.clone(), dir: dir.to_owned(), driver, max_leases, revocable: false })
+    }
+
+    /// Makes our nodes revocable, as Curator's `makeRevocable`: they are created with empty data,
+    /// and anyone may ask their owner to give them up with [`crate::revoke`]. A waiter that is asked
+    /// gives up its place ([`LockError::Revoked`]); a holder learns of it from
+    /// [`HeldLease::revocation_requested`] and decides.
+    pub fn revocable(mut self) -> Self {
+        self.revocable = true;
+        self
+    }
+
+    /// Whether our nodes are revocable.
+    pub fn is_revocable(&self) -> bool {
+        self.revocable
     }
 
     /// The lock directory.
@@ -105,6 +120,8 @@ impl LockInternals {
     async fn acquire_inner(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {
         let deadline = wait.deadline();
         let mut events = self.framework.connection_events();
+        // Curator creates revocable nodes with empty data.
+        let data = if self.revocable { &[][..] } else { data };
         let node =
             self.framework.create_protected(&self.dir, self.driver.lock_name(), data, deadline).await?;
         debug!(node = %node.path(), "queued");
@@ -206,9 +223,19 @@ impl LockInternals {
                 }
             }
         };
+        let revoked = async {
+            if !self.revocable {
+                return std::future::pending().await;
+            }
+            match wait_for_revocation(&self.framework, node.path(), generation).await {
+                Ok(()) => LockError::Revoked { path: node.path().to_owned() },
+                Err(err) => err,
+            }
+        };
         let outcome = deadline
             .run(async {
                 tokio::select! {
+                    err = revoked => Ok(Err(err)),
                     event = watcher.changed() => Ok(match (event.event_type, event.session_state) {
                         (EventType::NodeDeleted, _) => Ok(Watched::Deleted),
                         (EventType::Session, SessionState::Expired | SessionState::Closed | SessionState::AuthFailed) => {
@@ -251,6 +278,67 @@ impl LockInternals {
             })
             .await?;
         Ok(participants)
+    }
+}
+
+/// The data Curator's `Revoker` writes to a lock node to ask its owner to let go.
+pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
+/// Asks the owner of the revocable lock node `node_path` to give it up, as Curator's
+/// `Revoker.attemptRevoke`: writes [`REVOKE_MESSAGE`] to the node. A node already gone is not an
+/// error. Works on Rust and Java (Curator) holders alike.
+///
+/// # Errors
+/// As [`Framework::retry`].
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_lock_internals::Result<()> {
+/// use zk_recipes_framework::Deadline;
+/// let holder = "/app/lock/_c_2b4c...-lock-0000000007";
+/// zk_recipes_lock_internals::revoke(&framework, holder, Deadline::after(std::time::Duration::from_secs(5))).await?;
+/// # Ok(()) }
+/// ```
+pub async fn revoke(framework: &Framework, node_path: &str, deadline: Deadline) -> Result<()> {
+    path::validate(node_path)
+        .map_err(|reason| FrameworkError::InvalidPath { path: node_path.to_owned(), reason })?;
+    framework
+        .retry(deadline, |session| async move {
+            match session.client().set_data(node_path, REVOKE_MESSAGE, None).await {
+                Ok(_) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+                Err(err) => Err(err.into()),
+            }
+        })
+        .await?;
+    Ok(())
+}
+
+/// Resolves with `Ok` when `node_path`'s data becomes [`REVOKE_MESSAGE`]; with
+/// [`LockError::NodeLost`] when the node goes or its session (`generation`) is lost.
+pub(crate) async fn wait_for_revocation(
+    framework: &Framework,
+    node_path: &str,
+    generation: u64,
+) -> Result<()> {
+    let lost = || LockError::NodeLost { path: node_path.to_owned() };
+    loop {
+        let session = framework.session(Deadline::never()).await?;
+        if session.generation() != generation {
+            return Err(lost());
+        }
+        let watcher = match session.client().get_and_watch_data(node_path).await {
+            Ok((data, _, _)) if data == REVOKE_MESSAGE => return Ok(()),
+            Ok((_, _, watcher)) => watcher,
+            Err(zookeeper_client::Error::NoNode) => return Err(lost()),
+            Err(err) if FrameworkError::from(err.clone()).is_retryable() => {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                continue;
+            }
+            Err(err) => return Err(FrameworkError::from(err).into()),
+        };
+        drop(session);
+        if watcher.changed().await.event_type == EventType::Session {
+            return Err(lost());
+        }
     }
 }
 

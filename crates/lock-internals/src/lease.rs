@@ -68,6 +68,20 @@ impl HeldLease {
         Ok(self.node.delete(deadline).await?)
     }
 
+    /// Resolves with `Ok` when someone asks us to give the lock up ([`crate::revoke`], or a Curator
+    /// `Revoker`), for locks made revocable. The holder decides whether to release.
+    ///
+    /// # Errors
+    /// [`crate::LockError::NodeLost`] if our node goes first (released, or its session lost);
+    /// framework errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn revocation_requested(&self) -> Result<()> {
+        crate::internals::wait_for_revocation(self.node.framework(), self.node.path(), self.node.generation())
+            .await
+    }
+
     /// Resolves when the lock can no longer be trusted: the connection entered an error state per
     /// the framework's error policy (or the session was lost), our node was deleted, or the
     /// framework was closed. Checks the current state first, so it resolves at once if the lock is

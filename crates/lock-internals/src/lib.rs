@@ -19,11 +19,18 @@ mod driver;
 mod error;
 mod internals;
 mod lease;
+mod multi;
 
 pub use driver::{sort_children, Decision, LockDriver, OurNodeMissing, StandardDriver};
 pub use error::{LockError, Result};
-pub use internals::{LockInternals, Wait};
+pub use internals::{revoke, LockInternals, Wait, REVOKE_MESSAGE};
 pub use lease::{HeldLease, LostReason};
+/// The boxed-future type the lock traits use, re-exported so implementors need no `futures`
+/// dependency of their own.
+pub mod futures_compat {
+    pub use futures::future::BoxFuture;
+}
+pub use multi::{DistributedGuard, DistributedLock, MultiGuard, MultiLock};
 
 #[cfg(test)]
 mod tests {

@@ -38,7 +38,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zk_recipes_framework::{local_address, Deadline, Framework};
-use zk_recipes_lock_internals::{HeldLease, LockInternals, StandardDriver, Wait};
+use zk_recipes_lock_internals::futures_compat::BoxFuture;
+use zk_recipes_lock_internals::{
+    DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait,
+};
 pub use zk_recipes_lock_internals::{LockError, LostReason, Result};
 
 /// The lock name Curator's mutex gives its nodes.
@@ -75,6 +78,15 @@ impl Mutex {
     pub fn new(framework: &Framework, path: &str) -> Result<Self> {
         let internals = LockInternals::new(framework, path, Arc::new(StandardDriver::new(LOCK_NAME)), 1)?;
         Ok(Self { internals, data: local_address().into() })
+    }
+
+    /// Makes this mutex's nodes revocable (Curator's `makeRevocable`): created with empty data;
+    /// anyone may ask the holder to let go with [`zk_recipes_lock_internals::revoke`], and the
+    /// holder hears of it through [`MutexGuard::revocation_requested`]. A waiter asked to let go
+    /// gives up its place with [`LockError::Revoked`].
+    pub fn make_revocable(mut self) -> Self {
+        self.internals = self.internals.revocable();
+        self
     }
 
     /// Uses `data` as the lock node's data instead of this host's address.
@@ -184,6 +196,18 @@ impl MutexGuard {
         self.held.fencing_token()
     }
 
+    /// Resolves when someone asks us to let go (only for a mutex made revocable). The holder
+    /// decides whether to release.
+    ///
+    /// # Errors
+    /// See [`HeldLease::revocation_requested`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn revocation_requested(&self) -> Result<()> {
+        self.held.revocation_requested().await
+    }
+
     /// Resolves when the lock can no longer be trusted. See [`HeldLease::lost`].
     ///
     /// # Cancel safety
@@ -203,6 +227,25 @@ impl MutexGuard {
             Ok(held) => held.release(Deadline::after(RELEASE_TIMEOUT)).await,
             Err(_shared) => Ok(()),
         }
+    }
+}
+
+impl DistributedLock for Mutex {
+    fn acquire_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn DistributedGuard>>> {
+        Box::pin(async move {
+            let guard = self.lock_until(deadline).await?;
+            Ok(Box::new(guard) as Box<dyn DistributedGuard>)
+        })
+    }
+}
+
+impl DistributedGuard for MutexGuard {
+    fn release(self: Box<Self>) -> BoxFuture<'static, Result<()>> {
+        Box::pin(MutexGuard::release(*self))
+    }
+
+    fn node_path(&self) -> &str {
+        MutexGuard::node_path(self)
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
-use zk_recipes_framework::{Deadline, Framework};
+use zk_recipes_framework::{path, Deadline, Framework};
 use zk_recipes_mutex::{LockError, LostReason, Mutex};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
@@ -79,7 +79,7 @@ async fn a_timed_out_lock_and_a_failed_try_lock_leave_no_node() {
 
     within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
     let left = children(&framework, "/timeout/lock").await;
-    assert_eq!(left, vec![zk_recipes_framework::path::name(holder.node_path()).to_string()]);
+    assert_eq!(left, vec![path::name(holder.node_path()).to_string()]);
     within("release", holder.release()).await.expect("release");
     assert!(children(&framework, "/timeout/lock").await.is_empty());
     within("close", framework.close()).await;
@@ -176,8 +176,8 @@ async fn node_data_defaults_to_the_host_address_and_participants_are_in_order() 
     assert_eq!(participants[0].0, holder.node_path(), "the holder comes first");
     assert_eq!(participants[0].1, zk_recipes_framework::local_address());
     assert_eq!(participants[1].1, b"custom");
-    assert!(zk_recipes_framework::path::name(&participants[0].0).starts_with("_c_"));
-    assert!(zk_recipes_framework::path::name(&participants[0].0).contains("-lock-"));
+    assert!(path::name(&participants[0].0).starts_with("_c_"));
+    assert!(path::name(&participants[0].0).contains("-lock-"));
     within("release", holder.release()).await.expect("release");
     within("waiter", waiting).await.expect("task").expect("the waiter got the lock");
     within("close", framework.close()).await;
@@ -250,4 +250,51 @@ async fn bad_input_is_refused() {
     let mutex = Mutex::new(&framework, "/closed/lock").expect("mutex");
     let result = within("lock on a closed framework", mutex.lock()).await;
     assert!(matches!(result, Err(LockError::Framework(zk_recipes_framework::Error::Closed))), "{result:?}");
+}
+
+#[tokio::test]
+async fn a_revoked_holder_is_told_and_a_revoked_waiter_gives_up_its_place() {
+    init_tracing();
+    let server = within("server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let mutex = Mutex::new(&framework, "/revoke/lock").expect("mutex").make_revocable();
+    let holder = within("lock", mutex.lock()).await.expect("lock");
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    let (data, _) = within("get", session.client().get_data(holder.node_path())).await.expect("node");
+    assert!(data.is_empty(), "a revocable node has empty data, as in Curator");
+    drop(session);
+
+    // A waiter asked to let go gives up its place and leaves no node.
+    let waiter_mutex = mutex.clone();
+    let waiter = tokio::spawn(async move { waiter_mutex.lock_timeout(STEP).await });
+    eventually("the waiter queued", || async { children(&framework, "/revoke/lock").await.len() == 2 }).await;
+    let holder_name = path::name(holder.node_path()).to_string();
+    let waiting_node = children(&framework, "/revoke/lock")
+        .await
+        .into_iter()
+        .find(|name| *name != holder_name)
+        .expect("the waiter's node");
+    let waiting_path = format!("/revoke/lock/{waiting_node}");
+    within(
+        "revoke waiter",
+        zk_recipes_lock_internals::revoke(&framework, &waiting_path, Deadline::after(STEP)),
+    )
+    .await
+    .expect("revoke");
+    let result = within("waiter", waiter).await.expect("task");
+    assert!(matches!(result, Err(LockError::Revoked { .. })), "{result:?}");
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert_eq!(children(&framework, "/revoke/lock").await.len(), 1, "the revoked waiter's node is gone");
+
+    // A holder hears the request and decides to release.
+    let asked = tokio::time::timeout(Duration::from_millis(200), holder.revocation_requested()).await;
+    assert!(asked.is_err(), "nobody asked yet");
+    let path = holder.node_path().to_string();
+    within("revoke holder", zk_recipes_lock_internals::revoke(&framework, &path, Deadline::after(STEP)))
+        .await
+        .expect("revoke");
+    within("revocation heard", holder.revocation_requested()).await.expect("asked to let go");
+    within("release", holder.release()).await.expect("release");
+    assert!(children(&framework, "/revoke/lock").await.is_empty());
+    within("close", framework.close()).await;
 }

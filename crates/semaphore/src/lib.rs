@@ -39,7 +39,10 @@ use std::time::Duration;
 use tracing::debug;
 use zk_recipes_framework::zookeeper_client;
 use zk_recipes_framework::{local_address, path, Deadline, Error as FrameworkError, Framework, OwnedNode};
-use zk_recipes_lock_internals::{HeldLease, LockInternals, StandardDriver, Wait};
+use zk_recipes_lock_internals::futures_compat::BoxFuture;
+use zk_recipes_lock_internals::{
+    DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait,
+};
 pub use zk_recipes_lock_internals::{LockError, LostReason};
 
 /// The internal mutex's directory under the semaphore's path.
@@ -421,6 +424,41 @@ impl SemaphoreMutex {
     /// Cancel safe.
     pub async fn try_lock(&self) -> Result<Option<Lease>> {
         self.semaphore.try_acquire().await
+    }
+}
+
+impl From<SemaphoreError> for LockError {
+    fn from(err: SemaphoreError) -> Self {
+        match err {
+            SemaphoreError::Lock(err) => err,
+            SemaphoreError::ZeroLeases => LockError::ZeroLeases,
+            other @ SemaphoreError::TooManyLeases { .. } => {
+                LockError::Framework(FrameworkError::InvalidArgument(other.to_string()))
+            }
+        }
+    }
+}
+
+impl DistributedLock for SemaphoreMutex {
+    fn acquire_until(
+        &self,
+        deadline: Deadline,
+    ) -> BoxFuture<'_, Result<Box<dyn DistributedGuard>, LockError>> {
+        Box::pin(async move {
+            let mut leases = self.semaphore.acquire_many_until(1, deadline).await?;
+            let lease = leases.pop().ok_or_else(|| LockError::Framework(deadline.timeout_error()))?;
+            Ok(Box::new(lease) as Box<dyn DistributedGuard>)
+        })
+    }
+}
+
+impl DistributedGuard for Lease {
+    fn release(self: Box<Self>) -> BoxFuture<'static, Result<(), LockError>> {
+        Box::pin(async move { Ok(Lease::release(*self).await?) })
+    }
+
+    fn node_path(&self) -> &str {
+        Lease::node_path(self)
     }
 }
 

@@ -1,0 +1,121 @@
+//! A lock over several locks, all or nothing (Curator's `InterProcessMultiLock`).
+
+use std::fmt::Debug;
+
+use futures::future::BoxFuture;
+use tracing::debug;
+use zk_recipes_framework::Deadline;
+
+use crate::error::Result;
+
+/// A lock that can take part in a [`MultiLock`]: the mutex, the semaphore mutex and the halves of
+/// the read-write lock implement it.
+pub trait DistributedLock: Debug + Send + Sync {
+    /// Acquires until `deadline`; the guard releases when released or dropped.
+    fn acquire_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn DistributedGuard>>>;
+}
+
+/// Proof of holding a [`DistributedLock`]; dropping it releases in the background.
+pub trait DistributedGuard: Debug + Send + Sync {
+    /// Releases and reports the outcome.
+    fn release(self: Box<Self>) -> BoxFuture<'static, Result<()>>;
+
+    /// The lock node's full path.
+    fn node_path(&self) -> &str;
+}
+
+/// Several locks taken together: in the given order, all within one deadline, or none; released
+/// in reverse order.
+///
+/// ```no_run
+/// # async fn demo(first: impl zk_recipes_lock_internals::DistributedLock + 'static,
+/// #               second: impl zk_recipes_lock_internals::DistributedLock + 'static)
+/// #     -> zk_recipes_lock_internals::Result<()> {
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_lock_internals::MultiLock;
+///
+/// let both = MultiLock::new(vec![Box::new(first), Box::new(second)]);
+/// let guard = both.acquire_until(Deadline::after(std::time::Duration::from_secs(5))).await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct MultiLock {
+    locks: Vec<Box<dyn DistributedLock>>,
+}
+
+impl MultiLock {
+    /// The locks, in the order they are taken.
+    pub fn new(locks: Vec<Box<dyn DistributedLock>>) -> Self {
+        Self { locks }
+    }
+
+    /// Takes every lock in order within `deadline`. If one cannot be taken, those already taken
+    /// are released (in reverse order) and the error is returned.
+    ///
+    /// # Errors
+    /// The first lock's error (a timeout at the deadline, a lost node, ...).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropped guards release in the background.
+    pub async fn acquire_until(&self, deadline: Deadline) -> Result<MultiGuard> {
+        let mut guards = Vec::with_capacity(self.locks.len());
+        for lock in &self.locks {
+            match lock.acquire_until(deadline).await {
+                Ok(guard) => guards.push(guard),
+                Err(err) => {
+                    release_in_reverse(guards).await;
+                    return Err(err);
+                }
+            }
+        }
+        Ok(MultiGuard { guards })
+    }
+}
+
+async fn release_in_reverse(guards: Vec<Box<dyn DistributedGuard>>) -> Vec<crate::LockError> {
+    let mut errors = Vec::new();
+    for guard in guards.into_iter().rev() {
+        let node_path = guard.node_path().to_owned();
+        if let Err(err) = guard.release().await {
+            debug!(%node_path, %err, "release failed; the cleanup worker deletes it");
+            errors.push(err);
+        }
+    }
+    errors
+}
+
+/// Proof of holding every lock of a [`MultiLock`].
+#[must_use = "if unused the locks are immediately released"]
+#[derive(Debug)]
+pub struct MultiGuard {
+    guards: Vec<Box<dyn DistributedGuard>>,
+}
+
+impl MultiGuard {
+    /// The lock nodes, in acquisition order.
+    pub fn node_paths(&self) -> Vec<&str> {
+        self.guards.iter().map(|guard| guard.node_path()).collect()
+    }
+
+    /// Releases every lock in reverse order, all of them even if one fails.
+    ///
+    /// # Errors
+    /// The first failure; the others were released all the same (or handed to the cleanup worker).
+    pub async fn release(mut self) -> Result<()> {
+        let guards = std::mem::take(&mut self.guards);
+        match release_in_reverse(guards).await.into_iter().next() {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for MultiGuard {
+    fn drop(&mut self) {
+        // Reverse order for the background releases too.
+        while let Some(guard) = self.guards.pop() {
+            drop(guard);
+        }
+    }
+}

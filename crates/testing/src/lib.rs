@@ -1,0 +1,60 @@
+//! Real ZooKeeper servers for zk-recipes' integration tests, demos and benches — Apache
+//! Curator's `curator-test`, without docker.
+//!
+//! * [`TestingServer`]: a standalone server (the machine's ZooKeeper jars run by its JVM) on a
+//!   free loopback port with a temp data dir; stop, kill, restart on the same port, pause.
+//! * [`TestingCluster`]: an ensemble of `n` members; kill the leader, restart a member.
+//! * [`FaultProxy`]: a TCP proxy between one client and a server that cuts connections,
+//!   black-holes them (targeted session expiry) or cuts right after a create reached the server.
+//! * Four-letter words ([`four_letter_word`], `mntr`, `wchc`, `srvr` helpers) to assert on
+//!   server-side state such as leftover watches and znodes.
+//!
+//! Servers need Java and Debian's `zookeeper` package (`scripts/install-deps.sh` installs both;
+//! see [`zookeeper_classpath`] for the jars and the `ZOOKEEPER_CLASSPATH` override).
+//!
+//! Every server or cluster holds the process-wide [`ServerSlot`], so tests that need servers run
+//! one after another: **one server or one cluster per test**. Server JVMs are killed on drop and
+//! never outlive the test process, even if it is SIGKILLed.
+//!
+//! # Example
+//! ```no_run
+//! use std::time::Duration;
+//! use zk_recipes_testing::TestingServer;
+//!
+//! #[tokio::test]
+//! async fn creates_a_node() -> Result<(), Box<dyn std::error::Error>> {
+//!     let server = TestingServer::start().await?;
+//!     let client = tokio::time::timeout(
+//!         Duration::from_secs(10),
+//!         zookeeper_client::Client::connect(&server.connect_string()),
+//!     )
+//!     .await??;
+//!     // ...
+//!     Ok(())
+//! }
+//! ```
+
+mod classpath;
+mod cluster;
+mod error;
+mod four_letter;
+mod launch;
+mod ports;
+mod process;
+mod proxy;
+mod server;
+mod slot;
+mod sys;
+
+pub use classpath::{
+    curator_classpath, java_binary, zookeeper_classpath, CURATOR_CLASSPATH_ENV, DEBIAN_JAR_DIR, JAVA_ENV,
+    ZOOKEEPER_CLASSPATH_ENV,
+};
+pub use cluster::{ClusterMember, TestingCluster, TestingClusterBuilder};
+pub use error::{Result, TestingError};
+pub use four_letter::{
+    four_letter_word, parse_mntr, parse_srvr_mode, parse_wchc, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,
+};
+pub use proxy::{CutAfterCreate, CutCreate, FaultProxy, ProxyStats};
+pub use server::{TestingServer, TestingServerBuilder};
+pub use slot::ServerSlot;

@@ -1,0 +1,106 @@
+//! `FaultProxy` between a zookeeper-client session and a real `TestingServer`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{connect, create, wait_for_state, within, START, STEP};
+use zk_recipes_testing::{FaultProxy, TestingServer};
+use zookeeper_client::{Acls, CreateMode, SessionState};
+
+#[tokio::test]
+async fn cut_now_disconnects_and_the_client_reconnects_with_the_same_session() {
+    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let proxy = within(STEP, "starting the proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let client = connect(&proxy.connect_string(), Duration::from_secs(10)).await;
+    let session = client.session_id();
+    create(&client, "/before-cut", b"").await;
+    let mut states = client.state_watcher();
+
+    assert_eq!(proxy.cut_now(), 1, "one connection was open");
+    wait_for_state(&mut states, SessionState::Disconnected, STEP).await;
+    wait_for_state(&mut states, SessionState::SyncConnected, STEP).await;
+
+    assert_eq!(client.session_id(), session);
+    create(&client, "/after-cut", b"").await;
+    let stats = proxy.stats();
+    assert_eq!(stats.accepted, 2, "the client came back through the proxy: {stats:?}");
+    assert_eq!(stats.open, 1, "{stats:?}");
+    assert_eq!(stats.cut, 1, "{stats:?}");
+    assert!(stats.bytes_to_server > 0 && stats.bytes_to_client > 0, "{stats:?}");
+}
+
+#[tokio::test]
+async fn black_hole_past_the_session_timeout_expires_only_that_session() {
+    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let proxy = within(STEP, "starting the proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let victim = connect(&proxy.connect_string(), Duration::from_secs(2)).await;
+    assert_eq!(victim.session_timeout(), Duration::from_secs(2));
+    let bystander = connect(&server.connect_string(), Duration::from_secs(2)).await;
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    within(STEP, "creating", victim.create("/victim", b"", &ephemeral)).await.expect("create");
+    let mut states = victim.state_watcher();
+
+    proxy.black_hole(Duration::from_secs(5));
+    assert!(proxy.is_black_holed());
+    wait_for_state(&mut states, SessionState::Expired, STEP).await;
+
+    within(STEP, "the server deleting the expired session's ephemeral node", async {
+        while bystander.check_stat("/victim").await.expect("check").is_some() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert_eq!(bystander.state(), SessionState::SyncConnected, "the direct session is untouched");
+}
+
+#[tokio::test]
+async fn short_black_hole_is_silence_then_a_reconnect() {
+    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let proxy = within(STEP, "starting the proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let client = connect(&proxy.connect_string(), Duration::from_secs(6)).await;
+    let session = client.session_id();
+    let mut states = client.state_watcher();
+
+    proxy.black_hole(Duration::from_millis(3_000));
+    // Silence: the client only notices after its read timeout (2/5 of 6 s), not at once.
+    wait_for_state(&mut states, SessionState::Disconnected, STEP).await;
+    wait_for_state(&mut states, SessionState::SyncConnected, STEP).await;
+    assert!(!proxy.is_black_holed());
+    assert_eq!(
+        client.session_id(),
+        session,
+        "a black hole shorter than the session timeout keeps the session"
+    );
+    create(&client, "/after-hole", b"").await;
+}
+
+#[tokio::test]
+async fn cut_after_next_create_loses_the_reply_of_a_create_that_happened() {
+    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let proxy = within(STEP, "starting the proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let client = connect(&proxy.connect_string(), Duration::from_secs(10)).await;
+    let direct = connect(&server.connect_string(), Duration::from_secs(10)).await;
+    create(&client, "/parent", b"").await;
+    let mut states = client.state_watcher();
+
+    let cut = proxy.cut_after_next_create();
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let result = within(STEP, "the cut create", client.create("/parent/child", b"data", &persistent)).await;
+    match result {
+        Err(zookeeper_client::Error::ConnectionLoss | zookeeper_client::Error::Custom(_)) => {}
+        other => panic!("expected a connection-loss error, got {other:?}"),
+    }
+    let cut = within(STEP, "the cut", cut).await.expect("cut happened");
+    assert_eq!(cut.path, "/parent/child");
+    assert_eq!(cut.server_error, 0, "the server created the node");
+
+    let stat = within(STEP, "checking directly", direct.check_stat("/parent/child")).await.expect("check");
+    assert!(stat.is_some(), "the node exists although the client saw a connection loss");
+
+    wait_for_state(&mut states, SessionState::SyncConnected, STEP).await;
+    let again =
+        within(STEP, "retrying the create", client.create("/parent/child", b"data", &persistent)).await;
+    assert_eq!(again.err(), Some(zookeeper_client::Error::NodeExists), "a blind retry finds its own node");
+    assert_eq!(proxy.stats().cut, 1);
+}
