@@ -6,13 +6,7 @@ use zk_recipes::framework::{Deadline, Framework};
 use zk_recipes::lock_internals::{LockError, MultiLock};
 use zk_recipes::mutex::Mutex;
 use zk_recipes::semaphore::SemaphoreMutex;
-use zk_recipes_testing::TestingServer;
-
-const STEP: Duration = Duration::from_secs(20);
-
-async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(STEP, future).await.unwrap_or_else(|_| panic!("timed out: {what}"))
-}
+use zk_recipes_testing::{within, within_for, TestingServer, SERVER_START, STEP};
 
 async fn count(framework: &Framework, dir: &str) -> usize {
     let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
@@ -21,7 +15,7 @@ async fn count(framework: &Framework, dir: &str) -> usize {
 
 #[tokio::test]
 async fn all_or_nothing_within_one_deadline_and_released_in_reverse() {
-    let server = within("server", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server", TestingServer::start()).await.expect("server");
     let framework = Framework::builder(server.connect_string()).start().expect("framework");
     let multi = MultiLock::new(vec![
         Box::new(Mutex::new(&framework, "/multi/mutex").expect("mutex")),

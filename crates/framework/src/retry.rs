@@ -210,7 +210,10 @@ mod tests {
                 assert!((1..=upper).contains(&factor), "retry {retry_count}: factor {factor} > {upper}");
                 largest = largest.max(factor);
             }
-            assert_eq!(largest, upper.max(1), "retry {retry_count}: the top of the range is reachable");
+            if retry_count <= 5 {
+                // 2,000 draws from at most 64 values miss the top with probability < 1e-13.
+                assert_eq!(largest, upper.max(1), "retry {retry_count}: the top of the range is reachable");
+            }
         }
     }
 

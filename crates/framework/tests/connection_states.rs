@@ -12,7 +12,7 @@ use zk_recipes_testing::{FaultProxy, TestingServer};
 #[tokio::test]
 async fn restart_suspends_and_reconnects_the_same_session() {
     init_tracing();
-    let mut server = within("server start", TestingServer::start()).await.expect("server");
+    let mut server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let session_timeout = Duration::from_secs(12);
     let framework = builder(&server.connect_string(), session_timeout).start().expect("framework");
     let mut events = framework.connection_events();
@@ -45,7 +45,7 @@ async fn restart_suspends_and_reconnects_the_same_session() {
 #[tokio::test]
 async fn targeted_expiry_is_lost_then_a_new_session_reconnects() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let proxy = within("proxy start", FaultProxy::start(server.address())).await.expect("proxy");
     let session_timeout = Duration::from_secs(2);
     let framework = builder(&proxy.connect_string(), session_timeout).start().expect("framework");
@@ -85,8 +85,9 @@ async fn start_before_the_server_exists_then_connect() {
     let early = framework.block_until_connected(Duration::from_millis(300)).await;
     assert!(matches!(early, Err(Error::Timeout { .. })), "no server yet: {early:?}");
 
-    let _server =
-        within("server start", TestingServer::builder().with_port(port).start()).await.expect("server");
+    let _server = within_for(SERVER_START, "server start", TestingServer::builder().with_port(port).start())
+        .await
+        .expect("server");
     within("connect", framework.block_until_connected(STEP)).await.expect("connected once the server is up");
     assert_eq!(framework.current().state, Some(ConnectionState::Connected));
     within("close", framework.close()).await;
@@ -95,7 +96,7 @@ async fn start_before_the_server_exists_then_connect() {
 #[tokio::test]
 async fn a_callers_timeout_covers_waiting_for_a_connection() {
     init_tracing();
-    let mut server = within("server start", TestingServer::start()).await.expect("server");
+    let mut server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10))
         .retry_policy(zk_recipes_framework::retry::RetryForever::new(Duration::from_millis(50)))
         .start()
@@ -122,7 +123,7 @@ async fn a_callers_timeout_covers_waiting_for_a_connection() {
 #[tokio::test]
 async fn a_lagging_subscriber_is_told_it_lagged() {
     init_tracing();
-    let mut server = within("server start", TestingServer::start()).await.expect("server");
+    let mut server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10))
         .event_capacity(1)
         .start()
@@ -151,7 +152,7 @@ async fn a_lagging_subscriber_is_told_it_lagged() {
 #[tokio::test]
 async fn a_closed_framework_refuses_calls() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
     within("connect", framework.block_until_connected(STEP)).await.expect("connected");
     within("close", framework.close()).await;
@@ -172,7 +173,7 @@ async fn a_closed_framework_refuses_calls() {
 #[tokio::test]
 async fn dropping_the_last_handle_closes_the_session() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(30)).start().expect("framework");
     let node =
         within("create", framework.create_protected("/dropped", "member-", b"", Deadline::after(STEP)))

@@ -12,9 +12,8 @@ use zk_recipes_testing::TestingCluster;
 #[tokio::test]
 async fn the_ensemble_keeps_serving_when_its_leader_is_killed() {
     init_tracing();
-    let mut cluster = within_for(Duration::from_secs(60), "cluster start", TestingCluster::start(3))
-        .await
-        .expect("cluster");
+    let mut cluster =
+        within_for(SERVER_START, "cluster start", TestingCluster::start(3)).await.expect("cluster");
     let framework = builder(&cluster.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mut events = framework.connection_events();
     assert_eq!(next_state(&mut events).await.0, ConnectionState::Connected);

@@ -19,7 +19,7 @@ fn connection_loss() -> Error {
 #[tokio::test]
 async fn nested_retries_share_one_budget() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(6))
         .retry_policy(RetryNTimes::new(2, Duration::from_millis(1)))
         .start()
@@ -52,7 +52,7 @@ async fn nested_retries_share_one_budget() {
 #[tokio::test]
 async fn only_retryable_errors_are_retried() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(6))
         .retry_policy(RetryNTimes::new(5, Duration::from_millis(1)))
         .start()
@@ -95,7 +95,7 @@ async fn only_retryable_errors_are_retried() {
 #[tokio::test]
 async fn invalid_paths_are_refused_before_anything_is_sent() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
     within("connect", framework.block_until_connected(STEP)).await.expect("connected");
     let before = within("mntr", server.znode_count()).await.expect("znode count");
@@ -115,7 +115,7 @@ async fn invalid_paths_are_refused_before_anything_is_sent() {
 #[tokio::test]
 async fn ensure_path_makes_containers_and_delete_recursive_removes_a_tree() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
     within("ensure", framework.ensure_path("/ensure/a/b", Deadline::after(STEP))).await.expect("ensure");
     within("ensure again", framework.ensure_path("/ensure/a/b", Deadline::after(STEP)))
@@ -155,7 +155,7 @@ async fn ensure_path_makes_containers_and_delete_recursive_removes_a_tree() {
 #[tokio::test]
 async fn namespace_prefixes_every_path() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(6))
         .namespace("tenant")
         .start()
@@ -179,7 +179,7 @@ async fn namespace_prefixes_every_path() {
 #[tokio::test]
 async fn protected_create_names_and_owns_its_node() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
     let node = within(
         "create",
@@ -216,7 +216,7 @@ fn uuid_like(id: &str) -> bool {
 #[tokio::test]
 async fn a_protected_create_whose_reply_was_cut_finds_its_node() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
     let framework = builder(&proxy.connect_string(), Duration::from_secs(8)).start().expect("framework");
     within("ensure parent", framework.ensure_path("/cut/parent", Deadline::after(STEP)))
@@ -248,7 +248,7 @@ async fn a_protected_create_whose_reply_was_cut_finds_its_node() {
 #[tokio::test]
 async fn cancelled_protected_creates_leave_no_node() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
     within("parent", framework.ensure_path("/cancel/parent", Deadline::after(STEP))).await.expect("parent");
     let mut completed = 0;
@@ -273,7 +273,7 @@ async fn cancelled_protected_creates_leave_no_node() {
 #[tokio::test]
 async fn the_cleanup_worker_deletes_across_a_reconnect() {
     init_tracing();
-    let mut server = within("server start", TestingServer::start()).await.expect("server");
+    let mut server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(15)).start().expect("framework");
     let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
     let options = session.create_options(CreateMode::Persistent);

@@ -24,7 +24,7 @@ async fn children(framework: &Framework, path: &str) -> Vec<String> {
 #[tokio::test]
 async fn contenders_on_separate_sessions_exclude_each_other() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let contenders = 4;
     let rounds = 25;
     let violations = Arc::new(AtomicU32::new(0));
@@ -66,7 +66,7 @@ async fn contenders_on_separate_sessions_exclude_each_other() {
 #[tokio::test]
 async fn a_timed_out_lock_and_a_failed_try_lock_leave_no_node() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mutex = Mutex::new(&framework, "/timeout/lock").expect("mutex");
     let holder = within("lock", mutex.lock()).await.expect("lock");
@@ -88,7 +88,7 @@ async fn a_timed_out_lock_and_a_failed_try_lock_leave_no_node() {
 #[tokio::test]
 async fn waiters_acquire_in_queue_order_with_growing_fencing_tokens() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mutex = Arc::new(Mutex::new(&framework, "/order/lock").expect("mutex"));
     let first = within("lock", mutex.lock()).await.expect("lock");
@@ -142,7 +142,7 @@ mod parking_lot_free {
 #[tokio::test]
 async fn reentered_guards_share_one_node_until_the_last_is_released() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mutex = Mutex::new(&framework, "/reenter/lock").expect("mutex");
     let outer = within("lock", mutex.lock()).await.expect("lock");
@@ -161,7 +161,7 @@ async fn reentered_guards_share_one_node_until_the_last_is_released() {
 #[tokio::test]
 async fn node_data_defaults_to_the_host_address_and_participants_are_in_order() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mutex = Mutex::new(&framework, "/data/lock").expect("mutex");
     let holder = within("lock", mutex.lock()).await.expect("lock");
@@ -186,7 +186,7 @@ async fn node_data_defaults_to_the_host_address_and_participants_are_in_order() 
 #[tokio::test]
 async fn cancelled_lock_calls_leave_no_nodes_and_no_watches() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mutex = Mutex::new(&framework, "/sweep/lock").expect("mutex");
     let holder = within("lock", mutex.lock()).await.expect("lock");
@@ -207,7 +207,7 @@ async fn cancelled_lock_calls_leave_no_nodes_and_no_watches() {
 #[tokio::test]
 async fn an_expired_holder_loses_the_lock_to_a_waiter() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
     let holder_framework =
         builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
@@ -255,7 +255,7 @@ async fn bad_input_is_refused() {
 #[tokio::test]
 async fn a_revoked_holder_is_told_and_a_revoked_waiter_gives_up_its_place() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mutex = Mutex::new(&framework, "/revoke/lock").expect("mutex").make_revocable();
     let holder = within("lock", mutex.lock()).await.expect("lock");

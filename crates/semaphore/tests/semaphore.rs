@@ -23,7 +23,7 @@ async fn children(framework: &Framework, dir: &str) -> Vec<String> {
 #[tokio::test]
 async fn never_more_holders_than_leases() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let max_leases = 3;
     let inside = Arc::new(AtomicU32::new(0));
     let most_inside = Arc::new(AtomicU32::new(0));
@@ -56,7 +56,7 @@ async fn never_more_holders_than_leases() {
 #[tokio::test]
 async fn acquire_many_is_all_or_nothing_and_callers_do_not_starve() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let semaphore = Semaphore::new(&framework, "/many", 4).expect("semaphore");
     let inside = Arc::new(AtomicU32::new(0));
@@ -86,7 +86,7 @@ async fn acquire_many_is_all_or_nothing_and_callers_do_not_starve() {
 #[tokio::test]
 async fn wire_layout_matches_curators_semaphore_v2() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let semaphore = Semaphore::new(&framework, "/layout", 2).expect("semaphore");
     let lease = within("acquire", semaphore.acquire()).await.expect("lease");
@@ -118,7 +118,7 @@ async fn wire_layout_matches_curators_semaphore_v2() {
 #[tokio::test]
 async fn bad_input_is_refused_before_anything_is_sent() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     within("connect", framework.block_until_connected(STEP)).await.expect("connected");
     let before = within("znodes", server.znode_count()).await.expect("znode count");
@@ -138,7 +138,7 @@ async fn bad_input_is_refused_before_anything_is_sent() {
 #[tokio::test]
 async fn a_timed_out_or_refused_acquire_leaves_no_node() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let semaphore = Semaphore::new(&framework, "/full", 1).expect("semaphore");
     let held = within("acquire", semaphore.acquire()).await.expect("lease");
@@ -156,7 +156,7 @@ async fn a_timed_out_or_refused_acquire_leaves_no_node() {
 #[tokio::test]
 async fn a_dead_holders_lease_is_freed_by_its_session() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let holder = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let waiter = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let lease =
@@ -175,7 +175,7 @@ async fn a_dead_holders_lease_is_freed_by_its_session() {
 #[tokio::test]
 async fn the_semaphore_mutex_is_not_reentrant() {
     init_tracing();
-    let server = within("server start", TestingServer::start()).await.expect("server");
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mutex = SemaphoreMutex::new(&framework, "/nonreentrant").expect("mutex");
     let guard = within("lock", mutex.lock()).await.expect("lock");

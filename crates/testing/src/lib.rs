@@ -45,6 +45,7 @@ mod proxy;
 mod server;
 mod slot;
 mod sys;
+mod wait;
 
 pub use classpath::{
     curator_classpath, java_binary, zookeeper_classpath, CURATOR_CLASSPATH_ENV, DEBIAN_JAR_DIR, JAVA_ENV,
@@ -58,3 +59,4 @@ pub use four_letter::{
 pub use proxy::{CutAfterCreate, CutCreate, FaultProxy, ProxyStats};
 pub use server::{TestingServer, TestingServerBuilder};
 pub use slot::ServerSlot;
+pub use wait::{eventually, init_tracing, within, within_for, SERVER_START, STEP};

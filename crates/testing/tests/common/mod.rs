@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::future::Future;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use zookeeper_client::{Acls, Client, CreateMode, SessionState, StateWatcher};
 
 /// Deadline for one server or cluster start, including waiting for the process-wide slot while
 /// other tests of this binary hold it.
-pub const START: Duration = Duration::from_secs(120);
+pub const START: Duration = zk_recipes_testing::SERVER_START;
 /// Deadline for one ordinary step (a request, a stop, a state change).
 pub const STEP: Duration = Duration::from_secs(20);
 
