@@ -77,6 +77,37 @@ impl Framework {
         data: &[u8],
         deadline: Deadline,
     ) -> Result<OwnedNode> {
+        Ok(self.create_protected_inner(parent, name, data, deadline, false).await?.0)
+    }
+
+    /// As [`create_protected`](Self::create_protected), and lists the parent's children in the same
+    /// round trip: the listing is sent right behind the create, on the same session, and ZooKeeper
+    /// executes one session's requests in order, so the listing already holds our node. Returns
+    /// the listing only when it succeeded and holds our node (else list again yourself).
+    ///
+    /// # Errors
+    /// As [`create_protected`](Self::create_protected).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn create_protected_and_list(
+        &self,
+        parent: &str,
+        name: &str,
+        data: &[u8],
+        deadline: Deadline,
+    ) -> Result<(OwnedNode, Option<Vec<String>>)> {
+        self.create_protected_inner(parent, name, data, deadline, true).await
+    }
+
+    async fn create_protected_inner(
+        &self,
+        parent: &str,
+        name: &str,
+        data: &[u8],
+        deadline: Deadline,
+        list_siblings: bool,
+    ) -> Result<(OwnedNode, Option<Vec<String>>)> {
         validate(parent)?;
         let candidate = path::join(parent, name);
         if name.contains('/') {
@@ -89,7 +120,8 @@ impl Framework {
         let created = self
             .retry_across_sessions(deadline, |session| async move {
                 let (prefix, search_first) = attempt.lock().prefix_for(&session);
-                let outcome = create_or_find(&session, parent, name, &prefix, search_first, data).await;
+                let outcome =
+                    create_or_find(&session, parent, name, &prefix, search_first, data, list_siblings).await;
                 if let Err(err) = &outcome {
                     if !is_connection_error_or_lost(err) {
                         // The server answered: nothing was created by this try.
@@ -99,10 +131,11 @@ impl Framework {
                 outcome.map(|created| (created, session))
             })
             .await;
-        let (created, session) = created?;
+        let (mut created, session) = created?;
         attempt.lock().settle();
         debug!(path = %created.path, session = %session.id(), "protected node created");
-        Ok(OwnedNode::new(self.clone(), created, &session))
+        let siblings = created.siblings.take();
+        Ok((OwnedNode::new(self.clone(), created, &session), siblings))
     }
 }
 
@@ -227,6 +260,8 @@ struct Created {
     path: String,
     stat: Stat,
     sequence: Option<i32>,
+    /// The parent's children listed right behind the create, when asked for and holding our node.
+    siblings: Option<Vec<String>>,
 }
 
 /// One try: find a node of ours from an earlier try on this session, else create one.
@@ -237,6 +272,7 @@ async fn create_or_find(
     prefix: &str,
     search_first: bool,
     data: &[u8],
+    list_siblings: bool,
 ) -> Result<Created> {
     if search_first {
         if let Some(found) = find_protected(session, parent, prefix, name).await? {
@@ -245,21 +281,27 @@ async fn create_or_find(
     }
     let node_path = path::join(parent, &format!("{prefix}{name}"));
     let options = session.create_options(CreateMode::EphemeralSequential);
-    let created = match session.client().create(&node_path, data, &options).await {
+    // Both requests go on the wire now, back to back; the server runs them in order.
+    let create = session.client().create(&node_path, data, &options);
+    let listing = list_siblings.then(|| session.client().list_children(parent));
+    let (created, listing) = match create.await {
         Err(zookeeper_client::Error::NoNode) => {
+            // The parent is missing (or its container was reaped): the listing is worthless.
             ensure_containers(session, parent).await?;
-            session.client().create(&node_path, data, &options).await
+            (session.client().create(&node_path, data, &options).await, None)
         }
-        other => other,
+        other => (other, listing),
     };
-    match created {
-        Ok((stat, sequence)) => Ok(Created {
-            path: format!("{node_path}{sequence}"),
-            stat,
-            sequence: i32::try_from(sequence.into_i64()).ok(),
-        }),
-        Err(err) => Err(err.into()),
-    }
+    let (stat, sequence) = created?;
+    let path = format!("{node_path}{sequence}");
+    let siblings = match listing {
+        Some(listing) => match listing.await {
+            Ok(children) if children.iter().any(|child| child == path::name(&path)) => Some(children),
+            _ => None,
+        },
+        None => None,
+    };
+    Ok(Created { path, stat, sequence: i32::try_from(sequence.into_i64()).ok(), siblings })
 }
 
 /// Our node from an earlier try of this session, if the server has it.
@@ -280,7 +322,7 @@ async fn find_protected(
             Ok(Some(stat)) if session.owns(stat.ephemeral_owner) => {
                 debug!(path = %child_path, "found our protected node after a connection loss");
                 let sequence = path::sequence_after(child, name);
-                return Ok(Some(Created { path: child_path, stat, sequence }));
+                return Ok(Some(Created { path: child_path, stat, sequence, siblings: None }));
             }
             Ok(_) => {}
             Err(err) => return Err(err.into()),
@@ -315,7 +357,7 @@ pub struct OwnedNode {
 
 impl OwnedNode {
     fn new(framework: Framework, created: Created, session: &Session) -> Self {
-        let Created { path, stat, sequence } = created;
+        let Created { path, stat, sequence, .. } = created;
         Self {
             framework,
             path,

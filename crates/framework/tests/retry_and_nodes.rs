@@ -302,3 +302,22 @@ async fn the_cleanup_worker_deletes_across_a_reconnect() {
     drop(session);
     within("close", framework.close()).await;
 }
+
+#[tokio::test]
+async fn the_listing_sent_behind_a_create_already_holds_the_node() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
+    for round in 0..200 {
+        let (node, listing) = within(
+            "create and list",
+            framework.create_protected_and_list("/pipelined", "lock-", b"", Deadline::after(STEP)),
+        )
+        .await
+        .expect("created");
+        let listing = listing.unwrap_or_else(|| panic!("round {round}: no listing holding our node"));
+        assert!(listing.iter().any(|child| child == node.name()), "round {round}");
+        within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+    }
+    within("close", framework.close()).await;
+}

@@ -122,11 +122,17 @@ impl LockInternals {
         let mut events = self.framework.connection_events();
         // Curator creates revocable nodes with empty data.
         let data = if self.revocable { &[][..] } else { data };
-        let node =
-            self.framework.create_protected(&self.dir, self.driver.lock_name(), data, deadline).await?;
+        // The first listing rides along with the create (one round trip for both).
+        let (node, mut listing) = self
+            .framework
+            .create_protected_and_list(&self.dir, self.driver.lock_name(), data, deadline)
+            .await?;
         debug!(node = %node.path(), "queued");
         loop {
-            let children = self.list_on_session_of(&node, deadline).await?;
+            let children = match listing.take() {
+                Some(children) => children,
+                None => self.list_on_session_of(&node, deadline).await?,
+            };
             let children = sort_children(children, self.driver.lock_name());
             let decision = self
                 .driver
