@@ -77,7 +77,27 @@ impl Framework {
         data: &[u8],
         deadline: Deadline,
     ) -> Result<OwnedNode> {
-        Ok(self.create_protected_inner(parent, name, data, deadline, false).await?.0)
+        Ok(self.create_protected_inner(parent, name, data, CreateMode::EphemeralSequential, deadline, false).await?.0)
+    }
+
+    /// Creates `<parent>/_c_<uuid>-<name>` as a plain EPHEMERAL node (no sequence appended), with
+    /// the same protection as [`create_protected`](Self::create_protected). For nodes whose name
+    /// already carries a sequence, such as the read node of a read-write lock's downgrade, which
+    /// reuses its writer's sequence (as Curator 5.5+ does).
+    ///
+    /// # Errors
+    /// As [`create_protected`](Self::create_protected).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn create_protected_ephemeral(
+        &self,
+        parent: &str,
+        name: &str,
+        data: &[u8],
+        deadline: Deadline,
+    ) -> Result<OwnedNode> {
+        Ok(self.create_protected_inner(parent, name, data, CreateMode::Ephemeral, deadline, false).await?.0)
     }
 
     /// As [`create_protected`](Self::create_protected), and lists the parent's children in the same
@@ -97,7 +117,7 @@ impl Framework {
         data: &[u8],
         deadline: Deadline,
     ) -> Result<(OwnedNode, Option<Vec<String>>)> {
-        self.create_protected_inner(parent, name, data, deadline, true).await
+        self.create_protected_inner(parent, name, data, CreateMode::EphemeralSequential, deadline, true).await
     }
 
     async fn create_protected_inner(
@@ -105,6 +125,7 @@ impl Framework {
         parent: &str,
         name: &str,
         data: &[u8],
+        mode: CreateMode,
         deadline: Deadline,
         list_siblings: bool,
     ) -> Result<(OwnedNode, Option<Vec<String>>)> {
@@ -120,8 +141,8 @@ impl Framework {
         let created = self
             .retry_across_sessions(deadline, |session| async move {
                 let (prefix, search_first) = attempt.lock().prefix_for(&session);
-                let outcome =
-                    create_or_find(&session, parent, name, &prefix, search_first, data, list_siblings).await;
+                let request = CreateRequest { parent, name, prefix: &prefix, data, mode, list_siblings };
+                let outcome = create_or_find(&session, request, search_first).await;
                 if let Err(err) = &outcome {
                     if !is_connection_error_or_lost(err) {
                         // The server answered: nothing was created by this try.
@@ -264,23 +285,26 @@ struct Created {
     siblings: Option<Vec<String>>,
 }
 
-/// One try: find a node of ours from an earlier try on this session, else create one.
-async fn create_or_find(
-    session: &Session,
-    parent: &str,
-    name: &str,
-    prefix: &str,
-    search_first: bool,
-    data: &[u8],
+/// What one protected create asks for.
+struct CreateRequest<'a> {
+    parent: &'a str,
+    name: &'a str,
+    prefix: &'a str,
+    data: &'a [u8],
+    mode: CreateMode,
     list_siblings: bool,
-) -> Result<Created> {
+}
+
+/// One try: find a node of ours from an earlier try on this session, else create one.
+async fn create_or_find(session: &Session, request: CreateRequest<'_>, search_first: bool) -> Result<Created> {
+    let CreateRequest { parent, name, prefix, data, mode, list_siblings } = request;
     if search_first {
         if let Some(found) = find_protected(session, parent, prefix, name).await? {
             return Ok(found);
         }
     }
     let node_path = path::join(parent, &format!("{prefix}{name}"));
-    let options = session.create_options(CreateMode::EphemeralSequential);
+    let options = session.create_options(mode);
     // Both requests go on the wire now, back to back; the server runs them in order.
     let create = session.client().create(&node_path, data, &options);
     let listing = list_siblings.then(|| session.client().list_children(parent));
@@ -293,7 +317,12 @@ async fn create_or_find(
         other => (other, listing),
     };
     let (stat, sequence) = created?;
-    let path = format!("{node_path}{sequence}");
+    let sequential = mode == CreateMode::EphemeralSequential;
+    let (path, sequence) = if sequential {
+        (format!("{node_path}{sequence}"), i32::try_from(sequence.into_i64()).ok())
+    } else {
+        (node_path, None)
+    };
     let siblings = match listing {
         Some(listing) => match listing.await {
             Ok(children) if children.iter().any(|child| child == path::name(&path)) => Some(children),
@@ -301,7 +330,7 @@ async fn create_or_find(
         },
         None => None,
     };
-    Ok(Created { path, stat, sequence: i32::try_from(sequence.into_i64()).ok(), siblings })
+    Ok(Created { path, stat, sequence, siblings })
 }
 
 /// Our node from an earlier try of this session, if the server has it.

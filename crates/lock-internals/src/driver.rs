@@ -29,7 +29,14 @@ pub trait LockDriver: Debug + Send + Sync + 'static {
     /// The name every contender node carries (`lock-`, `__READ__`, ...), after the protected prefix.
     fn lock_name(&self) -> &str;
 
-    /// `children` are sorted with [`sort_children`]; `our_node` is our node's name.
+    /// The text a contender node sorts by: by default the text after the last occurrence of
+    /// [`lock_name`](Self::lock_name) (the sequence), or the whole name without it (Curator's
+    /// `fixForSorting`).
+    fn sort_key<'a>(&self, child: &'a str) -> &'a str {
+        sort_key(child, self.lock_name())
+    }
+
+    /// `children` are sorted by [`sort_key`](Self::sort_key); `our_node` is our node's name.
     ///
     /// # Errors
     /// [`OurNodeMissing`] if `our_node` is not among `children`.
@@ -112,12 +119,18 @@ impl LockDriver for StandardDriver {
 /// );
 /// assert_eq!(sorted[0], "_c_a-lock-0000000001");
 /// ```
-pub fn sort_children(mut children: Vec<String>, lock_name: &str) -> Vec<String> {
-    children.sort_by(|left, right| sort_key(left, lock_name).cmp(sort_key(right, lock_name)));
+pub fn sort_children(children: Vec<String>, lock_name: &str) -> Vec<String> {
+    sort_children_by(children, |child| sort_key(child, lock_name))
+}
+
+/// Sorts children by `key`, stably (Curator sorts with a stable sort over the server's order).
+pub fn sort_children_by(mut children: Vec<String>, key: impl Fn(&str) -> &str) -> Vec<String> {
+    children.sort_by(|left, right| key(left).cmp(key(right)));
     children
 }
 
-fn sort_key<'a>(child: &'a str, lock_name: &str) -> &'a str {
+/// The text after the last occurrence of `lock_name`, or the whole name without it.
+pub fn sort_key<'a>(child: &'a str, lock_name: &str) -> &'a str {
     match child.rfind(lock_name) {
         Some(index) => &child[index + lock_name.len()..],
         None => child,

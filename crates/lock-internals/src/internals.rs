@@ -6,7 +6,7 @@ use tracing::{debug, debug_span, Instrument};
 use zk_recipes_framework::zookeeper_client::{self, EventType, SessionState};
 use zk_recipes_framework::{path, ConnectionState, Deadline, Error as FrameworkError, Framework, OwnedNode};
 
-use crate::driver::{sort_children, LockDriver};
+use crate::driver::{sort_children_by, LockDriver};
 use crate::error::{LockError, Result};
 use crate::lease::HeldLease;
 
@@ -133,7 +133,7 @@ impl LockInternals {
                 Some(children) => children,
                 None => self.list_on_session_of(&node, deadline).await?,
             };
-            let children = sort_children(children, self.driver.lock_name());
+            let children = sort_children_by(children, |child| self.driver.sort_key(child));
             let decision = self
                 .driver
                 .gets_the_lock(&children, node.name(), self.max_leases)
@@ -262,7 +262,7 @@ impl LockInternals {
     /// As [`Framework::retry`].
     pub async fn participants(&self, deadline: Deadline) -> Result<Vec<(String, Vec<u8>)>> {
         let dir = self.dir.as_str();
-        let lock_name = self.driver.lock_name();
+        let driver = &self.driver;
         let participants = self
             .framework
             .retry(deadline, |session| async move {
@@ -272,7 +272,7 @@ impl LockInternals {
                     Err(err) => return Err(err.into()),
                 };
                 let mut participants = Vec::with_capacity(children.len());
-                for child in sort_children(children, lock_name) {
+                for child in sort_children_by(children, |child| driver.sort_key(child)) {
                     let child_path = path::join(dir, &child);
                     match session.client().get_data(&child_path).await {
                         Ok((data, _)) => participants.push((child_path, data)),

@@ -12,15 +12,31 @@ use zk_recipes_framework::{path, Deadline, Framework};
 use zk_recipes_mutex::{Mutex, MutexGuard};
 use zk_recipes_testing::{TestingCluster, TestingServer};
 
-/// Inside the critical section: an ephemeral marker that must not exist yet.
+/// Inside the critical section: an ephemeral marker that must not exist yet (or only as ours,
+/// when a connection loss hid the reply to our own create).
 async fn enter(framework: &Framework, marker: &str) -> bool {
-    let session = framework.session(Deadline::after(STEP)).await.expect("session");
-    let options = session.create_options(CreateMode::Ephemeral);
-    match session.client().create(marker, b"", &options).await {
-        Ok(_) => true,
-        Err(zookeeper_client::Error::NodeExists) => false,
-        Err(err) => panic!("marker: {err}"),
-    }
+    let token = format!("{:?}", std::thread::current().id()) + &fastrand_token();
+    let token = token.as_bytes();
+    framework
+        .retry(Deadline::after(STEP), |session| async move {
+            let options = session.create_options(CreateMode::Ephemeral);
+            match session.client().create(marker, token, &options).await {
+                Ok(_) => Ok(true),
+                Err(zookeeper_client::Error::NodeExists) => {
+                    let (data, _) = session.client().get_data(marker).await?;
+                    Ok(data == token)
+                }
+                Err(err) => Err(err.into()),
+            }
+        })
+        .await
+        .expect("marker")
+}
+
+fn fastrand_token() -> String {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::SeqCst).to_string()
 }
 
 async fn leave(framework: &Framework, marker: &str) {

@@ -1,0 +1,456 @@
+//! # zk-recipes-rwlock
+//!
+//! A distributed read-write lock on ZooKeeper: Curator's `InterProcessReadWriteLock`, with the
+//! same nodes, so Rust and Java readers and writers share one lock.
+//!
+//! One directory holds both kinds of node: `_c_<uuid>-__WRIT__<seq>` and `_c_<uuid>-__READ__<seq>`
+//! (EPHEMERAL_SEQUENTIAL), sorted together by sequence. A writer holds when its node is first; a
+//! reader holds when no writer sorts before it. It is fair: a reader that comes after a waiting
+//! writer waits behind it. Both halves run on the shared lock driver with their own rule.
+//!
+//! ## Downgrade
+//! [`RwLockWriteGuard::downgrade`] turns a write hold into a read hold with no writer slipping in
+//! between (model: tokio's `RwLockWriteGuard::downgrade`): the read node is created as Curator
+//! 5.5+ does — EPHEMERAL, not sequential, reusing the writer's sequence, so it sorts where the
+//! writer stood — and only then is the write node deleted. Curator 5.4's form (a new sequential read
+//! node) is read correctly too: it is just a reader. Upgrading a read hold to a write hold is
+//! refused ([`RwLockReadGuard::upgrade`]): in Curator it deadlocks.
+//!
+//! ## Reentrancy
+//! As the mutex: explicit, through the guard ([`RwLockReadGuard::reenter`],
+//! [`RwLockWriteGuard::reenter`]).
+//!
+//! ## Connection loss and session expiry
+//! As the mutex: a waiter waits out a suspended connection and fails with
+//! [`LockError::NodeLost`] if the session is lost; a holder watches `lost()`.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use zk_recipes_framework::Framework;
+//! use zk_recipes_rwlock::RwLock;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let framework = Framework::builder("127.0.0.1:2181").start()?;
+//! let lock = RwLock::new(&framework, "/app/config-lock")?;
+//! let writer = lock.write_timeout(Duration::from_secs(5)).await?;
+//! // ... write the configuration ...
+//! let reader = writer.downgrade().await?; // readers may come in now, writers may not
+//! // ... read it back ...
+//! reader.release().await?;
+//! # Ok(()) }
+//! ```
+
+mod driver;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::debug;
+use zk_recipes_framework::{local_address, path, Deadline, Framework};
+pub use zk_recipes_lock_internals::{LockError, LostReason, Result};
+use zk_recipes_lock_internals::futures_compat::BoxFuture;
+use zk_recipes_lock_internals::{DistributedGuard, DistributedLock, HeldLease, LockInternals, Wait};
+
+pub use driver::{ReadDriver, WriteDriver, READ_LOCK_NAME, WRITE_LOCK_NAME};
+
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A distributed read-write lock on one path (Curator's `InterProcessReadWriteLock`).
+///
+/// Cheap to clone; each `read`/`write` call queues on its own, so tasks sharing one `RwLock`
+/// behave like tasks sharing a tokio `RwLock`.
+#[derive(Debug, Clone)]
+pub struct RwLock {
+    write: WriteLock,
+}
+
+/// The read half of an [`RwLock`] (Curator's `readLock()`).
+#[derive(Debug, Clone)]
+pub struct ReadLock {
+    internals: LockInternals,
+    data: Arc<[u8]>,
+}
+
+/// The write half of an [`RwLock`] (Curator's `writeLock()`).
+#[derive(Debug, Clone)]
+pub struct WriteLock {
+    internals: LockInternals,
+    data: Arc<[u8]>,
+    /// The read half of the same lock, for downgrades.
+    read: ReadLock,
+}
+
+impl RwLock {
+    /// A read-write lock on `path`; nodes hold this host's address.
+    ///
+    /// # Errors
+    /// An invalid path, before anything is sent.
+    pub fn new(framework: &Framework, path: &str) -> Result<Self> {
+        let data: Arc<[u8]> = local_address().into();
+        let read = LockInternals::new(framework, path, Arc::new(ReadDriver), u32::MAX)?;
+        let write = LockInternals::new(framework, path, Arc::new(WriteDriver::default()), 1)?;
+        let read = ReadLock { internals: read, data: data.clone() };
+        Ok(Self { write: WriteLock { internals: write, data, read } })
+    }
+
+    /// Uses `data` as the nodes' data instead of this host's address.
+    pub fn with_node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        let data: Arc<[u8]> = data.into().into();
+        self.write.read.data = data.clone();
+        self.write.data = data;
+        self
+    }
+
+    /// Makes both halves revocable (empty node data; see
+    /// [`zk_recipes_lock_internals::revoke`]).
+    pub fn make_revocable(mut self) -> Self {
+        self.write.read.internals = self.write.read.internals.revocable();
+        self.write.internals = self.write.internals.revocable();
+        self
+    }
+
+    /// The lock's path.
+    pub fn path(&self) -> &str {
+        self.write.internals.dir()
+    }
+
+    /// The read half, as its own lock (for [`zk_recipes_lock_internals::MultiLock`]).
+    pub fn read_lock(&self) -> ReadLock {
+        self.write.read.clone()
+    }
+
+    /// The write half, as its own lock.
+    pub fn write_lock(&self) -> WriteLock {
+        self.write.clone()
+    }
+
+    /// Waits for a read hold as long as it takes.
+    ///
+    /// # Errors
+    /// [`LockError::NodeLost`] if the session is lost meanwhile; framework errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is left behind.
+    pub async fn read(&self) -> Result<RwLockReadGuard> {
+        self.write.read.read_until(Deadline::never()).await
+    }
+
+    /// Waits for a read hold at most `timeout`.
+    ///
+    /// # Errors
+    /// A timeout error ([`LockError::is_timeout`]); otherwise as [`read`](Self::read).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn read_timeout(&self, timeout: Duration) -> Result<RwLockReadGuard> {
+        self.write.read.read_until(Deadline::after(timeout)).await
+    }
+
+    /// Takes a read hold if no writer holds or waits now.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_read(&self) -> Result<Option<RwLockReadGuard>> {
+        let read = &self.write.read;
+        let held = read.internals.acquire(&read.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
+        Ok(held.map(RwLockReadGuard::new))
+    }
+
+    /// Waits for the write hold as long as it takes.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn write(&self) -> Result<RwLockWriteGuard> {
+        self.write.write_until(Deadline::never()).await
+    }
+
+    /// Waits for the write hold at most `timeout`.
+    ///
+    /// # Errors
+    /// A timeout error; otherwise as [`read`](Self::read).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn write_timeout(&self, timeout: Duration) -> Result<RwLockWriteGuard> {
+        self.write.write_until(Deadline::after(timeout)).await
+    }
+
+    /// Takes the write hold if nobody holds or waits now.
+    ///
+    /// # Errors
+    /// As [`read`](Self::read).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn try_write(&self) -> Result<Option<RwLockWriteGuard>> {
+        let held =
+            self.write.internals.acquire(&self.write.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
+        Ok(held.map(|held| RwLockWriteGuard::new(held, self.write.read.clone())))
+    }
+
+    /// Every contender, readers and writers, in queue order, with node data.
+    ///
+    /// # Errors
+    /// As [`zk_recipes_framework::Framework::retry`].
+    pub async fn participants(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        self.write.internals.participants(Deadline::after(RELEASE_TIMEOUT)).await
+    }
+}
+
+impl ReadLock {
+    /// Waits for a read hold until `deadline`.
+    ///
+    /// # Errors
+    /// As [`RwLock::read_timeout`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn read_until(&self, deadline: Deadline) -> Result<RwLockReadGuard> {
+        let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
+        let held = held.ok_or_else(|| LockError::Framework(deadline.timeout_error()))?;
+        Ok(RwLockReadGuard::new(held))
+    }
+}
+
+impl WriteLock {
+    /// Waits for the write hold until `deadline`.
+    ///
+    /// # Errors
+    /// As [`RwLock::write_timeout`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn write_until(&self, deadline: Deadline) -> Result<RwLockWriteGuard> {
+        let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
+        let held = held.ok_or_else(|| LockError::Framework(deadline.timeout_error()))?;
+        Ok(RwLockWriteGuard::new(held, self.read.clone()))
+    }
+}
+
+/// A read hold of the same node, with the token it carries.
+#[derive(Debug)]
+struct ReadHold {
+    held: HeldLease,
+    fencing_token: i64,
+}
+
+/// Proof of a read hold. Released by [`release`](Self::release), or in the background when the
+/// last guard of the hold is dropped.
+#[must_use = "if unused the lock is immediately released"]
+#[derive(Debug)]
+pub struct RwLockReadGuard {
+    hold: Arc<ReadHold>,
+}
+
+impl RwLockReadGuard {
+    fn new(held: HeldLease) -> Self {
+        let fencing_token = held.fencing_token();
+        Self { hold: Arc::new(ReadHold { held, fencing_token }) }
+    }
+
+    /// Another guard for the same read hold, with no ZooKeeper traffic.
+    pub fn reenter(&self) -> RwLockReadGuard {
+        RwLockReadGuard { hold: self.hold.clone() }
+    }
+
+    /// The read node's full path.
+    pub fn node_path(&self) -> &str {
+        self.hold.held.path()
+    }
+
+    /// The node's `czxid`; after a downgrade, the writer's (the read hold continues the write hold).
+    pub fn fencing_token(&self) -> i64 {
+        self.hold.fencing_token
+    }
+
+    /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) -> LostReason {
+        self.hold.held.lost().await
+    }
+
+    /// Resolves when someone asks us to let go (revocable locks only).
+    ///
+    /// # Errors
+    /// See [`HeldLease::revocation_requested`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn revocation_requested(&self) -> Result<()> {
+        self.hold.held.revocation_requested().await
+    }
+
+    /// Refused: upgrading a read hold to a write hold would deadlock once two readers try it (each
+    /// writer waits for the other's read node; Curator's upgrade deadlocks even alone). Release the
+    /// read hold and take the write lock instead. The guard comes back inside the error.
+    ///
+    /// # Errors
+    /// Always [`UpgradeRefused`].
+    pub fn upgrade(self) -> std::result::Result<RwLockWriteGuard, UpgradeRefused> {
+        Err(UpgradeRefused { guard: self })
+    }
+
+    /// Releases this guard; the last guard of the hold deletes the read node.
+    ///
+    /// # Errors
+    /// The delete failed within 30 s; the cleanup worker goes on in the background.
+    pub async fn release(self) -> Result<()> {
+        match Arc::try_unwrap(self.hold) {
+            Ok(hold) => hold.held.release(Deadline::after(RELEASE_TIMEOUT)).await,
+            Err(_shared) => Ok(()),
+        }
+    }
+}
+
+/// Upgrading a read hold is refused; the read guard is handed back.
+#[derive(Debug, thiserror::Error)]
+#[error("upgrading a read lock to a write lock is refused: it would deadlock")]
+pub struct UpgradeRefused {
+    /// The read guard, still held.
+    pub guard: RwLockReadGuard,
+}
+
+/// Proof of the write hold. Released by [`release`](Self::release), or in the background when the
+/// last guard of the hold is dropped.
+#[must_use = "if unused the lock is immediately released"]
+#[derive(Debug)]
+pub struct RwLockWriteGuard {
+    held: Arc<HeldLease>,
+    read: ReadLock,
+}
+
+impl RwLockWriteGuard {
+    fn new(held: HeldLease, read: ReadLock) -> Self {
+        Self { held: Arc::new(held), read }
+    }
+
+    /// Another guard for the same write hold, with no ZooKeeper traffic.
+    pub fn reenter(&self) -> RwLockWriteGuard {
+        RwLockWriteGuard { held: self.held.clone(), read: self.read.clone() }
+    }
+
+    /// The write node's full path.
+    pub fn node_path(&self) -> &str {
+        self.held.path()
+    }
+
+    /// The write node's `czxid`: strictly increasing from one writer to the next.
+    pub fn fencing_token(&self) -> i64 {
+        self.held.fencing_token()
+    }
+
+    /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lost(&self) -> LostReason {
+        self.held.lost().await
+    }
+
+    /// Resolves when someone asks us to let go (revocable locks only).
+    ///
+    /// # Errors
+    /// See [`HeldLease::revocation_requested`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn revocation_requested(&self) -> Result<()> {
+        self.held.revocation_requested().await
+    }
+
+    /// Turns this write hold into a read hold with no writer slipping in between: creates the read
+    /// node where the writer stands (EPHEMERAL, the writer's sequence, as Curator 5.5+), then
+    /// releases the write hold (if this is its last guard). The read guard keeps the writer's
+    /// fencing token.
+    ///
+    /// # Errors
+    /// Creating the read node failed (the write hold is released all the same, by dropping it).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe in one respect: if dropped after the read node was created, the read node is
+    /// deleted (by the cleanup worker) and the write hold released — the caller holds nothing.
+    pub async fn downgrade(self) -> Result<RwLockReadGuard> {
+        let deadline = Deadline::after(RELEASE_TIMEOUT);
+        let write_name = path::name(self.held.path());
+        let sequence = zk_recipes_lock_internals::sort_key(write_name, WRITE_LOCK_NAME);
+        let read_name = format!("{READ_LOCK_NAME}{sequence}");
+        let data: &[u8] = if self.read.internals.is_revocable() { &[] } else { &self.read.data };
+        let framework = self.read.internals.framework();
+        let node = framework.create_protected_ephemeral(self.read.internals.dir(), &read_name, data, deadline).await?;
+        let read = RwLockReadGuard {
+            hold: Arc::new(ReadHold { held: HeldLease::new(node), fencing_token: self.held.fencing_token() }),
+        };
+        if let Ok(write) = Arc::try_unwrap(self.held) {
+            if let Err(err) = write.release(deadline).await {
+                debug!(%err, "releasing the write node after a downgrade failed; the cleanup worker deletes it");
+            }
+        }
+        Ok(read)
+    }
+
+    /// Releases this guard; the last guard of the hold deletes the write node.
+    ///
+    /// # Errors
+    /// The delete failed within 30 s; the cleanup worker goes on in the background.
+    pub async fn release(self) -> Result<()> {
+        match Arc::try_unwrap(self.held) {
+            Ok(held) => held.release(Deadline::after(RELEASE_TIMEOUT)).await,
+            Err(_shared) => Ok(()),
+        }
+    }
+}
+
+impl DistributedLock for ReadLock {
+    fn acquire_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn DistributedGuard>>> {
+        Box::pin(async move { Ok(Box::new(self.read_until(deadline).await?) as Box<dyn DistributedGuard>) })
+    }
+}
+
+impl DistributedLock for WriteLock {
+    fn acquire_until(&self, deadline: Deadline) -> BoxFuture<'_, Result<Box<dyn DistributedGuard>>> {
+        Box::pin(async move { Ok(Box::new(self.write_until(deadline).await?) as Box<dyn DistributedGuard>) })
+    }
+}
+
+impl DistributedGuard for RwLockReadGuard {
+    fn release(self: Box<Self>) -> BoxFuture<'static, Result<()>> {
+        Box::pin(RwLockReadGuard::release(*self))
+    }
+
+    fn node_path(&self) -> &str {
+        RwLockReadGuard::node_path(self)
+    }
+}
+
+impl DistributedGuard for RwLockWriteGuard {
+    fn release(self: Box<Self>) -> BoxFuture<'static, Result<()>> {
+        Box::pin(RwLockWriteGuard::release(*self))
+    }
+
+    fn node_path(&self) -> &str {
+        RwLockWriteGuard::node_path(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<RwLock>();
+        assert_send_sync::<RwLockReadGuard>();
+        assert_send_sync::<RwLockWriteGuard>();
+        assert_send_sync::<ReadLock>();
+        assert_send_sync::<WriteLock>();
+    }
+}
