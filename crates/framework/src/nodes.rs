@@ -77,7 +77,10 @@ impl Framework {
         data: &[u8],
         deadline: Deadline,
     ) -> Result<OwnedNode> {
-        Ok(self.create_protected_inner(parent, name, data, CreateMode::EphemeralSequential, deadline, false).await?.0)
+        Ok(self
+            .create_protected_inner(parent, name, data, CreateMode::EphemeralSequential, deadline, false)
+            .await?
+            .0)
     }
 
     /// Creates `<parent>/_c_<uuid>-<name>` as a plain EPHEMERAL node (no sequence appended), with
@@ -296,7 +299,11 @@ struct CreateRequest<'a> {
 }
 
 /// One try: find a node of ours from an earlier try on this session, else create one.
-async fn create_or_find(session: &Session, request: CreateRequest<'_>, search_first: bool) -> Result<Created> {
+async fn create_or_find(
+    session: &Session,
+    request: CreateRequest<'_>,
+    search_first: bool,
+) -> Result<Created> {
     let CreateRequest { parent, name, prefix, data, mode, list_siblings } = request;
     if search_first {
         if let Some(found) = find_protected(session, parent, prefix, name).await? {

@@ -21,7 +21,9 @@ mod internals;
 mod lease;
 mod multi;
 
-pub use driver::{sort_children, sort_children_by, sort_key, Decision, LockDriver, OurNodeMissing, StandardDriver};
+pub use driver::{
+    sort_children, sort_children_by, sort_key, Decision, LockDriver, OurNodeMissing, StandardDriver,
+};
 pub use error::{LockError, Result};
 pub use internals::{revoke, LockInternals, Wait, REVOKE_MESSAGE};
 pub use lease::{HeldLease, LostReason};

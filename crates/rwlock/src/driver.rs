@@ -36,7 +36,12 @@ impl LockDriver for WriteDriver {
         read_write_sort_key(child)
     }
 
-    fn gets_the_lock(&self, children: &[String], our_node: &str, max_leases: u32) -> Result<Decision, OurNodeMissing> {
+    fn gets_the_lock(
+        &self,
+        children: &[String],
+        our_node: &str,
+        max_leases: u32,
+    ) -> Result<Decision, OurNodeMissing> {
         let decision = self.standard.gets_the_lock(children, our_node, max_leases)?;
         Ok(Decision { holds_once_watched_node_goes: false, ..decision })
     }
@@ -57,12 +62,19 @@ impl LockDriver for ReadDriver {
         read_write_sort_key(child)
     }
 
-    fn gets_the_lock(&self, children: &[String], our_node: &str, _max_leases: u32) -> Result<Decision, OurNodeMissing> {
+    fn gets_the_lock(
+        &self,
+        children: &[String],
+        our_node: &str,
+        _max_leases: u32,
+    ) -> Result<Decision, OurNodeMissing> {
         let mut first_writer = None;
         for child in children {
             if child == our_node {
                 return Ok(match first_writer {
-                    None => Decision { holds: true, path_to_watch: None, holds_once_watched_node_goes: false },
+                    None => {
+                        Decision { holds: true, path_to_watch: None, holds_once_watched_node_goes: false }
+                    }
                     Some(writer) => Decision {
                         holds: false,
                         path_to_watch: Some(writer),
@@ -89,8 +101,12 @@ mod tests {
 
     #[test]
     fn readers_and_writers_sort_together_by_sequence() {
-        let children = sorted(&["_c_c-__READ__0000000003", "_c_a-__WRIT__0000000001", "_c_b-__READ__0000000002"]);
-        assert_eq!(children, ["_c_a-__WRIT__0000000001", "_c_b-__READ__0000000002", "_c_c-__READ__0000000003"]);
+        let children =
+            sorted(&["_c_c-__READ__0000000003", "_c_a-__WRIT__0000000001", "_c_b-__READ__0000000002"]);
+        assert_eq!(
+            children,
+            ["_c_a-__WRIT__0000000001", "_c_b-__READ__0000000002", "_c_c-__READ__0000000003"]
+        );
     }
 
     #[test]
@@ -109,7 +125,11 @@ mod tests {
         assert!(!r2.holds);
         assert_eq!(r2.path_to_watch.as_deref(), Some("w1-__WRIT__0000000002"));
         let r3 = holds("r3-__READ__0000000005");
-        assert_eq!(r3.path_to_watch.as_deref(), Some("w1-__WRIT__0000000002"), "the first writer, not the nearest");
+        assert_eq!(
+            r3.path_to_watch.as_deref(),
+            Some("w1-__WRIT__0000000002"),
+            "the first writer, not the nearest"
+        );
         assert!(read.gets_the_lock(&children, "gone-__READ__0000000009", u32::MAX).is_err());
     }
 

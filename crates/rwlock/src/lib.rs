@@ -47,9 +47,9 @@ use std::time::Duration;
 
 use tracing::debug;
 use zk_recipes_framework::{local_address, path, Deadline, Framework};
-pub use zk_recipes_lock_internals::{LockError, LostReason, Result};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{DistributedGuard, DistributedLock, HeldLease, LockInternals, Wait};
+pub use zk_recipes_lock_internals::{LockError, LostReason, Result};
 
 pub use driver::{ReadDriver, WriteDriver, READ_LOCK_NAME, WRITE_LOCK_NAME};
 
@@ -189,8 +189,11 @@ impl RwLock {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn try_write(&self) -> Result<Option<RwLockWriteGuard>> {
-        let held =
-            self.write.internals.acquire(&self.write.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
+        let held = self
+            .write
+            .internals
+            .acquire(&self.write.data, Wait::No(Deadline::after(RELEASE_TIMEOUT)))
+            .await?;
         Ok(held.map(|held| RwLockWriteGuard::new(held, self.write.read.clone())))
     }
 
@@ -384,7 +387,9 @@ impl RwLockWriteGuard {
         let read_name = format!("{READ_LOCK_NAME}{sequence}");
         let data: &[u8] = if self.read.internals.is_revocable() { &[] } else { &self.read.data };
         let framework = self.read.internals.framework();
-        let node = framework.create_protected_ephemeral(self.read.internals.dir(), &read_name, data, deadline).await?;
+        let node = framework
+            .create_protected_ephemeral(self.read.internals.dir(), &read_name, data, deadline)
+            .await?;
         let read = RwLockReadGuard {
             hold: Arc::new(ReadHold { held: HeldLease::new(node), fencing_token: self.held.fencing_token() }),
         };

@@ -30,8 +30,10 @@ async fn readers_share_and_writers_exclude_across_sessions() {
     let most_readers = Arc::new(AtomicI32::new(0));
     let mut tasks = Vec::new();
     for contender in 0..4 {
-        let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-        let (occupancy, violations, most_readers) = (occupancy.clone(), violations.clone(), most_readers.clone());
+        let framework =
+            builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+        let (occupancy, violations, most_readers) =
+            (occupancy.clone(), violations.clone(), most_readers.clone());
         tasks.push(tokio::spawn(async move {
             let lock = RwLock::new(&framework, "/shared/lock").expect("rwlock");
             for round in 0..15 {
@@ -101,8 +103,10 @@ async fn a_downgrade_keeps_queued_writers_out_until_the_read_is_released() {
 
     let queued = RwLock::new(&other, "/downgrade/lock").expect("rwlock");
     let queued_writer = tokio::spawn(async move { queued.write_timeout(STEP).await });
-    eventually("the second writer queued", || async { children(&framework, "/downgrade/lock").await.len() == 2 })
-        .await;
+    eventually("the second writer queued", || async {
+        children(&framework, "/downgrade/lock").await.len() == 2
+    })
+    .await;
 
     let reader = within("downgrade", writer.downgrade()).await.expect("downgrade");
     let read_name = path::name(reader.node_path()).to_string();
@@ -125,7 +129,8 @@ async fn a_downgrade_keeps_queued_writers_out_until_the_read_is_released() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!queued_writer.is_finished(), "a writer slipped in after the downgrade");
     within("release read", reader.release()).await.expect("release");
-    let second = within("queued writer", queued_writer).await.expect("task").expect("acquires after the read");
+    let second =
+        within("queued writer", queued_writer).await.expect("task").expect("acquires after the read");
     assert!(second.fencing_token() > write_token);
     within("release", second.release()).await.expect("release");
     within("close", framework.close()).await;
