@@ -15,8 +15,9 @@ pub const SERVER_START: Duration = Duration::from_secs(15 * 60);
 ///
 /// ```no_run
 /// # async fn demo() {
-/// use zk_recipes_testing::{within, TestingServer};
+/// use zk_recipes_testing::{within, within_for, TestingServer, SERVER_START};
 /// let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+/// let mode = within("srvr", server.mode()).await.expect("mode");
 /// # }
 /// ```
 pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
