@@ -323,3 +323,39 @@ async fn the_listing_sent_behind_a_create_already_holds_the_node() {
     }
     within("close", framework.close()).await;
 }
+
+#[tokio::test]
+async fn digest_auth_and_the_default_acl_apply_to_created_nodes() {
+    use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission};
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let creator_only = vec![Acl::new(Permission::ALL, AuthId::authed())];
+    let alice = builder(&server.connect_string(), Duration::from_secs(6))
+        .digest_auth("alice", "secret")
+        .default_acl(creator_only)
+        .start()
+        .expect("framework");
+    within("ensure", alice.ensure_path("/secured/area", Deadline::after(STEP))).await.expect("created");
+
+    let stranger = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
+    let session = within("session", stranger.session(Deadline::after(STEP))).await.expect("session");
+    let denied = within("get", session.client().get_data("/secured/area")).await;
+    assert_eq!(denied.err(), Some(zookeeper_client::Error::NoAuth), "the ACL is the creator's only");
+    drop(session);
+
+    let alice_again = builder(&server.connect_string(), Duration::from_secs(6))
+        .digest_auth("alice", "secret")
+        .start()
+        .expect("framework");
+    let session = within("session", alice_again.session(Deadline::after(STEP))).await.expect("session");
+    let (acl, _) =
+        within("acl", session.client().get_acl("/secured/area")).await.expect("alice may read the ACL");
+    assert_eq!(acl.len(), 1);
+    assert_eq!(acl[0].scheme(), "digest", "the node carries alice's digest identity");
+    assert!(acl[0].id().starts_with("alice:"));
+    within("get", session.client().get_data("/secured/area")).await.expect("alice may read");
+    drop(session);
+    for framework in [alice, stranger, alice_again] {
+        within("close", framework.close()).await;
+    }
+}
