@@ -9,6 +9,7 @@
 //! | `lock_internals` (feature `lock-internals`) | `zk-recipes-lock-internals` | the one lock driver: Curator's contender order, one watched predecessor |
 //! | `mutex` (feature `mutex`, default) | `zk-recipes-mutex` | reentrant mutex, Curator's `InterProcessMutex` |
 //! | `semaphore` (feature `semaphore`, default) | `zk-recipes-semaphore` | semaphore and semaphore mutex, Curator's `InterProcessSemaphoreV2` / `InterProcessSemaphoreMutex` |
+//! | `rwlock` (feature `rwlock`, default) | `zk-recipes-rwlock` | read-write lock, Curator's `InterProcessReadWriteLock`, with a safe downgrade |
 //!
 //! The read-write lock, leader election and queues are added here as they land.
 //!
@@ -29,3 +30,5 @@ pub use zk_recipes_lock_internals as lock_internals;
 pub use zk_recipes_mutex as mutex;
 #[cfg(feature = "semaphore")]
 pub use zk_recipes_semaphore as semaphore;
+#[cfg(feature = "rwlock")]
+pub use zk_recipes_rwlock as rwlock;

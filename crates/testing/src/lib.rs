@@ -36,6 +36,7 @@
 
 mod classpath;
 mod cluster;
+mod curator;
 mod error;
 mod four_letter;
 mod launch;
@@ -52,6 +53,7 @@ pub use classpath::{
     ZOOKEEPER_CLASSPATH_ENV,
 };
 pub use cluster::{ClusterMember, TestingCluster, TestingClusterBuilder};
+pub use curator::{curator_driver_classes, CuratorProcess, CURATOR_DRIVER_CLASS, JAVAC_ENV};
 pub use error::{Result, TestingError};
 pub use four_letter::{
     four_letter_word, parse_mntr, parse_srvr_mode, parse_wchc, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,

@@ -1,0 +1,154 @@
+//! Helpers shared by the interop tests (`tests/interop_*.rs`), included with `#[path]`; not a test
+//! target of its own.
+
+use std::future::Future;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use zk_recipes::framework::zookeeper_client::{self, Stat};
+use zk_recipes::framework::{path, Deadline, Framework, Session};
+use zk_recipes_testing::{CuratorProcess, ServerSlot, TestingServer};
+
+/// The deadline of one step (an acquire, a listing, a line from the driver).
+pub const STEP: Duration = Duration::from_secs(30);
+
+/// How long a test waits for the server to delete empty containers.
+pub const CLEANUP: Duration = Duration::from_secs(20);
+
+/// Awaits `future` within [`STEP`], panicking with `what` otherwise.
+pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    within_for(what, STEP, future).await
+}
+
+/// Awaits `future` within `timeout`, panicking with `what` otherwise.
+pub async fn within_for<T>(what: &str, timeout: Duration, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(timeout, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {timeout:?}: {what}"))
+}
+
+/// A server for one test. The slot is taken first, without a deadline (tests of this binary run
+/// one after another and may take a while), then the start gets its own deadline.
+pub struct Env {
+    pub server: TestingServer,
+    _slot: ServerSlot,
+}
+
+impl Env {
+    pub async fn start() -> Env {
+        let slot = ServerSlot::acquire().await;
+        let server = within_for(
+            "starting ZooKeeper",
+            Duration::from_secs(60),
+            TestingServer::builder().without_slot().start(),
+        )
+        .await
+        .expect("ZooKeeper server");
+        Env { server, _slot: slot }
+    }
+
+    pub fn connect(&self) -> String {
+        self.server.connect_string()
+    }
+
+    /// A connected framework (its own session).
+    pub async fn framework(&self) -> Framework {
+        let framework = Framework::builder(self.connect())
+            .session_timeout(Duration::from_secs(10))
+            .start()
+            .expect("framework");
+        within("connecting", framework.block_until_connected(STEP)).await.expect("connected");
+        framework
+    }
+}
+
+/// A live session of `framework`.
+pub async fn session(framework: &Framework) -> Session {
+    within("session", framework.session(Deadline::after(STEP))).await.expect("session")
+}
+
+/// The data and stat of `node`, `None` if it does not exist.
+pub async fn read(framework: &Framework, node: &str) -> Option<(Vec<u8>, Stat)> {
+    let session = session(framework).await;
+    match within("get data", session.client().get_data(node)).await {
+        Ok(found) => Some(found),
+        Err(zookeeper_client::Error::NoNode) => None,
+        Err(err) => panic!("get data {node}: {err}"),
+    }
+}
+
+/// The children of `dir` (empty if it does not exist).
+pub async fn children(framework: &Framework, dir: &str) -> Vec<String> {
+    let session = session(framework).await;
+    match within("list", session.client().list_children(dir)).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(err) => panic!("list {dir}: {err}"),
+    }
+}
+
+/// Every node under `root` (not `root` itself), depth first.
+pub async fn descendants(framework: &Framework, root: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for child in children(framework, &dir).await {
+            let child = path::join(&dir, &child);
+            found.push(child.clone());
+            stack.push(child);
+        }
+    }
+    found
+}
+
+/// Polls until `root` is gone (the server reaps empty containers every 500 ms): the test left
+/// nothing behind.
+pub async fn assert_gone(framework: &Framework, root: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        if read(framework, root).await.is_none() {
+            return;
+        }
+        if started.elapsed() > CLEANUP {
+            let left = descendants(framework, root).await;
+            panic!("{root} still exists after {CLEANUP:?}; left under it: {left:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Polls until `node` no longer exists.
+pub async fn wait_deleted(framework: &Framework, node: &str) {
+    let started = std::time::Instant::now();
+    while read(framework, node).await.is_some() {
+        assert!(started.elapsed() < STEP, "{node} still exists after {STEP:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Microseconds since the epoch, the clock the Java side prints.
+pub fn epoch_micros() -> i64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock after 1970");
+    i64::try_from(since.as_micros()).expect("micros fit in i64")
+}
+
+/// Starts the Curator driver with `args`.
+pub fn curator<I, S>(args: I) -> CuratorProcess
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    CuratorProcess::spawn(args).expect("Curator driver (needs javac and libcurator-recipes-java)")
+}
+
+/// Ends a driver that finished its command: it must exit with status 0.
+pub async fn expect_success(mut driver: CuratorProcess) {
+    let status = within("driver exit", driver.wait(STEP)).await.expect("driver exits");
+    assert!(status.success(), "driver exited with {status}; stderr:\n{}", driver.log_tail(30));
+}
+
+/// The session id in a driver's `SESSION <hex> timeout-ms=<ms>` line, as the `ephemeral_owner`
+/// of its nodes.
+pub fn parse_session(line: &str) -> i64 {
+    let hex = line.split_whitespace().next().unwrap_or_default();
+    u64::from_str_radix(hex, 16).map(|id| id as i64).unwrap_or_else(|_| panic!("session id in {line:?}"))
+}

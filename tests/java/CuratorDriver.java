@@ -1,0 +1,602 @@
+/*
+ * A small command-line program on Apache Curator 5.4, driven by zk-recipes' interop tests
+ * (crates/testing/src/curator.rs compiles and runs it; tests/interop_*.rs use it).
+ *
+ * Usage: CuratorDriver [--session-timeout-ms N] <command> <args...>
+ *
+ * Every command prints machine-readable lines to stdout, logs to stderr, exits 0 on success and
+ * non-zero on an error (after printing "ERROR <message>"). The program exits as soon as its stdin
+ * closes, so a test that dies never leaves a JVM behind. Lines read from stdin are commands to a
+ * running command ("release", "go").
+ *
+ * Commands:
+ *   local-address
+ *       ADDRESS <CuratorFrameworkFactory.getLocalAddress() as text>
+ *   hold <mutex|semaphore|semaphore-mutex> <connect> <path> [data|-] [max-leases]
+ *       SESSION <hex id> timeout-ms=<negotiated>, NODE <path> (one per held node), HELD <epoch-micros>;
+ *       waits for "release", then RELEASED
+ *   revocable-hold <connect> <path>
+ *       InterProcessMutex made revocable: SESSION, NODE <path>, HELD; on a revocation request
+ *       REVOKE-REQUESTED, then the owning thread releases: RELEASED ("release" on stdin also ends it)
+ *   revoke <connect> <node-path>
+ *       Revoker.attemptRevoke: REVOKED
+ *   contend <kind> <connect> <path> <iterations> <hold-ms> <marker-dir> <counter-path>
+ *           <locking:on|off> [max-leases] [clients]
+ *       `clients` CuratorFrameworks (one session each, one thread each) run the critical-section
+ *       protocol `iterations` times each. READY once all are connected, then waits for "go".
+ *       Finally: T <client> <acquired-epoch-micros> <released-epoch-micros> per acquisition,
+ *       DONE acquisitions=N violations=M conflicts=K max-markers=X
+ *   golden <connect> <base> <data>
+ *       SESSION <hex id> timeout-ms=<ms>, WAITER-SESSION (likewise, the semaphore waiter's),
+ *       one node of each kind under <base>, then HELD; waits for "release", then RELEASED:
+ *       NODE mutex <path>            InterProcessMutex at <base>/mutex with data <data>
+ *       NODE mutex-default <path>    InterProcessMutex at <base>/mutex-default (default data)
+ *       NODE revocable <path>        revocable InterProcessMutex at <base>/revocable
+ *       NODE semaphore <path>        InterProcessSemaphoreV2(max 1) at <base>/semaphore, data <data>;
+ *                                    a second acquirer waits, holding the internal lock
+ *                                    (<base>/semaphore/locks) with its lease node created
+ *       NODE semaphore-mutex <path>  InterProcessSemaphoreMutex at <base>/semaphore-mutex
+ */
+package zkrecipes.interop;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.locks.Revoker;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
+
+public final class CuratorDriver {
+    /** Lines read from stdin, for the command that waits for them. */
+    private static final BlockingQueue<String> INPUT = new LinkedBlockingQueue<>();
+    /** Every client started, closed (best effort) when stdin closes. */
+    private static final List<CuratorFramework> CLIENTS = new CopyOnWriteArrayList<>();
+    /** How long one acquire may take before the command fails. */
+    private static final long ACQUIRE_TIMEOUT_MS = 120_000;
+
+    private static int sessionTimeoutMs = 10_000;
+
+    private CuratorDriver() {}
+
+    public static void main(String[] argv) {
+        Thread stdin = new Thread(CuratorDriver::watchStdin, "stdin-watcher");
+        stdin.setDaemon(true);
+        stdin.start();
+        int code;
+        try {
+            code = run(new ArrayList<>(Arrays.asList(argv)));
+        } catch (Throwable error) {
+            log("failed: " + error);
+            error.printStackTrace(System.err);
+            out("ERROR " + String.valueOf(error).replace('\n', ' '));
+            code = 1;
+        }
+        System.out.flush();
+        System.err.flush();
+        System.exit(code);
+    }
+
+    /** Queues stdin lines; on EOF closes the clients (so their sessions end now) and exits. */
+    private static void watchStdin() {
+        try (BufferedReader reader =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+            String line;
+            while ((line = reader.readLine()) != null) {
+                INPUT.add(line.trim());
+            }
+        } catch (IOException error) {
+            log("reading stdin: " + error);
+        }
+        log("stdin closed: exiting");
+        for (CuratorFramework client : CLIENTS) {
+            try {
+                client.close();
+            } catch (RuntimeException ignored) {
+                // Exiting anyway.
+            }
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(3);
+    }
+
+    private static int run(List<String> args) throws Exception {
+        while (!args.isEmpty() && args.get(0).startsWith("--")) {
+            String option = args.remove(0);
+            if (option.equals("--session-timeout-ms") && !args.isEmpty()) {
+                sessionTimeoutMs = Integer.parseInt(args.remove(0));
+            } else {
+                throw new IllegalArgumentException("unknown option " + option);
+            }
+        }
+        if (args.isEmpty()) {
+            throw new IllegalArgumentException("no command");
+        }
+        String command = args.remove(0);
+        switch (command) {
+            case "local-address":
+                out("ADDRESS " + new String(CuratorFrameworkFactory.getLocalAddress(), StandardCharsets.UTF_8));
+                return 0;
+            case "hold":
+                return hold(args);
+            case "revocable-hold":
+                return revocableHold(args);
+            case "revoke":
+                return revoke(args);
+            case "contend":
+                return contend(args);
+            case "golden":
+                return golden(args);
+            default:
+                throw new IllegalArgumentException("unknown command " + command);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Commands
+
+    private static int hold(List<String> args) throws Exception {
+        String kind = arg(args, 0, "kind");
+        String connect = arg(args, 1, "connect");
+        String path = arg(args, 2, "path");
+        byte[] data = optionalData(args, 3);
+        int maxLeases = args.size() > 4 ? Integer.parseInt(args.get(4)) : 1;
+        CuratorFramework client = start(connect);
+        out("SESSION " + describeSession(client));
+        Holder holder = holder(kind, client, path, data, maxLeases);
+        holder.acquire();
+        for (String node : holder.nodes()) {
+            out("NODE " + node);
+        }
+        out("HELD " + epochMicros());
+        awaitLine("release");
+        holder.release();
+        out("RELEASED");
+        client.close();
+        return 0;
+    }
+
+    private static int revocableHold(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        CuratorFramework client = start(connect);
+        out("SESSION " + describeSession(client));
+        PathMutex mutex = new PathMutex(client, path, null);
+        CountDownLatch revoked = new CountDownLatch(1);
+        // The listener runs on a Curator thread; InterProcessMutex must be released by the
+        // thread that acquired it, so it only wakes the main thread.
+        mutex.makeRevocable(forLock -> {
+            out("REVOKE-REQUESTED");
+            revoked.countDown();
+        });
+        if (!mutex.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("could not acquire " + path);
+        }
+        out("NODE " + mutex.heldPath());
+        out("HELD " + epochMicros());
+        while (!revoked.await(20, TimeUnit.MILLISECONDS)) {
+            if ("release".equals(INPUT.poll())) {
+                break;
+            }
+        }
+        mutex.release();
+        out("RELEASED");
+        client.close();
+        return 0;
+    }
+
+    private static int revoke(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String nodePath = arg(args, 1, "node-path");
+        CuratorFramework client = start(connect);
+        Revoker.attemptRevoke(client, nodePath);
+        out("REVOKED");
+        client.close();
+        return 0;
+    }
+
+    private static int contend(List<String> args) throws Exception {
+        String kind = arg(args, 0, "kind");
+        String connect = arg(args, 1, "connect");
+        String path = arg(args, 2, "path");
+        int iterations = Integer.parseInt(arg(args, 3, "iterations"));
+        long holdMs = Long.parseLong(arg(args, 4, "hold-ms"));
+        String markerDir = arg(args, 5, "marker-dir");
+        String counterPath = arg(args, 6, "counter-path");
+        String lockingArg = arg(args, 7, "locking");
+        if (!lockingArg.equals("on") && !lockingArg.equals("off")) {
+            throw new IllegalArgumentException("locking must be on or off, not " + lockingArg);
+        }
+        boolean locking = lockingArg.equals("on");
+        int maxLeases = args.size() > 8 ? Integer.parseInt(args.get(8)) : 1;
+        int clients = args.size() > 9 ? Integer.parseInt(args.get(9)) : 1;
+        int allowedHolders = kind.equals("semaphore") ? maxLeases : 1;
+
+        List<Contender> contenders = new ArrayList<>();
+        for (int index = 0; index < clients; index++) {
+            CuratorFramework client = start(connect);
+            Holder holder = holder(kind, client, path, null, maxLeases);
+            contenders.add(new Contender(index, client, holder, locking, iterations, holdMs, markerDir,
+                    counterPath, allowedHolders));
+        }
+        out("READY");
+        awaitLine("go");
+        ExecutorService pool = Executors.newFixedThreadPool(clients);
+        List<Future<Contender>> running = new ArrayList<>();
+        for (Contender contender : contenders) {
+            running.add(pool.submit(contender::call));
+        }
+        long acquisitions = 0;
+        long violations = 0;
+        long conflicts = 0;
+        int maxMarkers = 0;
+        for (Future<Contender> future : running) {
+            Contender done = future.get();
+            for (long[] hold : done.holds) {
+                out("T " + done.index + " " + hold[0] + " " + hold[1]);
+            }
+            acquisitions += done.holds.size();
+            violations += done.violations;
+            conflicts += done.conflicts;
+            maxMarkers = Math.max(maxMarkers, done.maxMarkers);
+        }
+        pool.shutdown();
+        out("DONE acquisitions=" + acquisitions + " violations=" + violations + " conflicts=" + conflicts
+                + " max-markers=" + maxMarkers);
+        for (Contender contender : contenders) {
+            contender.client.close();
+        }
+        return 0;
+    }
+
+    private static int golden(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String base = arg(args, 1, "base");
+        byte[] data = arg(args, 2, "data").getBytes(StandardCharsets.UTF_8);
+        CuratorFramework client = start(connect);
+        out("SESSION " + describeSession(client));
+
+        PathMutex mutex = new PathMutex(client, base + "/mutex", data);
+        mutex.acquire();
+        out("NODE mutex " + mutex.heldPath());
+
+        PathMutex defaultMutex = new PathMutex(client, base + "/mutex-default", null);
+        defaultMutex.acquire();
+        out("NODE mutex-default " + defaultMutex.heldPath());
+
+        PathMutex revocable = new PathMutex(client, base + "/revocable", null);
+        revocable.makeRevocable(forLock -> log("revocation requested (ignored)"));
+        revocable.acquire();
+        out("NODE revocable " + revocable.heldPath());
+
+        String semaphorePath = base + "/semaphore";
+        InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, semaphorePath, 1);
+        semaphore.setNodeData(data);
+        Lease lease = semaphore.acquire();
+        out("NODE semaphore " + semaphorePath + "/leases/" + lease.getNodeName());
+        // A second acquirer (its own session) queues: it holds the internal lock and its lease
+        // node exists while it waits for ours to go.
+        CuratorFramework waiterClient = start(connect);
+        InterProcessSemaphoreV2 waiterSemaphore = new InterProcessSemaphoreV2(waiterClient, semaphorePath, 1);
+        waiterSemaphore.setNodeData(data);
+        ExecutorService waiterThread = Executors.newSingleThreadExecutor();
+        Future<Lease> waiter =
+                waiterThread.submit(() -> waiterSemaphore.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS));
+        out("WAITER-SESSION " + describeSession(waiterClient));
+
+        InterProcessSemaphoreMutex semaphoreMutex = new InterProcessSemaphoreMutex(client, base + "/semaphore-mutex");
+        semaphoreMutex.acquire();
+        for (String node : ownedChildren(client, base + "/semaphore-mutex/leases")) {
+            out("NODE semaphore-mutex " + node);
+        }
+        out("HELD " + epochMicros());
+
+        awaitLine("release");
+        mutex.release();
+        defaultMutex.release();
+        revocable.release();
+        lease.close();
+        Lease waiterLease = waiter.get(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        if (waiterLease == null) {
+            throw new IllegalStateException("the semaphore waiter timed out");
+        }
+        waiterLease.close();
+        waiterThread.shutdown();
+        semaphoreMutex.release();
+        out("RELEASED");
+        waiterClient.close();
+        client.close();
+        return 0;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // The critical-section protocol shared with the Rust side
+
+    private static final class Contender {
+        final int index;
+        final CuratorFramework client;
+        final Holder holder;
+        final boolean locking;
+        final int iterations;
+        final long holdMs;
+        final String markerDir;
+        final String counterPath;
+        final int allowedHolders;
+        final List<long[]> holds = new ArrayList<>();
+        long violations;
+        long conflicts;
+        int maxMarkers;
+
+        Contender(int index, CuratorFramework client, Holder holder, boolean locking, int iterations,
+                long holdMs, String markerDir, String counterPath, int allowedHolders) {
+            this.index = index;
+            this.client = client;
+            this.holder = holder;
+            this.locking = locking;
+            this.iterations = iterations;
+            this.holdMs = holdMs;
+            this.markerDir = markerDir;
+            this.counterPath = counterPath;
+            this.allowedHolders = allowedHolders;
+        }
+
+        Contender call() throws Exception {
+            for (int iteration = 0; iteration < iterations; iteration++) {
+                if (locking) {
+                    holder.acquire();
+                }
+                long acquired = epochMicros();
+                String marker = client.create().withMode(CreateMode.EPHEMERAL_SEQUENTIAL).forPath(markerDir + "/m-");
+                int markers = client.getChildren().forPath(markerDir).size();
+                maxMarkers = Math.max(maxMarkers, markers);
+                if (markers > allowedHolders) {
+                    violations++;
+                }
+                // Read-modify-write with the version read: a BadVersion means someone else wrote
+                // in between; retry, so each acquisition adds exactly one.
+                while (true) {
+                    Stat stat = new Stat();
+                    byte[] bytes = client.getData().storingStatIn(stat).forPath(counterPath);
+                    long value = Long.parseLong(new String(bytes, StandardCharsets.UTF_8).trim());
+                    Thread.sleep(holdMs);
+                    try {
+                        client.setData()
+                                .withVersion(stat.getVersion())
+                                .forPath(counterPath, Long.toString(value + 1).getBytes(StandardCharsets.UTF_8));
+                        break;
+                    } catch (KeeperException.BadVersionException concurrentWrite) {
+                        conflicts++;
+                        if (allowedHolders == 1) {
+                            violations++;
+                        }
+                    }
+                }
+                client.delete().forPath(marker);
+                long released = epochMicros();
+                if (locking) {
+                    holder.release();
+                }
+                holds.add(new long[] {acquired, released});
+            }
+            return this;
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Lock kinds
+
+    /** One lock of some kind, acquired and released by the same thread. */
+    private interface Holder {
+        void acquire() throws Exception;
+
+        /** Full paths of the held nodes. */
+        List<String> nodes() throws Exception;
+
+        void release() throws Exception;
+    }
+
+    private static Holder holder(String kind, CuratorFramework client, String path, byte[] data, int maxLeases) {
+        switch (kind) {
+            case "mutex":
+                return mutexHolder(new PathMutex(client, path, data), path);
+            case "semaphore":
+                return semaphoreHolder(client, path, data, maxLeases);
+            case "semaphore-mutex":
+                if (data != null) {
+                    throw new IllegalArgumentException("InterProcessSemaphoreMutex takes no node data");
+                }
+                return semaphoreMutexHolder(client, path);
+            default:
+                throw new IllegalArgumentException("unknown lock kind " + kind);
+        }
+    }
+
+    private static Holder mutexHolder(PathMutex mutex, String path) {
+        return new Holder() {
+            public void acquire() throws Exception {
+                if (!mutex.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("timed out acquiring the mutex " + path);
+                }
+            }
+
+            public List<String> nodes() {
+                return Collections.singletonList(mutex.heldPath());
+            }
+
+            public void release() throws Exception {
+                mutex.release();
+            }
+        };
+    }
+
+    private static Holder semaphoreHolder(CuratorFramework client, String path, byte[] data, int maxLeases) {
+        InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, maxLeases);
+        if (data != null) {
+            semaphore.setNodeData(data);
+        }
+        return new Holder() {
+            private Lease lease;
+
+            public void acquire() throws Exception {
+                lease = semaphore.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+                if (lease == null) {
+                    throw new IllegalStateException("timed out acquiring a lease of " + path);
+                }
+            }
+
+            public List<String> nodes() {
+                return Collections.singletonList(path + "/leases/" + lease.getNodeName());
+            }
+
+            public void release() throws Exception {
+                semaphore.returnLease(lease);
+                lease = null;
+            }
+        };
+    }
+
+    private static Holder semaphoreMutexHolder(CuratorFramework client, String path) {
+        InterProcessSemaphoreMutex mutex = new InterProcessSemaphoreMutex(client, path);
+        return new Holder() {
+            public void acquire() throws Exception {
+                if (!mutex.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("timed out acquiring the semaphore mutex " + path);
+                }
+            }
+
+            public List<String> nodes() throws Exception {
+                // The lease is private: our node is the lease owned by our session.
+                return ownedChildren(client, path + "/leases");
+            }
+
+            public void release() throws Exception {
+                mutex.release();
+            }
+        };
+    }
+
+    /** InterProcessMutex with explicit node data (null: Curator's default) and its node path. */
+    private static final class PathMutex extends InterProcessMutex {
+        private final byte[] data;
+
+        PathMutex(CuratorFramework client, String path, byte[] data) {
+            super(client, path);
+            this.data = data;
+        }
+
+        @Override
+        protected byte[] getLockNodeBytes() {
+            return data;
+        }
+
+        /** The node this thread holds (null if it holds none). */
+        String heldPath() {
+            return getLockPath();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Helpers
+
+    private static CuratorFramework start(String connect) throws InterruptedException {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(sessionTimeoutMs)
+                .connectionTimeoutMs(5_000)
+                .retryPolicy(new ExponentialBackoffRetry(50, 10))
+                .build();
+        CLIENTS.add(client);
+        client.start();
+        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("could not connect to " + connect);
+        }
+        return client;
+    }
+
+    private static long sessionId(CuratorFramework client) throws Exception {
+        return client.getZookeeperClient().getZooKeeper().getSessionId();
+    }
+
+    /** "<hex session id> timeout-ms=<negotiated session timeout>". */
+    private static String describeSession(CuratorFramework client) throws Exception {
+        org.apache.zookeeper.ZooKeeper zooKeeper = client.getZookeeperClient().getZooKeeper();
+        return Long.toHexString(zooKeeper.getSessionId()) + " timeout-ms=" + zooKeeper.getSessionTimeout();
+    }
+
+    /** Children of `dir` (full paths) whose ephemeral owner is this client's session. */
+    private static List<String> ownedChildren(CuratorFramework client, String dir) throws Exception {
+        long session = sessionId(client);
+        List<String> owned = new ArrayList<>();
+        for (String child : client.getChildren().forPath(dir)) {
+            Stat stat = client.checkExists().forPath(dir + "/" + child);
+            if (stat != null && stat.getEphemeralOwner() == session) {
+                owned.add(dir + "/" + child);
+            }
+        }
+        return owned;
+    }
+
+    private static String arg(List<String> args, int index, String name) {
+        if (index >= args.size()) {
+            throw new IllegalArgumentException("missing argument <" + name + ">");
+        }
+        return args.get(index);
+    }
+
+    private static byte[] optionalData(List<String> args, int index) {
+        if (index >= args.size() || args.get(index).equals("-")) {
+            return null;
+        }
+        return args.get(index).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Blocks until stdin delivers `expected` (other lines are logged and skipped). */
+    private static void awaitLine(String expected) throws InterruptedException {
+        while (true) {
+            String line = INPUT.take();
+            if (line.equals(expected)) {
+                return;
+            }
+            log("ignoring stdin line '" + line + "' while waiting for '" + expected + "'");
+        }
+    }
+
+    private static long epochMicros() {
+        Instant now = Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+    }
+
+    private static void out(String line) {
+        synchronized (System.out) {
+            System.out.println(line);
+            System.out.flush();
+        }
+    }
+
+    private static void log(String message) {
+        System.err.println("[CuratorDriver " + Instant.now() + "] " + message);
+        System.err.flush();
+    }
+}
