@@ -36,6 +36,15 @@
  *                                    a second acquirer waits, holding the internal lock
  *                                    (<base>/semaphore/locks) with its lease node created
  *       NODE semaphore-mutex <path>  InterProcessSemaphoreMutex at <base>/semaphore-mutex
+ *   bench-cycles <connect> <path> <cycles>
+ *       one client, one InterProcessMutex: 100 warm-up cycles, then <cycles> timed acquire+release
+ *       cycles: RESULT ops=<cycles/s> p50_us=<..> p99_us=<..>
+ *   bench-contended <connect> <path> <sessions> <millis>
+ *       <sessions> clients, one thread each, looping acquire+release on one path for <millis>:
+ *       RESULT ops=<acquisitions/s>
+ *   bench-distinct <connect> <base> <locks> <cycles-each>
+ *       one client, <locks> threads, each cycling its own InterProcessMutex at <base>/lock-<i>:
+ *       RESULT ops=<cycles/s>
  */
 package zkrecipes.interop;
 
@@ -149,6 +158,12 @@ public final class CuratorDriver {
                 return contend(args);
             case "golden":
                 return golden(args);
+            case "bench-cycles":
+                return benchCycles(args);
+            case "bench-contended":
+                return benchContended(args);
+            case "bench-distinct":
+                return benchDistinct(args);
             default:
                 throw new IllegalArgumentException("unknown command " + command);
         }
@@ -519,6 +534,103 @@ public final class CuratorDriver {
 
     // ---------------------------------------------------------------------------------------
     // Helpers
+
+    // ---------------------------------------------------------------------------------------
+    // Benchmarks (benches/locks.rs runs them beside the same scenarios in Rust)
+
+    private static int benchCycles(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        int cycles = Integer.parseInt(arg(args, 2, "cycles"));
+        CuratorFramework client = start(connect);
+        InterProcessMutex mutex = new InterProcessMutex(client, path);
+        for (int i = 0; i < 100; i++) {
+            mutex.acquire();
+            mutex.release();
+        }
+        long[] nanos = new long[cycles];
+        long started = System.nanoTime();
+        for (int i = 0; i < cycles; i++) {
+            long cycle = System.nanoTime();
+            mutex.acquire();
+            mutex.release();
+            nanos[i] = System.nanoTime() - cycle;
+        }
+        double seconds = (System.nanoTime() - started) / 1e9;
+        Arrays.sort(nanos);
+        out(String.format("RESULT ops=%.1f p50_us=%.1f p99_us=%.1f", cycles / seconds,
+                nanos[(int) Math.round((cycles - 1) * 0.5)] / 1e3, nanos[(int) Math.round((cycles - 1) * 0.99)] / 1e3));
+        client.close();
+        return 0;
+    }
+
+    private static int benchContended(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        int sessions = Integer.parseInt(arg(args, 2, "sessions"));
+        long millis = Long.parseLong(arg(args, 3, "millis"));
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            clients.add(start(connect));
+        }
+        java.util.concurrent.atomic.AtomicLong count = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        ExecutorService pool = Executors.newFixedThreadPool(sessions);
+        List<Future<?>> running = new ArrayList<>();
+        long started = System.nanoTime();
+        for (CuratorFramework client : clients) {
+            InterProcessMutex mutex = new InterProcessMutex(client, path);
+            running.add(pool.submit(() -> {
+                while (!stop.get()) {
+                    mutex.acquire();
+                    mutex.release();
+                    count.incrementAndGet();
+                }
+                return null;
+            }));
+        }
+        Thread.sleep(millis);
+        stop.set(true);
+        for (Future<?> future : running) {
+            future.get();
+        }
+        double seconds = (System.nanoTime() - started) / 1e9;
+        pool.shutdown();
+        out(String.format("RESULT ops=%.1f", count.get() / seconds));
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+        return 0;
+    }
+
+    private static int benchDistinct(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String base = arg(args, 1, "base");
+        int locks = Integer.parseInt(arg(args, 2, "locks"));
+        int cycles = Integer.parseInt(arg(args, 3, "cycles-each"));
+        CuratorFramework client = start(connect);
+        ExecutorService pool = Executors.newFixedThreadPool(locks);
+        List<Future<?>> running = new ArrayList<>();
+        long started = System.nanoTime();
+        for (int i = 0; i < locks; i++) {
+            InterProcessMutex mutex = new InterProcessMutex(client, base + "/lock-" + i);
+            running.add(pool.submit(() -> {
+                for (int c = 0; c < cycles; c++) {
+                    mutex.acquire();
+                    mutex.release();
+                }
+                return null;
+            }));
+        }
+        for (Future<?> future : running) {
+            future.get();
+        }
+        double seconds = (System.nanoTime() - started) / 1e9;
+        pool.shutdown();
+        out(String.format("RESULT ops=%.1f", (double) locks * cycles / seconds));
+        client.close();
+        return 0;
+    }
 
     private static CuratorFramework start(String connect) throws InterruptedException {
         CuratorFramework client = CuratorFrameworkFactory.builder()

@@ -1,0 +1,367 @@
+//! Lock benchmarks: zk-recipes against Curator 5.4 on the same ZooKeeper server, in one run.
+//!
+//! ```sh
+//! cargo bench -p zk-recipes --bench locks                  # 3 interleaved rounds
+//! cargo bench -p zk-recipes --bench locks -- --rounds 5 --cycles 3000
+//! ```
+//!
+//! Uses `ZK_CONNECT` if set, else starts a `TestingServer`. Scenarios, each run for zk-recipes and
+//! for Curator (through the Java driver in `tests/java`), alternating which goes first, and
+//! reported as medians over the rounds with ratios:
+//! - `floor`: the raw protocol a lock cycle needs — create (ephemeral sequential) and list sent
+//!   back to back, then delete — on a bare zookeeper-client session;
+//! - `uncontended`: lock + release on one path, one session: cycles/s, p50, p99;
+//! - `contended-8`: 8 sessions looping lock + release on one path: acquisitions/s;
+//! - `distinct-1000`: 1,000 locks on distinct paths cycled concurrently by one process (ours: 1,000
+//!   tasks on one session; Curator: 1,000 threads on one client), with the raw floor for the same
+//!   concurrency.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zk_recipes::framework::zookeeper_client::{self, CreateMode};
+use zk_recipes::framework::{Deadline, Framework};
+use zk_recipes::mutex::Mutex;
+use zk_recipes_testing::CuratorProcess;
+use zk_recipes_testing::TestingServer;
+
+struct Options {
+    rounds: usize,
+    cycles: usize,
+    contended_for: Duration,
+    distinct_locks: usize,
+    distinct_cycles: usize,
+}
+
+impl Options {
+    fn from_args() -> Self {
+        let mut options = Options {
+            rounds: 3,
+            cycles: 2_000,
+            contended_for: Duration::from_secs(3),
+            distinct_locks: 1_000,
+            distinct_cycles: 3,
+        };
+        let args: Vec<String> = std::env::args().collect();
+        let mut index = 1;
+        while index < args.len() {
+            let value = args.get(index + 1).and_then(|value| value.parse::<u64>().ok());
+            match (args[index].as_str(), value) {
+                ("--rounds", Some(value)) => options.rounds = value as usize,
+                ("--cycles", Some(value)) => options.cycles = value as usize,
+                ("--contended-secs", Some(value)) => options.contended_for = Duration::from_secs(value),
+                ("--distinct-locks", Some(value)) => options.distinct_locks = value as usize,
+                ("--distinct-cycles", Some(value)) => options.distinct_cycles = value as usize,
+                _ => {
+                    index += 1;
+                    continue;
+                }
+            }
+            index += 2;
+        }
+        options
+    }
+}
+
+/// One measurement: operations per second and, where measured per cycle, p50/p99 latency.
+#[derive(Clone, Copy, Debug, Default)]
+struct Measured {
+    ops: f64,
+    p50_us: Option<f64>,
+    p99_us: Option<f64>,
+}
+
+fn from_latencies(mut latencies: Vec<Duration>, total: Duration) -> Measured {
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1e6;
+    Measured {
+        ops: latencies.len() as f64 / total.as_secs_f64(),
+        p50_us: Some(at(0.5)),
+        p99_us: Some(at(0.99)),
+    }
+}
+
+fn parse_result(line: &str) -> Measured {
+    let mut measured = Measured::default();
+    for field in line.split_whitespace() {
+        let Some((key, value)) = field.split_once('=') else { continue };
+        let Ok(value) = value.parse::<f64>() else { continue };
+        match key {
+            "ops" => measured.ops = value,
+            "p50_us" => measured.p50_us = Some(value),
+            "p99_us" => measured.p99_us = Some(value),
+            _ => {}
+        }
+    }
+    measured
+}
+
+async fn curator(args: &[String]) -> Measured {
+    let mut process = CuratorProcess::spawn(args).expect("the Curator driver starts");
+    let line = process.expect_line("RESULT", Duration::from_secs(600)).await.expect("a Curator result");
+    parse_result(&line)
+}
+
+async fn raw_floor(connect: &str, path: &str, cycles: usize) -> Measured {
+    let client = zookeeper_client::Client::connector()
+        .with_session_timeout(Duration::from_secs(30))
+        .connect(connect)
+        .await
+        .expect("raw client");
+    let options = CreateMode::Container.with_acls(zookeeper_client::Acls::anyone_all());
+    client.mkdir(path, &options).await.expect("the bench directory");
+    let node_options = CreateMode::EphemeralSequential.with_acls(zookeeper_client::Acls::anyone_all());
+    let node_prefix = format!("{path}/_c_00000000-0000-4000-8000-000000000000-lock-");
+    let mut latencies = Vec::with_capacity(cycles);
+    let mut started = Instant::now();
+    for cycle_index in 0..cycles + 100 {
+        if cycle_index == 100 {
+            // The first 100 cycles warm up, as in the other scenarios.
+            latencies.clear();
+            started = Instant::now();
+        }
+        let cycle = Instant::now();
+        let create = client.create(&node_prefix, b"", &node_options);
+        let list = client.list_children(path);
+        let (_, sequence) = create.await.expect("create");
+        list.await.expect("list");
+        client.delete(&format!("{node_prefix}{sequence}"), None).await.expect("delete");
+        latencies.push(cycle.elapsed());
+    }
+    from_latencies(latencies, started.elapsed())
+}
+
+async fn ours_uncontended(framework: &Framework, path: &str, cycles: usize) -> Measured {
+    let mutex = Mutex::new(framework, path).expect("mutex");
+    for _ in 0..100 {
+        mutex.lock().await.expect("lock").release().await.expect("release");
+    }
+    let mut latencies = Vec::with_capacity(cycles);
+    let started = Instant::now();
+    for _ in 0..cycles {
+        let cycle = Instant::now();
+        mutex.lock().await.expect("lock").release().await.expect("release");
+        latencies.push(cycle.elapsed());
+    }
+    from_latencies(latencies, started.elapsed())
+}
+
+async fn ours_contended(connect: &str, path: &str, sessions: usize, duration: Duration) -> Measured {
+    let mut frameworks = Vec::new();
+    for _ in 0..sessions {
+        let framework = Framework::builder(connect).start().expect("framework");
+        framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
+        frameworks.push(framework);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = frameworks
+        .iter()
+        .map(|framework| {
+            let (mutex, stop, count) =
+                (Mutex::new(framework, path).expect("mutex"), stop.clone(), count.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    mutex.lock().await.expect("lock").release().await.expect("release");
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        task.await.expect("contender");
+    }
+    let measured = Measured {
+        ops: count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
+    for framework in frameworks {
+        framework.close().await;
+    }
+    measured
+}
+
+async fn ours_distinct(framework: &Framework, base: &str, locks: usize, cycles: usize) -> Measured {
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..locks)
+        .map(|index| {
+            let mutex = Mutex::new(framework, &format!("{base}/lock-{index}")).expect("mutex");
+            tokio::spawn(async move {
+                for _ in 0..cycles {
+                    mutex.lock().await.expect("lock").release().await.expect("release");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("cycler");
+    }
+    Measured { ops: (locks * cycles) as f64 / started.elapsed().as_secs_f64(), ..Default::default() }
+}
+
+async fn raw_distinct(framework: &Framework, base: &str, locks: usize, cycles: usize) -> Measured {
+    let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
+    framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..locks)
+        .map(|index| {
+            let client = session.client().clone();
+            let dir = format!("{base}/raw-{index}");
+            tokio::spawn(async move {
+                let container = CreateMode::Container.with_acls(zookeeper_client::Acls::anyone_all());
+                let _ = client.create(&dir, &[], &container).await;
+                let options = CreateMode::EphemeralSequential.with_acls(zookeeper_client::Acls::anyone_all());
+                let prefix = format!("{dir}/_c_00000000-0000-4000-8000-000000000000-lock-");
+                for _ in 0..cycles {
+                    let create = client.create(&prefix, b"", &options);
+                    let list = client.list_children(&dir);
+                    let (_, sequence) = create.await.expect("create");
+                    list.await.expect("list");
+                    client.delete(&format!("{prefix}{sequence}"), None).await.expect("delete");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("raw cycler");
+    }
+    Measured { ops: (locks * cycles) as f64 / started.elapsed().as_secs_f64(), ..Default::default() }
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    values[values.len() / 2]
+}
+
+#[derive(Default)]
+struct Series {
+    ops: Vec<f64>,
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+}
+
+impl Series {
+    fn push(&mut self, measured: Measured) {
+        self.ops.push(measured.ops);
+        self.p50.extend(measured.p50_us);
+        self.p99.extend(measured.p99_us);
+    }
+
+    fn summary(&mut self) -> (f64, Option<f64>, Option<f64>) {
+        let p50 = (!self.p50.is_empty()).then(|| median(&mut self.p50));
+        let p99 = (!self.p99.is_empty()).then(|| median(&mut self.p99));
+        (median(&mut self.ops), p50, p99)
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let options = Options::from_args();
+    let (connect, _server) = match std::env::var("ZK_CONNECT") {
+        Ok(connect) if !connect.is_empty() => (connect, None),
+        _ => {
+            let server =
+                TestingServer::start().await.expect("a ZooKeeper server (run scripts/install-deps.sh)");
+            (server.connect_string(), Some(server))
+        }
+    };
+    let framework = Framework::builder(connect.as_str()).start().expect("framework");
+    framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
+
+    let names = [
+        "floor",
+        "ours/uncontended",
+        "curator/uncontended",
+        "ours/contended-8",
+        "curator/contended-8",
+        "floor/distinct-1000",
+        "ours/distinct-1000",
+        "curator/distinct-1000",
+    ];
+    let mut series: Vec<Series> = names.iter().map(|_| Series::default()).collect();
+    let contended_ms = options.contended_for.as_millis().to_string();
+    for round in 0..options.rounds {
+        eprintln!("round {} of {}", round + 1, options.rounds);
+        let path = |name: &str| format!("/bench/{name}-{round}");
+        series[0].push(raw_floor(&connect, &path("floor"), options.cycles).await);
+        let curator_first = round % 2 == 1;
+        for first in [curator_first, !curator_first] {
+            if first {
+                series[2].push(
+                    curator(&[
+                        "bench-cycles".into(),
+                        connect.clone(),
+                        path("curator-cycles"),
+                        options.cycles.to_string(),
+                    ])
+                    .await,
+                );
+                series[4].push(
+                    curator(&[
+                        "bench-contended".into(),
+                        connect.clone(),
+                        path("curator-contended"),
+                        "8".into(),
+                        contended_ms.clone(),
+                    ])
+                    .await,
+                );
+                series[7].push(
+                    curator(&[
+                        "bench-distinct".into(),
+                        connect.clone(),
+                        path("curator-distinct"),
+                        options.distinct_locks.to_string(),
+                        options.distinct_cycles.to_string(),
+                    ])
+                    .await,
+                );
+            } else {
+                series[1].push(ours_uncontended(&framework, &path("ours-cycles"), options.cycles).await);
+                series[3]
+                    .push(ours_contended(&connect, &path("ours-contended"), 8, options.contended_for).await);
+                series[6].push(
+                    ours_distinct(
+                        &framework,
+                        &path("ours-distinct"),
+                        options.distinct_locks,
+                        options.distinct_cycles,
+                    )
+                    .await,
+                );
+            }
+        }
+        series[5].push(
+            raw_distinct(&framework, &path("raw-distinct"), options.distinct_locks, options.distinct_cycles)
+                .await,
+        );
+    }
+
+    println!("\nmedians of {} interleaved rounds ({} cycles uncontended; 8 sessions for {:?}; {} locks x {} cycles)",
+        options.rounds, options.cycles, options.contended_for, options.distinct_locks, options.distinct_cycles);
+    println!("{:<24} {:>12} {:>10} {:>10}", "scenario", "ops/s", "p50 us", "p99 us");
+    let mut summaries = Vec::new();
+    for (name, series) in names.iter().zip(series.iter_mut()) {
+        let (ops, p50, p99) = series.summary();
+        let show = |value: Option<f64>| value.map_or("-".to_string(), |value| format!("{value:.0}"));
+        println!("{name:<24} {ops:>12.0} {:>10} {:>10}", show(p50), show(p99));
+        summaries.push((ops, p50, p99));
+    }
+    let ratio = |a: usize, b: usize| summaries[a].0 / summaries[b].0;
+    println!("\nratios (same run):");
+    println!("  uncontended cycles/s, ours / Curator:      {:.2}x", ratio(1, 2));
+    if let (Some(ours), Some(theirs)) = (summaries[1].2, summaries[2].2) {
+        println!("  uncontended p99, ours / Curator:           {:.2}", ours / theirs);
+    }
+    println!("  uncontended, ours / raw floor:             {:.2}", ratio(1, 0));
+    println!("  uncontended, Curator / raw floor:          {:.2}", ratio(2, 0));
+    println!("  8 sessions acquisitions/s, ours / Curator: {:.2}x", ratio(3, 4));
+    println!("  1,000 distinct locks, ours / Curator:      {:.2}x", ratio(6, 7));
+    println!("  1,000 distinct locks, ours / raw floor:    {:.2}", ratio(6, 5));
+    println!("  1,000 distinct locks, Curator / raw floor: {:.2}", ratio(7, 5));
+    framework.close().await;
+}
