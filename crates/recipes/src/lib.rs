@@ -28,7 +28,7 @@ pub use zk_recipes_framework as framework;
 pub use zk_recipes_lock_internals as lock_internals;
 #[cfg(feature = "mutex")]
 pub use zk_recipes_mutex as mutex;
-#[cfg(feature = "semaphore")]
-pub use zk_recipes_semaphore as semaphore;
 #[cfg(feature = "rwlock")]
 pub use zk_recipes_rwlock as rwlock;
+#[cfg(feature = "semaphore")]
+pub use zk_recipes_semaphore as semaphore;
