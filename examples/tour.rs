@@ -1,4 +1,5 @@
-//! A tour of zk-recipes: connect, watch the connection, create nodes the Curator way.
+//! A tour of zk-recipes: connect, watch the connection, create nodes the Curator way, then a
+//! mutex, a semaphore and a read-write lock.
 //!
 //! Run it with `scripts/demo.sh` (or `cargo run -p zk-recipes --example tour`). It uses the
 //! ZooKeeper at `ZK_CONNECT` (e.g. `ZK_CONNECT=127.0.0.1:2181`), or starts an embedded one from
@@ -7,6 +8,9 @@
 use std::time::Duration;
 
 use zk_recipes::framework::{path, ConnectionUpdate, Deadline, Framework};
+use zk_recipes::mutex::Mutex;
+use zk_recipes::rwlock::RwLock;
+use zk_recipes::semaphore::Semaphore;
 use zk_recipes_testing::TestingServer;
 
 #[tokio::main]
@@ -85,6 +89,40 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("after release and drop, {left} members are left");
 
     framework.delete_recursive("/members", deadline()).await?;
+
+    // 6. A mutex (Curator's InterProcessMutex): two contenders, one holder at a time.
+    let mutex = Mutex::new(&framework, "/locks/orders")?;
+    let guard = mutex.lock_timeout(Duration::from_secs(5)).await?;
+    println!("mutex held at {} (fencing token {})", guard.node_path(), guard.fencing_token());
+    let contender = mutex.clone();
+    let waiting = tokio::spawn(async move { contender.try_lock().await });
+    println!("a second try_lock while held gets: {:?}", waiting.await?.map(|guard| guard.is_some()));
+    guard.release().await?;
+
+    // 7. A semaphore of 2 leases (Curator's InterProcessSemaphoreV2).
+    let semaphore = Semaphore::new(&framework, "/semaphores/workers", 2)?;
+    let leases = semaphore.acquire_many(2).await?;
+    println!(
+        "took {} leases; a third is free now: {}",
+        leases.len(),
+        semaphore.try_acquire().await?.is_some()
+    );
+    for lease in leases {
+        lease.release().await?;
+    }
+
+    // 8. A read-write lock (Curator's InterProcessReadWriteLock), with a downgrade.
+    let rwlock = RwLock::new(&framework, "/rwlocks/config")?;
+    let writer = rwlock.write_timeout(Duration::from_secs(5)).await?;
+    let reader = writer.downgrade().await?;
+    println!("downgraded to a read hold at {}", reader.node_path());
+    let another_reader = rwlock.try_read().await?;
+    println!("another reader gets in beside it: {}", another_reader.is_some());
+    if let Some(another_reader) = another_reader {
+        another_reader.release().await?;
+    }
+    reader.release().await?;
+
     framework.close().await;
     println!("closed. The tour is over.");
     Ok(())
