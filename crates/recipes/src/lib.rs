@@ -10,8 +10,7 @@
 //! | `mutex` (feature `mutex`, default) | `zk-recipes-mutex` | reentrant mutex, Curator's `InterProcessMutex` |
 //! | `semaphore` (feature `semaphore`, default) | `zk-recipes-semaphore` | semaphore and semaphore mutex, Curator's `InterProcessSemaphoreV2` / `InterProcessSemaphoreMutex` |
 //! | `rwlock` (feature `rwlock`, default) | `zk-recipes-rwlock` | read-write lock, Curator's `InterProcessReadWriteLock`, with a safe downgrade |
-//!
-//! The read-write lock, leader election and queues are added here as they land.
+//! | `leader` (feature `leader`, default) | `zk-recipes-leader` | leader latch and leader selector, Curator's `LeaderLatch` / `LeaderSelector` |
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -24,6 +23,8 @@
 //! ```
 
 pub use zk_recipes_framework as framework;
+#[cfg(feature = "leader")]
+pub use zk_recipes_leader as leader;
 #[cfg(feature = "lock-internals")]
 pub use zk_recipes_lock_internals as lock_internals;
 #[cfg(feature = "mutex")]

@@ -1,0 +1,84 @@
+//! # zk-recipes-leader
+//!
+//! Leader election on ZooKeeper, wire-compatible with Apache Curator: a Rust participant and a
+//! Java (Curator) participant on the same path take part in one election.
+//!
+//! - [`LeaderLatch`] (Curator's `LeaderLatch`): join, learn when you lead
+//!   ([`has_leadership`](LeaderLatch::has_leadership), [`await_leadership`](LeaderLatch::await_leadership),
+//!   [`subscribe`](LeaderLatch::subscribe)), stay leader until you close or the connection fails.
+//!   Nodes `<path>/_c_<uuid>-latch-<sequence>`, data: the participant id.
+//! - [`LeaderSelector`] (Curator's `LeaderSelector`): your async `take_leadership` runs while you
+//!   lead; leadership ends when it returns, and with auto-requeue you queue again. It is a mutex
+//!   ([`zk_recipes_mutex::Mutex`]) on its path: nodes `<path>/_c_<uuid>-lock-<sequence>`, data:
+//!   the participant id (else this host's address).
+//!
+//! Both give the leader a **fencing token** (its node's creation zxid, larger for every later
+//! leader) to guard writes to other systems, and list [`Participant`]s with their ids.
+//!
+//! ## Connection loss and session expiry
+//! Both end leadership as soon as the connection enters an error state per the framework's
+//! [`ErrorPolicy`](zk_recipes_framework::ErrorPolicy): `Suspended` under `Standard` (the default),
+//! `Lost` under either. The latch flips [`has_leadership`](LeaderLatch::has_leadership) at once,
+//! looks again after `Reconnected`, and joins again with a new node after a new session. The
+//! selector cancels the [`Leadership`] token at once and drops the leadership's future no later
+//! than the earliest moment the server may expire the session
+//! ([`LeaderSelector::grace_after_suspension`]). Neither ever claims leadership with a node whose
+//! session is not its current one.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use zk_recipes_framework::Framework;
+//! use zk_recipes_leader::{CloseMode, LeaderLatch, LeadershipEvent};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let framework = Framework::builder("127.0.0.1:2181").session_timeout(Duration::from_secs(10)).start()?;
+//! let latch = LeaderLatch::new(&framework, "/services/billing/leader", "billing-7")?;
+//! let mut events = latch.subscribe();
+//! latch.start()?;
+//! while let Some(event) = events.next().await {
+//!     match event {
+//!         LeadershipEvent::IsLeader { fencing_token } => println!("leading ({fencing_token})"),
+//!         LeadershipEvent::NotLeader { reason } => println!("not leading: {reason:?}"),
+//!         _ => {}
+//!     }
+//! #   break;
+//! }
+//! latch.close(CloseMode::NotifyLeader).await?;
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod latch;
+mod participant;
+mod selector;
+
+pub use error::{LeaderError, Result};
+pub use latch::{
+    CloseMode, LatchDropGuard, LeaderLatch, LeadershipEvent, LeadershipEvents, NotLeaderReason, LATCH_NAME,
+};
+pub use participant::Participant;
+pub use selector::{
+    CancelReason, LeaderSelector, LeaderSelectorBuilder, Leadership, SelectorDropGuard, DEFAULT_CLOSE_GRACE,
+    SELECTOR_LOCK_NAME,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        assert_send_sync::<LeaderLatch>();
+        assert_send_sync::<LatchDropGuard>();
+        assert_send_sync::<LeadershipEvents>();
+        assert_send_sync::<LeadershipEvent>();
+        assert_send_sync::<LeaderSelector>();
+        assert_send_sync::<LeaderSelectorBuilder>();
+        assert_send_sync::<SelectorDropGuard>();
+        assert_send_sync::<Leadership>();
+        assert_send_sync::<Participant>();
+        assert_send_sync::<LeaderError>();
+    }
+}

@@ -1,0 +1,378 @@
+//! The leader selector against a real ZooKeeper server.
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use zk_recipes_framework::zookeeper_client::{self, CreateMode};
+use zk_recipes_framework::{local_address, ConnectionState, Deadline, ErrorPolicy, Framework};
+use zk_recipes_leader::{CancelReason, LeaderError, LeaderSelector, Leadership};
+use zk_recipes_mutex::Mutex as ZkMutex;
+use zk_recipes_testing::{FaultProxy, TestingServer};
+
+const SESSION: Duration = Duration::from_secs(10);
+
+async fn watch_count(server: &TestingServer) -> usize {
+    server.watch_count().await.expect("wchc")
+}
+
+/// The marker protocol for a selector: create the ephemeral marker on the session owning our lock
+/// node; `false` only when someone else's marker exists (two leaders).
+async fn enter(framework: &Framework, leadership: &Leadership, marker: &str, id: &str) -> bool {
+    let session = framework.session(Deadline::after(STEP)).await.expect("session");
+    match session.client().check_stat(leadership.node_path()).await {
+        Ok(Some(stat)) if session.owns(stat.ephemeral_owner) => {}
+        _ => return true,
+    }
+    match session.client().create(marker, id.as_bytes(), &session.create_options(CreateMode::Ephemeral)).await
+    {
+        Ok(_) => true,
+        Err(zookeeper_client::Error::NodeExists) => false,
+        Err(_) => true,
+    }
+}
+
+#[tokio::test]
+async fn auto_requeue_rotates_leadership_through_every_participant() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let admin = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let (path, marker) = ("/rotate/leader", "/rotate/marker");
+    let turns = Arc::new(Mutex::new(Vec::<String>::new()));
+    let violations = Arc::new(AtomicU32::new(0));
+    let running = Arc::new(AtomicU32::new(0));
+    let mut selectors = Vec::new();
+    for index in 0..3 {
+        let framework = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+        let id = format!("s{index}");
+        let (turns, violations, running, task_framework, task_id) =
+            (turns.clone(), violations.clone(), running.clone(), framework.clone(), id.clone());
+        let selector = LeaderSelector::builder(&framework, path)
+            .id(id)
+            .auto_requeue(true)
+            .build(move |leadership| {
+                let (turns, violations, running, framework, id) = (
+                    turns.clone(),
+                    violations.clone(),
+                    running.clone(),
+                    task_framework.clone(),
+                    task_id.clone(),
+                );
+                async move {
+                    if running.fetch_add(1, Ordering::SeqCst) != 0 {
+                        violations.fetch_add(1, Ordering::SeqCst); // two at once in this process
+                    }
+                    if !enter(&framework, &leadership, marker, &id).await {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    turns.lock().push(id);
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    unmark(&framework, marker).await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }
+            })
+            .expect("selector");
+        selectors.push((framework, selector));
+    }
+    for (_, selector) in &selectors {
+        selector.start().expect("start");
+    }
+    eventually("four rounds of leadership", || async { turns.lock().len() >= 12 }).await;
+    for (_, selector) in &selectors {
+        within("close", selector.close()).await.expect("close");
+    }
+    let turns = turns.lock().clone();
+    assert_eq!(violations.load(Ordering::SeqCst), 0, "two leaders at once");
+    // Once everyone queued, leadership goes round: every three turns in a row are three ids.
+    for window in turns[3..].windows(3) {
+        let mut ids = window.to_vec();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 3, "leadership rotates through all participants: {turns:?}");
+    }
+    let participants = selectors[0].1.participants().await.expect("participants");
+    assert!(participants.is_empty(), "{participants:?}");
+    for (framework, _) in selectors {
+        within("close", framework.close()).await;
+    }
+    assert_clean(&admin, &[path], || watch_count(&server)).await;
+    within("close", admin.close()).await;
+}
+
+#[tokio::test]
+async fn interrupting_cancels_the_leadership_and_requeue_leads_again() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let path = "/interrupt/leader";
+    let (reasons, mut reasons_received) = mpsc::unbounded_channel();
+    let selector = LeaderSelector::builder(&framework, path)
+        .id("interrupted")
+        .build(move |leadership| {
+            let reasons = reasons.clone();
+            async move {
+                let reason = leadership.cancelled().await;
+                assert!(leadership.is_cancelled());
+                let _ = reasons.send((reason, leadership.fencing_token()));
+            }
+        })
+        .expect("selector");
+    assert!(!selector.interrupt_leadership(), "nothing to interrupt yet");
+    assert!(matches!(selector.requeue(), Err(LeaderError::NotStarted)));
+    selector.start().expect("start");
+    assert!(matches!(selector.start(), Err(LeaderError::AlreadyStarted)));
+    eventually("leads", || async { selector.has_leadership() }).await;
+    let participants = within("participants", selector.participants()).await.expect("participants");
+    assert_eq!(participants.len(), 1);
+    assert!(participants[0].is_leader && participants[0].id == "interrupted");
+    assert!(!selector.requeue().expect("requeue"), "already queued");
+
+    assert!(selector.interrupt_leadership());
+    let (reason, first_token) = within("cancelled", reasons_received.recv()).await.expect("reason");
+    assert_eq!(reason, CancelReason::Interrupted);
+    assert!(!selector.has_leadership());
+    eventually("the lock is released", || async { children(&framework, path).await.is_empty() }).await;
+
+    // Without auto-requeue, one leadership per requeue.
+    eventually("the round is over", || async { selector.requeue().expect("requeue") }).await;
+    eventually("leads again", || async { selector.has_leadership() }).await;
+    within("close", selector.close()).await.expect("close");
+    let (reason, second_token) = within("cancelled", reasons_received.recv()).await.expect("reason");
+    assert_eq!(reason, CancelReason::Closed);
+    assert!(second_token > first_token);
+    assert!(matches!(selector.requeue(), Err(LeaderError::Closed)));
+    assert_clean(&framework, &[path], || watch_count(&server)).await;
+    within("close", framework.close()).await;
+}
+
+/// Records when a leadership's future is dropped.
+struct OnDrop(Arc<Mutex<Option<Instant>>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        *self.0.lock() = Some(Instant::now());
+    }
+}
+
+/// A leader whose connection is black-holed (its task ignores the cancellation) while another
+/// selector waits on a direct connection.
+async fn suspended_leadership(server: &TestingServer, policy: ErrorPolicy, path: &str) {
+    let session_timeout = Duration::from_secs(4);
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let admin = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let stuck_framework = framework(&proxy.connect_string(), session_timeout, policy);
+    let (cancelled_at, dropped_at) = (Arc::new(Mutex::new(None)), Arc::new(Mutex::new(None)));
+    let (started, started_received) = oneshot::channel::<()>();
+    let started = Arc::new(Mutex::new(Some(started)));
+    let stuck = {
+        let (cancelled_at, dropped_at) = (cancelled_at.clone(), dropped_at.clone());
+        LeaderSelector::builder(&stuck_framework, path)
+            .id("stuck")
+            .build(move |leadership| {
+                let (cancelled_at, dropped_at, started) =
+                    (cancelled_at.clone(), dropped_at.clone(), started.clone());
+                async move {
+                    let _on_drop = OnDrop(dropped_at);
+                    if let Some(started) = started.lock().take() {
+                        let _ = started.send(());
+                    }
+                    // Observes the token from another task (under the session policy the future is
+                    // dropped as the token is cancelled, before it could look), and ignores it: the
+                    // selector must drop the future.
+                    tokio::spawn(async move {
+                        let reason = leadership.cancelled().await;
+                        *cancelled_at.lock() = Some((Instant::now(), reason));
+                    });
+                    std::future::pending::<()>().await;
+                }
+            })
+            .expect("selector")
+    };
+    stuck.start().expect("start");
+    within("stuck leads", started_received).await.expect("started");
+
+    let other_framework = framework(&server.connect_string(), session_timeout, policy);
+    let other_started = Arc::new(Mutex::new(None));
+    let other = {
+        let other_started = other_started.clone();
+        LeaderSelector::builder(&other_framework, path)
+            .id("other")
+            .build(move |leadership| {
+                let other_started = other_started.clone();
+                async move {
+                    *other_started.lock() = Some(Instant::now());
+                    leadership.cancelled().await;
+                }
+            })
+            .expect("selector")
+    };
+    other.start().expect("start");
+    eventually("both queued", || async { children(&admin, path).await.len() == 2 }).await;
+
+    if policy == ErrorPolicy::SessionOnly {
+        // A short disconnection: under the session policy the leadership goes on.
+        proxy.cut_now();
+        eventually("reconnected", || async {
+            stuck_framework.current().state == Some(ConnectionState::Reconnected)
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(cancelled_at.lock().is_none() && stuck.has_leadership(), "a blip does not cancel");
+    }
+
+    let grace = stuck.grace_after_suspension();
+    assert_eq!(grace, session_timeout / 4, "7/20 of the session timeout less a tenth");
+    let black_hole = Instant::now();
+    proxy.black_hole(Duration::from_secs(120));
+    eventually("cancelled", || async { cancelled_at.lock().is_some() }).await;
+    eventually("dropped", || async { dropped_at.lock().is_some() }).await;
+    let (cancelled, reason) = cancelled_at.lock().expect("cancelled");
+    let dropped = dropped_at.lock().expect("dropped");
+    eprintln!(
+        "{policy:?}, session timeout {session_timeout:?}: cancelled {:?} and dropped {:?} after the black hole \
+         (grace {grace:?})",
+        cancelled - black_hole,
+        dropped - black_hole
+    );
+    assert_eq!(reason, CancelReason::Connection(ConnectionState::Suspended));
+    assert!(!stuck.has_leadership());
+    if policy == ErrorPolicy::Standard {
+        // zookeeper-client reports the connection dead after 2/5 of the session timeout of
+        // silence; the token is cancelled then, and the future dropped after the grace.
+        assert!(cancelled - black_hole < session_timeout / 2, "cancelled {:?}", cancelled - black_hole);
+        assert!(
+            dropped - cancelled >= grace - Duration::from_millis(50),
+            "dropped {:?}",
+            dropped - cancelled
+        );
+    } else {
+        // Cancelled and dropped together, at the bound.
+        let apart = dropped.max(cancelled) - dropped.min(cancelled);
+        assert!(apart < Duration::from_millis(200), "cancelled and dropped {apart:?} apart");
+        assert!(cancelled - black_hole >= session_timeout / 2, "cancelled {:?}", cancelled - black_hole);
+    }
+    // The server may expire the session 16/20 of its timeout after the black hole at the
+    // earliest (we pinged at most 4/20 before it): the future is gone by then.
+    assert!(
+        dropped - black_hole < session_timeout * 16 / 20,
+        "dropped {:?} after the black hole, session timeout {session_timeout:?}",
+        dropped - black_hole
+    );
+
+    // The other selector leads only once the server expired the stuck one's session.
+    eventually("the other leads", || async { other_started.lock().is_some() }).await;
+    let other_started_at = other_started.lock().expect("started");
+    assert!(other_started_at > dropped, "never two leaderships at once");
+    eprintln!("{policy:?}: the other selector led {:?} after the black hole", other_started_at - black_hole);
+
+    proxy.heal();
+    within("close", stuck.close()).await.expect("close");
+    within("close", other.close()).await.expect("close");
+    for framework in [stuck_framework, other_framework] {
+        within("close", framework.close()).await;
+    }
+    eventually("no node left", || async { children(&admin, path).await.is_empty() }).await;
+    within("close", admin.close()).await;
+}
+
+#[tokio::test]
+async fn a_lost_connection_ends_the_leadership_before_the_server_may_expire_the_session() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    within_for(Duration::from_secs(60), "both policies", async {
+        tokio::join!(
+            suspended_leadership(&server, ErrorPolicy::Standard, "/suspended-standard/leader"),
+            suspended_leadership(&server, ErrorPolicy::SessionOnly, "/suspended-session/leader"),
+        )
+    })
+    .await;
+    eventually("no watch left", || async { watch_count(&server).await == 0 }).await;
+}
+
+#[tokio::test]
+async fn a_mutex_and_a_selector_on_one_path_contend_as_in_curator() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let path = "/contend/lock";
+    let mutex = ZkMutex::new(&framework, path).expect("mutex");
+    let guard = within("lock", mutex.lock()).await.expect("lock");
+
+    let (done, done_received) = oneshot::channel::<()>();
+    let done_received = Arc::new(Mutex::new(Some(done_received)));
+    let selector = LeaderSelector::builder(&framework, path)
+        .id("selector")
+        .build(move |leadership| {
+            let done_received = done_received.lock().take();
+            async move {
+                tokio::select! {
+                    _ = async { if let Some(done) = done_received { let _ = done.await; } } => {}
+                    _ = leadership.cancelled() => {}
+                }
+            }
+        })
+        .expect("selector");
+    selector.start().expect("start");
+    eventually("the selector queued behind the mutex", || async {
+        children(&framework, path).await.len() == 2
+    })
+    .await;
+    let participants = within("participants", selector.participants()).await.expect("participants");
+    assert!(participants[0].is_leader, "{participants:?}");
+    assert_eq!(participants[0].id.as_bytes(), local_address(), "the mutex holder shows its address");
+    assert_eq!(participants[1].id, "selector");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!selector.has_leadership(), "the mutex holds the lock");
+
+    within("release", guard.release()).await.expect("release");
+    eventually("the selector leads", || async { selector.has_leadership() }).await;
+    let waited = within("lock_timeout", mutex.lock_timeout(Duration::from_millis(300))).await;
+    assert!(waited.is_err_and(|err| err.is_timeout()), "the selector holds the lock");
+    let _ = done.send(());
+    let guard = within("lock after the leadership", mutex.lock()).await.expect("lock");
+    assert!(!selector.has_leadership());
+    within("release", guard.release()).await.expect("release");
+    within("close", selector.close()).await.expect("close");
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert_clean(&framework, &[path], || watch_count(&server)).await;
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn a_panicking_take_leadership_ends_its_leadership_and_the_selector_goes_on() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let path = "/panic/leader";
+    let calls = Arc::new(AtomicU32::new(0));
+    let selector = {
+        let calls = calls.clone();
+        LeaderSelector::builder(&framework, path)
+            .auto_requeue(true)
+            .build(move |leadership| {
+                let call = calls.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if call == 0 {
+                        panic!("the first leadership fails");
+                    }
+                    leadership.cancelled().await;
+                }
+            })
+            .expect("selector")
+    };
+    selector.start().expect("start");
+    eventually("leads a second time", || async {
+        calls.load(Ordering::SeqCst) == 2 && selector.has_leadership()
+    })
+    .await;
+    assert_eq!(children(&framework, path).await.len(), 1, "the first node was released");
+    within("close", selector.close()).await.expect("close");
+    assert_clean(&framework, &[path], || watch_count(&server)).await;
+    within("close", framework.close()).await;
+}
