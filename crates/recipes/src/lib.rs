@@ -11,6 +11,7 @@
 //! | `semaphore` (feature `semaphore`, default) | `zk-recipes-semaphore` | semaphore and semaphore mutex, Curator's `InterProcessSemaphoreV2` / `InterProcessSemaphoreMutex` |
 //! | `rwlock` (feature `rwlock`, default) | `zk-recipes-rwlock` | read-write lock, Curator's `InterProcessReadWriteLock`, with a safe downgrade |
 //! | `leader` (feature `leader`, default) | `zk-recipes-leader` | leader latch and leader selector, Curator's `LeaderLatch` / `LeaderSelector` |
+//! | `queue` (feature `queue`, default) | `zk-recipes-queue` | distributed, priority, delay and id queues (at most once, or lock-safe at least once) and the simple queue, Curator's `DistributedQueue` family / `SimpleDistributedQueue` |
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -29,6 +30,8 @@ pub use zk_recipes_leader as leader;
 pub use zk_recipes_lock_internals as lock_internals;
 #[cfg(feature = "mutex")]
 pub use zk_recipes_mutex as mutex;
+#[cfg(feature = "queue")]
+pub use zk_recipes_queue as queue;
 #[cfg(feature = "rwlock")]
 pub use zk_recipes_rwlock as rwlock;
 #[cfg(feature = "semaphore")]

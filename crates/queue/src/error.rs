@@ -1,0 +1,92 @@
+//! The queue error type.
+
+use zk_recipes_framework::Error as FrameworkError;
+
+/// A boxed error from a [`crate::QueueSerializer`] or a consumer's handler.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What can go wrong with a queue.
+///
+/// Errors for bad input ([`QueueError::ItemTooLarge`], [`QueueError::InvalidArgument`],
+/// [`QueueError::Serialize`], an invalid path in [`QueueError::Framework`]) are returned before
+/// anything is sent to the server: nothing is written.
+///
+/// ```
+/// use zk_recipes_queue::QueueError;
+///
+/// let err = QueueError::ItemTooLarge { size: 2_000_000, limit: 1_044_480 };
+/// assert!(!err.is_retryable());
+/// assert!(err.to_string().contains("2000000"));
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// From the framework: invalid path, timeout, closed framework, lost session, connection or
+    /// server errors.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+
+    /// The node to write (the framed item bytes) is larger than the server accepts
+    /// (`jute.maxbuffer`, 1 MiB by default, less room for the request around it). Nothing was
+    /// written.
+    #[error("queue node of {size} bytes is larger than the limit of {limit} bytes")]
+    ItemTooLarge {
+        /// The node's size in bytes.
+        size: usize,
+        /// The limit ([`crate::QueueBuilder::max_node_bytes`]).
+        limit: usize,
+    },
+
+    /// An argument is out of range (an empty batch, an empty id, a due time before 1970, ...).
+    /// Nothing was written.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The serializer refused an item. Nothing was written.
+    #[error("could not serialize a queue item: {0}")]
+    Serialize(String),
+
+    /// An ack, requeue or reject of a lock-safe delivery found our lock node gone: our session was
+    /// lost (or someone deleted the lock node). Nothing was committed; the item is (or will be)
+    /// delivered again, perhaps to another consumer.
+    #[error("the lock on queue item {item} is gone; the item was not acknowledged and will be redelivered")]
+    LockLost {
+        /// The item's node name.
+        item: String,
+    },
+
+    /// An ack, requeue or reject of a lock-safe delivery found the item already deleted while we
+    /// held its lock: someone removed it without taking the lock (a consumer without a lock path,
+    /// an id queue's `remove` without one, or an operator).
+    #[error("queue item {item} was deleted by someone who did not hold its lock")]
+    ItemGone {
+        /// The item's node name.
+        item: String,
+    },
+}
+
+impl QueueError {
+    /// Whether trying again may succeed (the connection was lost, so the outcome is unknown).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, QueueError::Framework(err) if err.is_retryable())
+    }
+
+    /// Whether the caller's deadline passed.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, QueueError::Framework(FrameworkError::Timeout { .. }))
+    }
+
+    /// Whether the framework was closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, QueueError::Framework(FrameworkError::Closed))
+    }
+}
+
+impl From<zk_recipes_framework::zookeeper_client::Error> for QueueError {
+    fn from(err: zk_recipes_framework::zookeeper_client::Error) -> Self {
+        QueueError::Framework(FrameworkError::from(err))
+    }
+}
+
+/// The queue's result type.
+pub type Result<T, E = QueueError> = std::result::Result<T, E>;

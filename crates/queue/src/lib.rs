@@ -1,0 +1,89 @@
+//! # zk-recipes-queue
+//!
+//! Distributed queues on ZooKeeper, wire-compatible with Apache Curator's queue recipes: a Rust
+//! and a Java process share one queue, either side producing or consuming.
+//!
+//! | type | Curator's | node names under the queue path |
+//! |---|---|---|
+//! | [`SimpleQueue`] | `SimpleDistributedQueue` (ZooKeeper's own recipe) | `qn-<seq>`, raw bytes |
+//! | [`DistributedQueue`] | `DistributedQueue` | `queue-<seq>` |
+//! | [`DistributedPriorityQueue`] | `DistributedPriorityQueue` | `queue-<sign><8 hex digits><seq>` |
+//! | [`DistributedDelayQueue`] | `DistributedDelayQueue` | `queue-|<due epoch-ms, hex>|<seq>` |
+//! | [`DistributedIdQueue`] | `DistributedIdQueue` | `queue-|<id>|<seq>` |
+//!
+//! The `queue-` family stores Curator's framing ([`framing`]): big-endian `i32 0x00010001`,
+//! then per item `u8 1, i32 len, bytes`, then `u8 2`; one node may carry several items.
+//! Names are encoded and sorted as Curator does ([`names`]).
+//!
+//! ## Delivery modes
+//! - **At most once** (no lock path, and the simple queue): an item is deleted when a consumer
+//!   takes it, before it is processed. A consumer that dies loses the items it held.
+//! - **At least once** (the `queue-` family with [`QueueBuilder::lock_path`]): a consumer locks an
+//!   item with an EPHEMERAL node `<lock_path>/<item>`, and deletes the item only when it
+//!   acknowledges it ([`Delivery::ack`]: one multi that checks the lock). An item whose consumer
+//!   dies before the ack is delivered again — and only such items are.
+//!
+//! ## Connection loss and session expiry
+//! Calls retry through connection losses per the framework's retry policy. A put interrupted by
+//! a connection loss may be stored twice. A lock-safe consumer that loses its session loses its
+//! locks: its acks fail with [`QueueError::LockLost`] and the items go to other consumers.
+//! [`Delivery::lost`] and [`Consumer::on_connection_state`] report connection changes.
+//!
+//! ```no_run
+//! use zk_recipes_framework::Framework;
+//! use zk_recipes_queue::{DistributedQueue, Utf8Serializer};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let framework = Framework::builder("127.0.0.1:2181").start()?;
+//! let queue = DistributedQueue::builder(&framework, "/app/emails")
+//!     .serializer(Utf8Serializer)
+//!     .lock_path("/app/emails-locks")
+//!     .build()?;
+//! queue.put_batch(&["a@example.com".to_string(), "b@example.com".to_string()]).await?;
+//! queue
+//!     .consumer()
+//!     .run(|address: String| async move {
+//!         println!("sending to {address}");
+//!         Ok::<(), std::io::Error>(())
+//!     })
+//!     .await?;
+//! # Ok(()) }
+//! ```
+
+mod background;
+mod consumer;
+mod error;
+pub mod framing;
+pub mod names;
+mod queue;
+mod simple;
+
+pub use consumer::{Consumer, Delivery, DEFAULT_PREFETCH};
+pub use error::{BoxError, QueueError, Result};
+pub use framing::{BytesSerializer, FnSerializer, QueueSerializer, Utf8Serializer};
+pub use queue::{
+    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, ErrorMode,
+    QueueBuilder, DEFAULT_MAX_NODE_BYTES,
+};
+pub use simple::SimpleQueue;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        assert_send_sync::<SimpleQueue>();
+        assert_send_sync::<DistributedQueue<Vec<u8>>>();
+        assert_send_sync::<DistributedPriorityQueue<String>>();
+        assert_send_sync::<DistributedDelayQueue<String>>();
+        assert_send_sync::<DistributedIdQueue<String>>();
+        assert_send_sync::<Consumer<Vec<u8>>>();
+        assert_send_sync::<Delivery<Vec<u8>>>();
+        assert_send_sync::<QueueBuilder<Vec<u8>>>();
+        assert_send_sync::<QueueError>();
+        assert_send_sync::<ErrorMode>();
+    }
+}

@@ -1,0 +1,202 @@
+//! Lock-safe (at-least-once) consumption against a real server: nothing lost, every ack commits
+//! once, and only the items of a consumer that died before acking are delivered again.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures::stream::{FuturesUnordered, StreamExt};
+use parking_lot::Mutex;
+use zk_recipes_framework::ConnectionState;
+use zk_recipes_queue::{DistributedQueue, QueueError, Utf8Serializer};
+
+const QUEUE: &str = "/lock-safe/queue";
+const LOCKS: &str = "/lock-safe/locks";
+
+fn queue_on(framework: &zk_recipes_framework::Framework) -> DistributedQueue<String> {
+    DistributedQueue::builder(framework, QUEUE)
+        .serializer(Utf8Serializer)
+        .lock_path(LOCKS)
+        .build()
+        .expect("queue")
+}
+
+#[tokio::test]
+async fn a_dead_consumers_item_is_redelivered_on_a_quiet_queue() {
+    let (server, framework) = server_and_framework().await;
+    let queue = queue_on(&framework);
+    within("put", queue.put(&"only".to_string())).await.expect("put");
+
+    let doomed = connect(&server).await;
+    let mut doomed_consumer = queue_on(&doomed).consumer().prefetch(1);
+    let held = within("doomed takes", doomed_consumer.next()).await.expect("open").expect("delivery");
+    assert_eq!(held.items(), ["only"]);
+
+    // A waiting consumer meets the lock, watches it, and gets the item when the holder dies, even
+    // though the queue itself never changes.
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let seen_states = states.clone();
+    let survivor = connect(&server).await;
+    let mut consumer = queue_on(&survivor)
+        .consumer()
+        .prefetch(1)
+        .on_connection_state(move |state| seen_states.lock().push(state));
+    let waiting = tokio::spawn(async move {
+        let delivery = consumer.next().await.expect("open").expect("delivery");
+        (delivery, consumer)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "the item is locked");
+    let killed_at = Instant::now();
+    doomed.close().await; // the server deletes the doomed session's lock node
+    let (delivery, consumer) = within("redelivery", waiting).await.expect("task");
+    assert!(killed_at.elapsed() < Duration::from_secs(5), "redelivered at once, not at a poll");
+    assert_eq!(delivery.items(), ["only"]);
+    within("ack", delivery.ack()).await.expect("ack");
+    // The dead consumer's ack is refused: its lock is gone, nothing committed twice.
+    assert!(matches!(within("late ack", held.ack()).await, Err(QueueError::LockLost { .. })));
+    drop((consumer, doomed_consumer));
+    assert!(states.lock().iter().all(|state| *state != ConnectionState::Lost));
+    assert!(within("empty", queue.is_empty()).await.expect("len"));
+    no_children_left(&framework, LOCKS).await;
+}
+
+#[tokio::test]
+async fn four_producers_four_consumers_nothing_lost_and_only_the_dead_consumers_items_redelivered() {
+    let (server, framework) = server_and_framework().await;
+    let started = Instant::now();
+    let producers = 4;
+    let per_producer = 2500;
+    let total = producers * per_producer;
+    let queue = queue_on(&framework);
+    // Some items first, so the doomed consumer has something to hold.
+    let first: Vec<String> = (0..100).map(|index| format!("p0-{index:04}")).collect();
+    within("first put", queue.put_batch(&first)).await.expect("put");
+
+    // The doomed consumer takes a few items and never acknowledges them.
+    let doomed = connect(&server).await;
+    let mut doomed_consumer = queue_on(&doomed).consumer().prefetch(4);
+    let mut doomed_held = Vec::new();
+    for _ in 0..4 {
+        let delivery = within("doomed takes", doomed_consumer.next()).await.expect("open").expect("delivery");
+        doomed_held.push(delivery);
+    }
+    let killed: BTreeSet<String> =
+        doomed_held.iter().flat_map(|delivery| delivery.items().to_vec()).collect();
+
+    let received: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let acked: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let lock_lost = Arc::new(AtomicUsize::new(0));
+    let mut consumers = Vec::new();
+    let mut consumer_frameworks = Vec::new();
+    for _ in 0..4 {
+        let consumer_framework = connect(&server).await;
+        let mut consumer = queue_on(&consumer_framework).consumer().prefetch(16);
+        consumer_frameworks.push(consumer_framework);
+        let (received, acked, lock_lost) = (received.clone(), acked.clone(), lock_lost.clone());
+        consumers.push(tokio::spawn(async move {
+            let mut acks = FuturesUnordered::new();
+            loop {
+                tokio::select! {
+                    Some(()) = acks.next(), if !acks.is_empty() => {}
+                    next = consumer.next(), if acks.len() < 16 => {
+                        let Some(delivery) = next else { break };
+                        let delivery = match delivery {
+                            Ok(delivery) => delivery,
+                            Err(err) if err.is_closed() => break,
+                            Err(err) => panic!("consumer: {err}"),
+                        };
+                        let items = delivery.items().to_vec();
+                        for item in &items {
+                            *received.lock().entry(item.clone()).or_default() += 1;
+                        }
+                        let (acked, lock_lost) = (acked.clone(), lock_lost.clone());
+                        acks.push(async move {
+                            match delivery.ack().await {
+                                Ok(()) => {
+                                    for item in items {
+                                        *acked.lock().entry(item).or_default() += 1;
+                                    }
+                                }
+                                Err(QueueError::LockLost { .. }) => {
+                                    lock_lost.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Err(err) => panic!("ack: {err}"),
+                            }
+                        });
+                    }
+                }
+            }
+            while acks.next().await.is_some() {}
+        }));
+    }
+
+    let mut producer_tasks = Vec::new();
+    for producer in 0..producers {
+        let producer_framework = connect(&server).await;
+        producer_tasks.push(tokio::spawn(async move {
+            let queue = queue_on(&producer_framework);
+            let start = if producer == 0 { 100 } else { 0 };
+            let items: Vec<String> =
+                (start..per_producer).map(|index| format!("p{producer}-{index:04}")).collect();
+            for (index, chunk) in items.chunks(50).enumerate() {
+                if index % 4 == 3 {
+                    // Some single puts among the batches.
+                    for item in chunk {
+                        queue.put(item).await.expect("put");
+                    }
+                } else {
+                    queue.put_batch(chunk).await.expect("put_batch");
+                }
+            }
+            producer_framework.close().await;
+        }));
+    }
+
+    // Kill the doomed consumer while the others are busy.
+    eventually("the others are busy", || async { acked.lock().len() >= 200 }).await;
+    doomed.close().await;
+    drop(doomed_consumer);
+
+    for task in producer_tasks {
+        within_for(Duration::from_secs(60), "producer", task).await.expect("producer");
+    }
+    within_for(Duration::from_secs(60), "every item acknowledged", async {
+        while acked.lock().len() < total {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    // The doomed consumer's acks fail: its locks are gone, and the items went to the others.
+    for delivery in doomed_held {
+        assert!(matches!(delivery.ack().await, Err(QueueError::LockLost { .. })));
+    }
+    for consumer_framework in &consumer_frameworks {
+        consumer_framework.close().await;
+    }
+    for task in consumers {
+        within("consumer", task).await.expect("consumer");
+    }
+
+    let received = received.lock().clone();
+    let acked = acked.lock().clone();
+    assert_eq!(acked.len(), total, "nothing lost");
+    assert!(acked.values().all(|count| *count == 1), "every ack commits exactly once");
+    assert_eq!(lock_lost.load(Ordering::Relaxed), 0, "live consumers never lose a lock");
+    let redelivered: BTreeSet<String> =
+        killed.iter().filter(|item| received.get(*item).copied().unwrap_or(0) == 1).cloned().collect();
+    assert_eq!(redelivered, killed, "every item the dead consumer held went to another consumer");
+    assert!(!killed.is_empty(), "at least one redelivery");
+    let duplicates: Vec<&String> =
+        received.iter().filter(|(_, count)| **count > 1).map(|(item, _)| item).collect();
+    assert!(duplicates.is_empty(), "only the dead consumer's items are delivered twice: {duplicates:?}");
+    // (The doomed consumer's receipts are not in `received`: each killed item was received once
+    // more by a live consumer, and no other item was received twice.)
+    assert!(within("empty", queue.is_empty()).await.expect("len"));
+    no_children_left(&framework, LOCKS).await;
+    eprintln!("{total} items, 4 producers, 4 consumers (+1 killed): {:?}", started.elapsed());
+}
