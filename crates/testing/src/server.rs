@@ -408,8 +408,9 @@ impl TestingServer {
         watches_of(self.address()).await
     }
 
-    /// The total number of watches (paths summed over sessions and watch kinds, from `wchc`):
-    /// a test can show that a recipe left no watch behind.
+    /// The total number of data and exists watches (paths summed over sessions, from `wchc`): a
+    /// test can show that a recipe left no such watch behind. ZooKeeper's `wchc` does not list
+    /// child watches; to show those are gone (or not polled), use `mntr` packet counts.
     ///
     /// # Cancel safety
     /// Cancel safe.
