@@ -36,6 +36,47 @@
  *                                    a second acquirer waits, holding the internal lock
  *                                    (<base>/semaphore/locks) with its lease node created
  *       NODE semaphore-mutex <path>  InterProcessSemaphoreMutex at <base>/semaphore-mutex
+ *   hold <read|write> <connect> <path> [data|-]
+ *       InterProcessReadWriteLock at <path> (its read or write half): SESSION, then (once acquired,
+ *       so a queued writer prints nothing yet) NODE <path>, HELD <epoch-micros>; waits for
+ *       "release", then RELEASED <epoch-micros>
+ *   contend-rw <connect> <path> <iterations> <hold-ms> <marker-dir> <write-percent> <locking:on|off>
+ *           [clients]
+ *       `clients` CuratorFrameworks (one session, one thread and one InterProcessReadWriteLock
+ *       each) run `iterations` acquisitions each, each a write with probability write-percent %
+ *       (java.util.Random seeded 1000 + client index), else a read; never a downgrade. Inside:
+ *       a writer creates the EPHEMERAL marker <marker-dir>/writer (NodeExists: a violation) and
+ *       must find no other marker; a reader creates an EPHEMERAL_SEQUENTIAL <marker-dir>/reader-
+ *       and must find no writer marker; both look again after the hold, then delete their marker
+ *       (at most one violation per acquisition). READY once connected, then waits for "go".
+ *       Finally T <client> <acquired-epoch-micros> <released-epoch-micros> <R|W> per acquisition,
+ *       DONE acquisitions=N violations=M reads=R writes=W max-readers=X
+ *   golden-rw <connect> <base> <data>
+ *       SESSION, then one node of each kind (HELD after the last); waits for "release", RELEASED:
+ *       NODE write <path>            write lock of InterProcessReadWriteLock(<base>/write, <data>)
+ *       NODE read <path>             read lock of InterProcessReadWriteLock(<base>/read, <data>)
+ *       NODE read-default <path>     read lock at <base>/read-default, default data
+ *       NODE downgrade-write <path>  write lock at <base>/downgrade, then its read lock taken by the
+ *       NODE downgrade-read <path>   same thread (Curator 5.4's downgrade: a new sequential node),
+ *                                    then the write lock released
+ *   latch <connect> <path> <id> [marker-path|-]
+ *       LeaderLatch (CloseMode.NOTIFY_LEADER) with a listener (on its own thread) printing
+ *       LEADER <epoch-micros> / NOT-LEADER <epoch-micros>; SESSION, then STARTED. With a marker
+ *       path, as leader it creates that EPHEMERAL node with data <id> (MARKED <micros>; if it
+ *       exists: VIOLATION <data of the existing marker>), and deletes it when leadership ends
+ *       or before closing (UNMARKED <micros>). Stdin: "participants" prints
+ *       PARTICIPANT <id> <isLeader> lines then PARTICIPANTS-END; "node" prints NODE <our path>;
+ *       "close" deletes the marker, closes the latch, prints CLOSED <epoch-micros> and exits 0;
+ *       "rejoin" does the same but then joins again with a new LeaderLatch (STARTED).
+ *   selector <connect> <path> <id> <hold-ms> [rounds] [marker-path|-]
+ *       LeaderSelector (setId(id), autoRequeue). SESSION, READY, waits for "go", starts.
+ *       takeLeadership: LEADING <id> <epoch-micros>, the marker protocol as for `latch` (VIOLATION
+ *       <data>), sleeps hold-ms, deletes the marker, DONE-LEADING <id> <epoch-micros>. After
+ *       `rounds` leaderships (default 10) the last one waits until the selector is closed, then
+ *       FINISHED leaderships=N violations=M once its node is gone.
+ *   participants <connect> <path> [latch|selector]
+ *       Curator's view (LeaderLatch or LeaderSelector getParticipants, default latch):
+ *       PARTICIPANT <id> <isLeader> lines, then PARTICIPANTS-END
  *   bench-cycles <connect> <path> <cycles>
  *       one client, one InterProcessMutex: 100 warm-up cycles, then <cycles> timed acquire+release
  *       cycles: RESULT ops=<cycles/s> p50_us=<..> p99_us=<..>
@@ -55,8 +96,10 @@ import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -65,10 +108,18 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
+import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
@@ -158,6 +209,16 @@ public final class CuratorDriver {
                 return contend(args);
             case "golden":
                 return golden(args);
+            case "contend-rw":
+                return contendReadWrite(args);
+            case "golden-rw":
+                return goldenReadWrite(args);
+            case "latch":
+                return latch(args);
+            case "selector":
+                return selector(args);
+            case "participants":
+                return participants(args);
             case "bench-cycles":
                 return benchCycles(args);
             case "bench-contended":
@@ -188,7 +249,7 @@ public final class CuratorDriver {
         out("HELD " + epochMicros());
         awaitLine("release");
         holder.release();
-        out("RELEASED");
+        out("RELEASED " + epochMicros());
         client.close();
         return 0;
     }
@@ -347,6 +408,393 @@ public final class CuratorDriver {
     }
 
     // ---------------------------------------------------------------------------------------
+    // Read-write lock commands
+
+    private static int contendReadWrite(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        int iterations = Integer.parseInt(arg(args, 2, "iterations"));
+        long holdMs = Long.parseLong(arg(args, 3, "hold-ms"));
+        String markerDir = arg(args, 4, "marker-dir");
+        int writePercent = Integer.parseInt(arg(args, 5, "write-percent"));
+        String lockingArg = arg(args, 6, "locking");
+        if (!lockingArg.equals("on") && !lockingArg.equals("off")) {
+            throw new IllegalArgumentException("locking must be on or off, not " + lockingArg);
+        }
+        boolean locking = lockingArg.equals("on");
+        int clients = args.size() > 7 ? Integer.parseInt(args.get(7)) : 1;
+
+        List<ReadWriteContender> contenders = new ArrayList<>();
+        for (int index = 0; index < clients; index++) {
+            CuratorFramework client = start(connect);
+            contenders.add(new ReadWriteContender(index, client, new RwWriteLock(client, path, null), locking,
+                    iterations, holdMs, markerDir, writePercent));
+        }
+        out("READY");
+        awaitLine("go");
+        ExecutorService pool = Executors.newFixedThreadPool(clients);
+        List<Future<ReadWriteContender>> running = new ArrayList<>();
+        for (ReadWriteContender contender : contenders) {
+            running.add(pool.submit(contender::call));
+        }
+        long acquisitions = 0;
+        long violations = 0;
+        long reads = 0;
+        long writes = 0;
+        int maxReaders = 0;
+        for (Future<ReadWriteContender> future : running) {
+            ReadWriteContender done = future.get();
+            for (long[] hold : done.holds) {
+                out("T " + done.index + " " + hold[0] + " " + hold[1] + " " + (hold[2] == 1 ? "W" : "R"));
+                if (hold[2] == 1) {
+                    writes++;
+                } else {
+                    reads++;
+                }
+            }
+            acquisitions += done.holds.size();
+            violations += done.violations;
+            maxReaders = Math.max(maxReaders, done.maxReaders);
+        }
+        pool.shutdown();
+        out("DONE acquisitions=" + acquisitions + " violations=" + violations + " reads=" + reads + " writes="
+                + writes + " max-readers=" + maxReaders);
+        for (ReadWriteContender contender : contenders) {
+            contender.client.close();
+        }
+        return 0;
+    }
+
+    /** One read-write contender: the marker protocol of `contend-rw` (see the header). */
+    private static final class ReadWriteContender {
+        final int index;
+        final CuratorFramework client;
+        final RwWriteLock lock;
+        final boolean locking;
+        final int iterations;
+        final long holdMs;
+        final String markerDir;
+        final int writePercent;
+        final Random random;
+        /** {acquired, released, 1 for a write / 0 for a read}. */
+        final List<long[]> holds = new ArrayList<>();
+        long violations;
+        int maxReaders;
+
+        ReadWriteContender(int index, CuratorFramework client, RwWriteLock lock, boolean locking, int iterations,
+                long holdMs, String markerDir, int writePercent) {
+            this.index = index;
+            this.client = client;
+            this.lock = lock;
+            this.locking = locking;
+            this.iterations = iterations;
+            this.holdMs = holdMs;
+            this.markerDir = markerDir;
+            this.writePercent = writePercent;
+            this.random = new Random(1000 + index);
+        }
+
+        ReadWriteContender call() throws Exception {
+            for (int iteration = 0; iteration < iterations; iteration++) {
+                boolean write = random.nextInt(100) < writePercent;
+                InterProcessMutex mutex = write ? lock : lock.readLock;
+                if (locking && !mutex.acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("timed out acquiring the " + (write ? "write" : "read") + " lock");
+                }
+                long acquired = epochMicros();
+                String marker = null;
+                boolean violated = false;
+                if (write) {
+                    try {
+                        marker = client.create().withMode(CreateMode.EPHEMERAL).forPath(markerDir + "/writer");
+                    } catch (KeeperException.NodeExistsException anotherWriter) {
+                        violated = true;
+                    }
+                } else {
+                    marker = client.create().withMode(CreateMode.EPHEMERAL_SEQUENTIAL).forPath(markerDir + "/reader-");
+                }
+                violated |= !alone(write, marker);
+                Thread.sleep(holdMs);
+                violated |= !alone(write, marker);
+                if (marker != null) {
+                    client.delete().forPath(marker);
+                }
+                long released = epochMicros();
+                if (locking) {
+                    mutex.release();
+                }
+                if (violated) {
+                    violations++;
+                }
+                holds.add(new long[] {acquired, released, write ? 1 : 0});
+            }
+            return this;
+        }
+
+        /** A writer finds no marker but its own, a reader no writer marker. */
+        private boolean alone(boolean write, String ourMarker) throws Exception {
+            List<String> markers = client.getChildren().forPath(markerDir);
+            int readers = 0;
+            boolean ok = true;
+            for (String name : markers) {
+                boolean ours = ourMarker != null && ourMarker.endsWith("/" + name);
+                if (name.startsWith("reader-")) {
+                    readers++;
+                }
+                if (write ? !ours : name.equals("writer")) {
+                    ok = false;
+                }
+            }
+            maxReaders = Math.max(maxReaders, readers);
+            return ok;
+        }
+    }
+
+    private static int goldenReadWrite(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String base = arg(args, 1, "base");
+        byte[] data = arg(args, 2, "data").getBytes(StandardCharsets.UTF_8);
+        CuratorFramework client = start(connect);
+        out("SESSION " + describeSession(client));
+
+        RwWriteLock write = new RwWriteLock(client, base + "/write", data);
+        write.acquire();
+        out("NODE write " + write.heldPath());
+        RwWriteLock read = new RwWriteLock(client, base + "/read", data);
+        read.readLock.acquire();
+        out("NODE read " + read.readLock.heldPath());
+        RwWriteLock readDefault = new RwWriteLock(client, base + "/read-default", null);
+        readDefault.readLock.acquire();
+        out("NODE read-default " + readDefault.readLock.heldPath());
+        RwWriteLock downgrade = new RwWriteLock(client, base + "/downgrade", data);
+        downgrade.acquire();
+        out("NODE downgrade-write " + downgrade.heldPath());
+        downgrade.readLock.acquire();
+        out("NODE downgrade-read " + downgrade.readLock.heldPath());
+        downgrade.release();
+        out("HELD " + epochMicros());
+
+        awaitLine("release");
+        write.release();
+        read.readLock.release();
+        readDefault.readLock.release();
+        downgrade.readLock.release();
+        out("RELEASED");
+        client.close();
+        return 0;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Leader election commands
+
+    /** The marker protocol of `latch` and `selector`: one EPHEMERAL node, held by the leader. */
+    private static final class LeaderMarker {
+        final CuratorFramework client;
+        final String path;
+        final byte[] id;
+        boolean held;
+        long violations;
+
+        LeaderMarker(CuratorFramework client, String path, String id) {
+            this.client = client;
+            this.path = path;
+            this.id = id.getBytes(StandardCharsets.UTF_8);
+        }
+
+        void mark() throws Exception {
+            if (path == null || held) {
+                return;
+            }
+            try {
+                client.create().withMode(CreateMode.EPHEMERAL).forPath(path, id);
+                held = true;
+                out("MARKED " + epochMicros());
+            } catch (KeeperException.NodeExistsException anotherLeader) {
+                violations++;
+                String holder;
+                try {
+                    holder = new String(client.getData().forPath(path), StandardCharsets.UTF_8);
+                } catch (KeeperException.NoNodeException gone) {
+                    holder = "(gone)";
+                }
+                out("VIOLATION " + holder);
+            }
+        }
+
+        void unmark() throws Exception {
+            if (path == null || !held) {
+                return;
+            }
+            held = false;
+            try {
+                client.delete().forPath(path);
+            } catch (KeeperException.NoNodeException gone) {
+                log("our marker " + path + " was already gone");
+            }
+            out("UNMARKED " + epochMicros());
+        }
+    }
+
+    private static int latch(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        String id = arg(args, 2, "id");
+        String markerPath = args.size() > 3 && !args.get(3).equals("-") ? args.get(3) : null;
+        CuratorFramework client = start(connect);
+        out("SESSION " + describeSession(client));
+        LeaderMarker marker = new LeaderMarker(client, markerPath, id);
+        // The listener and the marker run on one thread, in order; the ZooKeeper event thread only
+        // hands over.
+        ExecutorService events = Executors.newSingleThreadExecutor();
+        LeaderLatch latch = startLatch(client, path, id, marker, events);
+        while (true) {
+            String line = INPUT.take();
+            switch (line) {
+                case "participants":
+                    printParticipants(latch.getParticipants());
+                    break;
+                case "node":
+                    out("NODE " + latch.getOurPath());
+                    break;
+                case "close":
+                case "rejoin":
+                    LeaderLatch closing = latch;
+                    events.submit(() -> {
+                        marker.unmark();
+                        closing.close();
+                        return null;
+                    }).get(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+                    // The listener's NOT-LEADER (queued by close) comes first.
+                    events.submit(() -> null).get(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+                    out("CLOSED " + epochMicros());
+                    if (line.equals("rejoin")) {
+                        latch = startLatch(client, path, id, marker, events);
+                        break;
+                    }
+                    events.shutdown();
+                    client.close();
+                    return 0;
+                default:
+                    log("ignoring stdin line '" + line + "'");
+            }
+        }
+    }
+
+    /** Starts a LeaderLatch whose listener prints and runs the marker protocol on `events`. */
+    private static LeaderLatch startLatch(CuratorFramework client, String path, String id, LeaderMarker marker,
+            ExecutorService events) throws Exception {
+        LeaderLatch latch = new LeaderLatch(client, path, id, LeaderLatch.CloseMode.NOTIFY_LEADER);
+        latch.addListener(new LeaderLatchListener() {
+            public void isLeader() {
+                out("LEADER " + epochMicros());
+                try {
+                    if (latch.hasLeadership()) {
+                        marker.mark();
+                    }
+                } catch (Exception error) {
+                    log("marking: " + error);
+                }
+            }
+
+            public void notLeader() {
+                // Too late to be safe, but the marker must not outlive a leadership either.
+                out("NOT-LEADER " + epochMicros());
+                try {
+                    marker.unmark();
+                } catch (Exception error) {
+                    log("unmarking: " + error);
+                }
+            }
+        }, events);
+        latch.start();
+        out("STARTED");
+        return latch;
+    }
+
+    private static int selector(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        String id = arg(args, 2, "id");
+        long holdMs = Long.parseLong(arg(args, 3, "hold-ms"));
+        int rounds = args.size() > 4 ? Integer.parseInt(args.get(4)) : 10;
+        String markerPath = args.size() > 5 && !args.get(5).equals("-") ? args.get(5) : null;
+        CuratorFramework client = start(connect);
+        out("SESSION " + describeSession(client));
+        LeaderMarker marker = new LeaderMarker(client, markerPath, id);
+        AtomicInteger leaderships = new AtomicInteger();
+        CountDownLatch lastRound = new CountDownLatch(1);
+        LeaderSelector selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+            public void takeLeadership(CuratorFramework leaderClient) throws Exception {
+                int round = leaderships.incrementAndGet();
+                out("LEADING " + id + " " + epochMicros());
+                try {
+                    marker.mark();
+                    Thread.sleep(holdMs);
+                } finally {
+                    marker.unmark();
+                    out("DONE-LEADING " + id + " " + epochMicros());
+                }
+                if (round >= rounds) {
+                    // Hold on (the election waits) until main closes the selector, which
+                    // interrupts us: no further round is queued.
+                    lastRound.countDown();
+                    Thread.sleep(Long.MAX_VALUE);
+                }
+            }
+        });
+        selector.setId(id);
+        selector.autoRequeue();
+        out("READY");
+        awaitLine("go");
+        selector.start();
+        if (!lastRound.await(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("only " + leaderships.get() + " of " + rounds + " leaderships");
+        }
+        selector.close();
+        long deadline = System.currentTimeMillis() + ACQUIRE_TIMEOUT_MS;
+        while (!ownedChildren(client, path).isEmpty()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("the selector's node outlived close");
+            }
+            Thread.sleep(5);
+        }
+        out("FINISHED leaderships=" + leaderships.get() + " violations=" + marker.violations);
+        client.close();
+        return 0;
+    }
+
+    private static int participants(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        String kind = args.size() > 2 ? args.get(2) : "latch";
+        CuratorFramework client = start(connect);
+        switch (kind) {
+            case "latch":
+                printParticipants(new LeaderLatch(client, path).getParticipants());
+                break;
+            case "selector":
+                LeaderSelector selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                    public void takeLeadership(CuratorFramework unused) {}
+                });
+                printParticipants(selector.getParticipants());
+                break;
+            default:
+                throw new IllegalArgumentException("unknown election kind " + kind);
+        }
+        client.close();
+        return 0;
+    }
+
+    private static void printParticipants(Collection<Participant> participants) {
+        synchronized (System.out) {
+            for (Participant participant : participants) {
+                out("PARTICIPANT " + participant.getId() + " " + participant.isLeader());
+            }
+            out("PARTICIPANTS-END");
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
     // The critical-section protocol shared with the Rust side
 
     private static final class Contender {
@@ -438,6 +886,10 @@ public final class CuratorDriver {
                 return mutexHolder(new PathMutex(client, path, data), path);
             case "semaphore":
                 return semaphoreHolder(client, path, data, maxLeases);
+            case "read":
+                return readWriteHolder(new RwWriteLock(client, path, data).readLock, path);
+            case "write":
+                return readWriteHolder(new RwWriteLock(client, path, data), path);
             case "semaphore-mutex":
                 if (data != null) {
                     throw new IllegalArgumentException("InterProcessSemaphoreMutex takes no node data");
@@ -510,6 +962,67 @@ public final class CuratorDriver {
                 mutex.release();
             }
         };
+    }
+
+    private static Holder readWriteHolder(RwHalf lock, String path) {
+        return new Holder() {
+            public void acquire() throws Exception {
+                if (!lock.mutex().acquire(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("timed out acquiring the read-write lock " + path);
+                }
+            }
+
+            public List<String> nodes() {
+                return Collections.singletonList(lock.heldPath());
+            }
+
+            public void release() throws Exception {
+                lock.mutex().release();
+            }
+        };
+    }
+
+    /** A half of an InterProcessReadWriteLock that tells its node path. */
+    private interface RwHalf {
+        InterProcessMutex mutex();
+
+        /** The node this thread holds (null if it holds none). */
+        String heldPath();
+    }
+
+    /**
+     * The write half of InterProcessReadWriteLock(client, path, data), with its read half
+     * ({@link #readLock}): the same classes and node names as Curator's, their node paths exposed.
+     */
+    private static final class RwWriteLock extends InterProcessReadWriteLock.WriteLock implements RwHalf {
+        final RwReadLock readLock;
+
+        RwWriteLock(CuratorFramework client, String path, byte[] data) {
+            super(client, path, data);
+            this.readLock = new RwReadLock(client, path, data, this);
+        }
+
+        public InterProcessMutex mutex() {
+            return this;
+        }
+
+        public String heldPath() {
+            return getLockPath();
+        }
+    }
+
+    private static final class RwReadLock extends InterProcessReadWriteLock.ReadLock implements RwHalf {
+        RwReadLock(CuratorFramework client, String path, byte[] data, RwWriteLock writeLock) {
+            super(client, path, data, writeLock);
+        }
+
+        public InterProcessMutex mutex() {
+            return this;
+        }
+
+        public String heldPath() {
+            return getLockPath();
+        }
     }
 
     /** InterProcessMutex with explicit node data (null: Curator's default) and its node path. */
