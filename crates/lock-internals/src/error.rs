@@ -24,6 +24,14 @@ pub enum LockError {
         /// The node's path.
         path: String,
     },
+    /// One write of a guarded write failed (our lock node was still there); nothing was written.
+    #[error("guarded write number {index} failed: {source}")]
+    GuardedWriteFailed {
+        /// Which write (0 is the first of the caller's).
+        index: usize,
+        /// What the server said.
+        source: zk_recipes_framework::zookeeper_client::Error,
+    },
     /// A waiter's revocable node was asked to give up its place (see [`crate::revoke`]); the node
     /// was deleted and the lock is not held.
     #[error("our waiting lock node {path} was revoked")]

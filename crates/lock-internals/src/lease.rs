@@ -2,10 +2,45 @@
 
 use std::fmt;
 
-use zk_recipes_framework::zookeeper_client::{self, EventType};
-use zk_recipes_framework::{ConnectionState, ConnectionUpdate, Deadline, Framework, OwnedNode};
+use zk_recipes_framework::zookeeper_client::{
+    self, CheckWriteError, CreateMode, EventType, MultiWriteResult,
+};
+use zk_recipes_framework::{
+    ConnectionState, ConnectionUpdate, Deadline, Error as FrameworkError, Framework, OwnedNode,
+};
 
-use crate::error::Result;
+use crate::error::{LockError, Result};
+
+/// One write of a [`HeldLease::write_guarded`] call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GuardedOp {
+    /// Create `path` with `data` in `mode` (with the framework's default ACL).
+    Create {
+        /// The node's path.
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+        /// Its mode.
+        mode: CreateMode,
+    },
+    /// Set `path`'s data, if its version is `version` (any version when `None`).
+    SetData {
+        /// The node's path.
+        path: String,
+        /// The new data.
+        data: Vec<u8>,
+        /// The expected version.
+        version: Option<i32>,
+    },
+    /// Delete `path`, if its version is `version` (any version when `None`).
+    Delete {
+        /// The node's path.
+        path: String,
+        /// The expected version.
+        version: Option<i32>,
+    },
+}
 
 /// Why a held lock can no longer be trusted ([`HeldLease::lost`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +101,68 @@ impl HeldLease {
     /// As [`OwnedNode::delete`].
     pub async fn release(self, deadline: Deadline) -> Result<()> {
         Ok(self.node.delete(deadline).await?)
+    }
+
+    /// Commits `ops` atomically and only if our lock node still exists: one multi that checks our
+    /// node and then runs the writes, on the session that owns the node. A holder whose lock was
+    /// lost (session expired, node deleted) cannot write this way, however late it notices.
+    ///
+    /// Not retried: after a connection loss the outcome is unknown, and only the caller knows
+    /// whether its writes may be repeated (the error says [`LockError::is_retryable`]).
+    ///
+    /// # Errors
+    /// [`LockError::NodeLost`] if our node is gone (nothing was written);
+    /// [`LockError::GuardedWriteFailed`] if one of the writes failed (nothing was written);
+    /// framework errors (connection loss, timeout, closed).
+    ///
+    /// # Cancel safety
+    /// If dropped after the multi was sent, it may or may not have been committed.
+    ///
+    /// ```no_run
+    /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
+    /// use zk_recipes_framework::Deadline;
+    /// use zk_recipes_lock_internals::GuardedOp;
+    ///
+    /// let ops = [GuardedOp::SetData { path: "/app/config".into(), data: b"v2".to_vec(), version: None }];
+    /// held.write_guarded(&ops, Deadline::after(std::time::Duration::from_secs(5))).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn write_guarded(
+        &self,
+        ops: &[GuardedOp],
+        deadline: Deadline,
+    ) -> Result<Vec<MultiWriteResult>> {
+        let lost = || LockError::NodeLost { path: self.node.path().to_owned() };
+        let session = self.node.framework().session(deadline).await?;
+        if session.generation() != self.node.generation() {
+            return Err(lost());
+        }
+        let mut writer =
+            session.client().new_check_writer(self.node.path(), None).map_err(FrameworkError::from)?;
+        for op in ops {
+            let added = match op {
+                GuardedOp::Create { path, data, mode } => {
+                    writer.add_create(path, data, &session.create_options(*mode))
+                }
+                GuardedOp::SetData { path, data, version } => writer.add_set_data(path, data, *version),
+                GuardedOp::Delete { path, version } => writer.add_delete(path, *version),
+            };
+            added.map_err(FrameworkError::from)?;
+        }
+        let committed = deadline.run(async { Ok(writer.commit().await) }).await?;
+        let mut results = match committed {
+            Ok(results) => results,
+            Err(CheckWriteError::CheckFailed { .. }) => return Err(lost()),
+            Err(CheckWriteError::OperationFailed { index, source }) => {
+                return Err(LockError::GuardedWriteFailed { index, source })
+            }
+            Err(CheckWriteError::RequestFailed { source }) => return Err(FrameworkError::from(source).into()),
+        };
+        // The first result is our check.
+        if !results.is_empty() {
+            results.remove(0);
+        }
+        Ok(results)
     }
 
     /// Resolves with `Ok` when someone asks us to give the lock up ([`crate::revoke`], or a Curator

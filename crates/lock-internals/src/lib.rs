@@ -26,7 +26,7 @@ pub use driver::{
 };
 pub use error::{LockError, Result};
 pub use internals::{revoke, LockInternals, Wait, REVOKE_MESSAGE};
-pub use lease::{HeldLease, LostReason};
+pub use lease::{GuardedOp, HeldLease, LostReason};
 /// The boxed-future type the lock traits use, re-exported so implementors need no `futures`
 /// dependency of their own.
 pub mod futures_compat {

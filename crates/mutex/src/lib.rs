@@ -42,7 +42,7 @@ use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
     DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait,
 };
-pub use zk_recipes_lock_internals::{LockError, LostReason, Result};
+pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
 
 /// The lock name Curator's mutex gives its nodes.
 pub const LOCK_NAME: &str = "lock-";
@@ -206,6 +206,22 @@ impl MutexGuard {
     /// Cancel safe.
     pub async fn revocation_requested(&self) -> Result<()> {
         self.held.revocation_requested().await
+    }
+
+    /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
+    /// our node). See [`HeldLease::write_guarded`].
+    ///
+    /// # Errors
+    /// As [`HeldLease::write_guarded`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the multi was sent, it may or may not have been committed.
+    pub async fn write_guarded(
+        &self,
+        ops: &[GuardedOp],
+        deadline: Deadline,
+    ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
+        self.held.write_guarded(ops, deadline).await
     }
 
     /// Resolves when the lock can no longer be trusted. See [`HeldLease::lost`].

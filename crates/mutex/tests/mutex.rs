@@ -298,3 +298,35 @@ async fn a_revoked_holder_is_told_and_a_revoked_waiter_gives_up_its_place() {
     assert!(children(&framework, "/revoke/lock").await.is_empty());
     within("close", framework.close()).await;
 }
+
+#[tokio::test]
+async fn guarded_writes_commit_only_while_our_lock_node_exists() {
+    use zk_recipes_mutex::GuardedOp;
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    let options = session.create_options(CreateMode::Persistent);
+    within("create", session.client().create("/guarded-data", b"v0", &options)).await.expect("data node");
+
+    let mutex = Mutex::new(&framework, "/guarded/lock").expect("mutex");
+    let guard = within("lock", mutex.lock()).await.expect("lock");
+    let write =
+        |value: &str| GuardedOp::SetData { path: "/guarded-data".into(), data: value.into(), version: None };
+    within("guarded write", guard.write_guarded(&[write("v1")], Deadline::after(STEP)))
+        .await
+        .expect("committed while we hold the lock");
+    let failing = [write("v1b"), GuardedOp::Delete { path: "/no/such/node".into(), version: None }];
+    let result = within("failing write", guard.write_guarded(&failing, Deadline::after(STEP))).await;
+    assert!(matches!(result, Err(LockError::GuardedWriteFailed { index: 1, .. })), "{result:?}");
+
+    // Our lock node goes (an operator, or our session's expiry): a late write must not land.
+    within("delete lock node", session.client().delete(guard.node_path(), None)).await.expect("delete");
+    let result = within("stale write", guard.write_guarded(&[write("v2")], Deadline::after(STEP))).await;
+    assert!(matches!(result, Err(LockError::NodeLost { .. })), "{result:?}");
+    let (data, _) = within("get", session.client().get_data("/guarded-data")).await.expect("data");
+    assert_eq!(data, b"v1", "neither the failed nor the stale write changed anything");
+    drop(session);
+    drop(guard);
+    within("close", framework.close()).await;
+}

@@ -49,7 +49,7 @@ use tracing::debug;
 use zk_recipes_framework::{local_address, path, Deadline, Framework};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{DistributedGuard, DistributedLock, HeldLease, LockInternals, Wait};
-pub use zk_recipes_lock_internals::{LockError, LostReason, Result};
+pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
 
 pub use driver::{ReadDriver, WriteDriver, READ_LOCK_NAME, WRITE_LOCK_NAME};
 
@@ -272,6 +272,22 @@ impl RwLockReadGuard {
         self.hold.fencing_token
     }
 
+    /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
+    /// our node). See [`HeldLease::write_guarded`].
+    ///
+    /// # Errors
+    /// As [`HeldLease::write_guarded`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the multi was sent, it may or may not have been committed.
+    pub async fn write_guarded(
+        &self,
+        ops: &[GuardedOp],
+        deadline: Deadline,
+    ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
+        self.hold.held.write_guarded(ops, deadline).await
+    }
+
     /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].
     ///
     /// # Cancel safety
@@ -348,6 +364,22 @@ impl RwLockWriteGuard {
     /// The write node's `czxid`: strictly increasing from one writer to the next.
     pub fn fencing_token(&self) -> i64 {
         self.held.fencing_token()
+    }
+
+    /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
+    /// our node). See [`HeldLease::write_guarded`].
+    ///
+    /// # Errors
+    /// As [`HeldLease::write_guarded`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the multi was sent, it may or may not have been committed.
+    pub async fn write_guarded(
+        &self,
+        ops: &[GuardedOp],
+        deadline: Deadline,
+    ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
+        self.held.write_guarded(ops, deadline).await
     }
 
     /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].

@@ -43,7 +43,7 @@ use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
     DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait,
 };
-pub use zk_recipes_lock_internals::{LockError, LostReason};
+pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason};
 
 /// The internal mutex's directory under the semaphore's path.
 pub const LOCKS_DIR: &str = "locks";
@@ -349,6 +349,22 @@ impl Lease {
     /// The lease node's full path.
     pub fn node_path(&self) -> &str {
         self.held.path()
+    }
+
+    /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
+    /// our node). See [`HeldLease::write_guarded`].
+    ///
+    /// # Errors
+    /// As [`HeldLease::write_guarded`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the multi was sent, it may or may not have been committed.
+    pub async fn write_guarded(
+        &self,
+        ops: &[GuardedOp],
+        deadline: Deadline,
+    ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
+        Ok(self.held.write_guarded(ops, deadline).await?)
     }
 
     /// Resolves when the lease can no longer be trusted. See [`HeldLease::lost`].
