@@ -105,11 +105,17 @@ async fn compare(
         "{label}: name after the protected prefix ({} vs {})",
         rust.path, java.path
     );
-    assert_eq!(
-        rust.sequence, java.sequence,
-        "{label}: sequence under a fresh parent ({} vs {})",
-        rust.path, java.path
-    );
+    // The sequence is the parent's child version, which restarts at 0 when a container parent is
+    // reaped and re-created: the semaphore's internal lock directory empties between the holder's
+    // and the waiter's acquire, and the server may reap it in between (every 500 ms here), on
+    // either side. Equal sequences are required only where no such gap exists.
+    if !label.contains("internal lock") {
+        assert_eq!(
+            rust.sequence, java.sequence,
+            "{label}: sequence under a fresh parent ({} vs {})",
+            rust.path, java.path
+        );
+    }
     assert_eq!(
         java.ephemeral_owner, java_session,
         "{label}: Curator's node is EPHEMERAL, owned by its session"
