@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 started=$(date +%s)
 bash scripts/install-deps.sh
 command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 1; }
-cargo test --workspace --all-targets "$@"
+cargo test --workspace --all-targets --no-fail-fast "$@"
 cargo test --workspace --doc "$@"
 echo "test suite wall time: $(( $(date +%s) - started )) s"
