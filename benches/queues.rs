@@ -1,9 +1,17 @@
-//! Items per second through a distributed queue on a real ZooKeeper server, in both delivery
-//! modes: 4 producers and 4 consumers, each with its own session.
+//! Items per second through a distributed queue on a real ZooKeeper server, ours and Curator 5.4's
+//! `DistributedQueue` (through the Java driver in `tests/java`) in the same run: 4 producers and
+//! 4 consumers, each with its own session, in both delivery modes.
 //!
 //! `cargo bench -p zk-recipes --bench queues` (release build). Under `cargo test` it makes a
 //! smoke run of 200 items and one round. Environment:
-//! `QUEUE_BENCH_ITEMS` (default 10000), `QUEUE_BENCH_ROUNDS` (default 3); medians are printed.
+//! `QUEUE_BENCH_ITEMS` (default 10000), `QUEUE_BENCH_ROUNDS` (default 3); medians are printed,
+//! with ours / Curator ratios. Each round runs ours and Curator's scenarios, alternating which
+//! goes first.
+//!
+//! Curator's side: `queue-produce` (4 clients in one JVM, one `put` per item, foreground —
+//! `putInBackground(false)` — or Curator's default background puts, then `flushPuts`) and
+//! `queue-consume` (4 clients in one JVM, each its own `DistributedQueue` and consumer; with
+//! `lockPath` for lock-safe), timed inside the JVM from after the clients connected.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -11,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use zk_recipes::framework::Framework;
 use zk_recipes::queue::{DistributedQueue, Utf8Serializer};
-use zk_recipes_testing::TestingServer;
+use zk_recipes_testing::{CuratorProcess, TestingServer};
 
 const WORKERS: usize = 4;
 
@@ -95,10 +103,64 @@ async fn consume(server: &TestingServer, path: &str, items: usize, lock_safe: bo
     elapsed
 }
 
+/// Runs a Curator driver command and returns the `ops=` of its `RESULT` line (items/s).
+async fn curator(args: &[String]) -> f64 {
+    let mut process = CuratorProcess::spawn(args).expect("the Curator driver starts");
+    let line = process.expect_line("RESULT", Duration::from_secs(600)).await.expect("a Curator result");
+    let status = process.wait(Duration::from_secs(60)).await.expect("the Curator driver exits");
+    assert!(status.success(), "the Curator driver failed: {status}\n{}", process.log_tail(30));
+    line.split_whitespace()
+        .find_map(|field| field.strip_prefix("ops="))
+        .and_then(|ops| ops.parse().ok())
+        .unwrap_or_else(|| panic!("no ops= in {line:?}"))
+}
+
+/// Curator's producers: `background` is Curator's default (`putInBackground(true)` + `flushPuts`).
+async fn curator_produce(connect: &str, path: &str, items: usize, background: bool) -> f64 {
+    let mode = if background { "background" } else { "foreground" };
+    curator(&[
+        "queue-produce".into(),
+        connect.into(),
+        path.into(),
+        items.to_string(),
+        WORKERS.to_string(),
+        "item-".into(),
+        mode.into(),
+    ])
+    .await
+}
+
+async fn curator_consume(connect: &str, path: &str, items: usize, lock_safe: bool) -> f64 {
+    let lock_path = if lock_safe { format!("{path}-locks") } else { "-".into() };
+    curator(&[
+        "queue-consume".into(),
+        connect.into(),
+        "queue".into(),
+        path.into(),
+        lock_path,
+        items.to_string(),
+        WORKERS.to_string(),
+        "quiet".into(),
+    ])
+    .await
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
+
+/// Scenario indexes into the results table.
+const OURS_PUT: usize = 0;
+const OURS_PUT_BATCH: usize = 1;
+const OURS_TAKE: usize = 2;
+const OURS_TAKE_LOCKED: usize = 3;
+const OURS_END_TO_END: usize = 4;
+const OURS_END_TO_END_LOCKED: usize = 5;
+const CURATOR_PUT: usize = 6;
+const CURATOR_PUT_BACKGROUND: usize = 7;
+const CURATOR_TAKE: usize = 8;
+const CURATOR_TAKE_LOCKED: usize = 9;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
@@ -108,36 +170,71 @@ fn main() {
         let items = if smoke { 200 } else { env_usize("QUEUE_BENCH_ITEMS", 10_000) };
         let rounds = if smoke { 1 } else { env_usize("QUEUE_BENCH_ROUNDS", 3) };
         let server = TestingServer::start().await.expect("server");
+        let connect = server.connect_string();
         let mut results: Vec<(&str, Vec<f64>)> = vec![
-            ("put (one put per item)", Vec::new()),
-            ("put_batch (100 per multi)", Vec::new()),
-            ("take, at most once (no lock path)", Vec::new()),
-            ("take, lock-safe (lock path, ack multi)", Vec::new()),
-            ("end to end, at most once (put + take at once)", Vec::new()),
-            ("end to end, lock-safe (put + take at once)", Vec::new()),
+            ("ours: put (one put per item)", Vec::new()),
+            ("ours: put_batch (100 per multi)", Vec::new()),
+            ("ours: take, at most once (no lock path)", Vec::new()),
+            ("ours: take, lock-safe (lock path, ack multi)", Vec::new()),
+            ("ours: end to end, at most once (put + take)", Vec::new()),
+            ("ours: end to end, lock-safe (put + take)", Vec::new()),
+            ("Curator: put (one put per item, foreground)", Vec::new()),
+            ("Curator: put (default: in background + flush)", Vec::new()),
+            ("Curator: take, at most once (no lockPath)", Vec::new()),
+            ("Curator: take, lock-safe (lockPath)", Vec::new()),
         ];
         let rate = |elapsed: Duration| items as f64 / elapsed.as_secs_f64();
         for round in 0..rounds {
-            for (mode, lock_safe) in [("plain", false), ("locked", true)] {
-                let path = format!("/bench/{mode}-{round}");
-                let batch = if lock_safe { 100 } else { 1 };
-                let put = produce(&server, &path, items, batch).await;
-                results[if lock_safe { 1 } else { 0 }].1.push(rate(put));
-                let take = consume(&server, &path, items, lock_safe).await;
-                results[if lock_safe { 3 } else { 2 }].1.push(rate(take));
-                // Producers (one put per item) and consumers at the same time.
-                let path = format!("/bench/{mode}-mixed-{round}");
-                let started = Instant::now();
-                let (_, _) = tokio::join!(
-                    produce(&server, &path, items, 1),
-                    consume(&server, &path, items, lock_safe)
-                );
-                results[if lock_safe { 5 } else { 4 }].1.push(rate(started.elapsed()));
+            eprintln!("round {} of {rounds}", round + 1);
+            let curator_first = round % 2 == 1;
+            for curator_turn in [curator_first, !curator_first] {
+                if curator_turn {
+                    // Foreground puts feed the at-most-once take, background puts the lock-safe one.
+                    let plain = format!("/bench/curator-plain-{round}");
+                    let locked = format!("/bench/curator-locked-{round}");
+                    results[CURATOR_PUT].1.push(curator_produce(&connect, &plain, items, false).await);
+                    results[CURATOR_TAKE].1.push(curator_consume(&connect, &plain, items, false).await);
+                    results[CURATOR_PUT_BACKGROUND].1.push(curator_produce(&connect, &locked, items, true).await);
+                    results[CURATOR_TAKE_LOCKED].1.push(curator_consume(&connect, &locked, items, true).await);
+                    continue;
+                }
+                for (mode, lock_safe) in [("plain", false), ("locked", true)] {
+                    let path = format!("/bench/{mode}-{round}");
+                    let batch = if lock_safe { 100 } else { 1 };
+                    let put = produce(&server, &path, items, batch).await;
+                    results[if lock_safe { OURS_PUT_BATCH } else { OURS_PUT }].1.push(rate(put));
+                    let take = consume(&server, &path, items, lock_safe).await;
+                    results[if lock_safe { OURS_TAKE_LOCKED } else { OURS_TAKE }].1.push(rate(take));
+                    // Producers (one put per item) and consumers at the same time.
+                    let path = format!("/bench/{mode}-mixed-{round}");
+                    let started = Instant::now();
+                    let (_, _) = tokio::join!(
+                        produce(&server, &path, items, 1),
+                        consume(&server, &path, items, lock_safe)
+                    );
+                    results[if lock_safe { OURS_END_TO_END_LOCKED } else { OURS_END_TO_END }]
+                        .1
+                        .push(rate(started.elapsed()));
+                }
             }
         }
-        println!("{items} items, {WORKERS} producers / {WORKERS} consumers, medians of {rounds} rounds:");
-        for (what, rates) in results {
-            println!("  {what:<46} {:>8.0} items/s   (rounds: {rates:.0?})", median(rates.clone()));
+        println!(
+            "{items} items, {WORKERS} producers / {WORKERS} consumers (one session each), medians of {rounds} \
+             interleaved rounds:"
+        );
+        let medians: Vec<f64> = results.iter().map(|(_, rates)| median(rates.clone())).collect();
+        for ((what, rates), median) in results.iter().zip(&medians) {
+            println!("  {what:<48} {median:>8.0} items/s   (rounds: {rates:.0?})");
         }
+        let ratio = |ours: usize, theirs: usize| medians[ours] / medians[theirs];
+        println!("ratios, ours / Curator (same run):");
+        println!("  put, one per item, both awaited:            {:.2}x", ratio(OURS_PUT, CURATOR_PUT));
+        println!("  put, one per item vs Curator's default:     {:.2}x", ratio(OURS_PUT, CURATOR_PUT_BACKGROUND));
+        println!("  put_batch vs Curator's default put:         {:.2}x", ratio(OURS_PUT_BATCH, CURATOR_PUT_BACKGROUND));
+        println!("  take, at most once:                         {:.2}x (target >= 3x)", ratio(OURS_TAKE, CURATOR_TAKE));
+        println!(
+            "  take, lock-safe:                            {:.2}x (target >= 3x)",
+            ratio(OURS_TAKE_LOCKED, CURATOR_TAKE_LOCKED)
+        );
     });
 }

@@ -86,6 +86,51 @@
  *   bench-distinct <connect> <base> <locks> <cycles-each>
  *       one client, <locks> threads, each cycling its own InterProcessMutex at <base>/lock-<i>:
  *       RESULT ops=<cycles/s>
+ *   bench-rw <connect> <path> <sessions> <millis> <write-percent>
+ *       <sessions> clients, one thread and one InterProcessReadWriteLock each, looping acquire +
+ *       release for <millis>, each a write with probability write-percent % (java.util.Random
+ *       seeded 1000 + client index), else a read: RESULT ops=<acquisitions/s> reads=R writes=W
+ *   bench-latch <connect> <path> <hand-overs>
+ *       two clients, each a LeaderLatch (ids a and b, CloseMode.SILENT, listener called on the
+ *       event thread). Once one leads, <hand-overs> times: close the leader's latch (t0), wait for
+ *       the other's isLeader callback (t1), start a new latch for the closed side and wait until
+ *       its node exists. RESULT count=N p50_us=<t1-t0> p90_us=<..> max_us=<..>
+ *
+ * Queue commands (QueueBuilder with putInBackground(false) unless said otherwise; items are UTF-8
+ * strings; <kind> is queue|priority|delay|id|simple, for DistributedQueue,
+ * DistributedPriorityQueue, DistributedDelayQueue, DistributedIdQueue, SimpleDistributedQueue):
+ *   queue-golden <connect> <base>
+ *       SESSION, then (producer-only queues, in this order):
+ *         <base>/queue (lockPath <base>/queue-locks): put "one", putMulti "two","three"
+ *         <base>/priority: put "p5"@5, "m3"@-3, "max"@Integer.MAX_VALUE, "min"@Integer.MIN_VALUE,
+ *                          "zero"@0
+ *         <base>/delay: put "d1" due 0x18F00000000, "d2" due 1 (epoch ms, both past)
+ *         <base>/id: put "i1" id "job-1", "i2" id "a/b|c"
+ *         <base>/simple: offer "s1", offer bytes {0, 1, 2, 0xff}
+ *       PUT-DONE; then a consumer of <base>/locked (lockPath <base>/locked-locks) takes the item
+ *       "held" (put first) and, inside consumeMessage, prints NODE lock <lock node path>, then
+ *       HELD <epoch-micros>; waits for "release", returns, waits until Curator deleted the item
+ *       and the lock node, RELEASED
+ *   queue-put <connect> <kind> <path> <lock-path|-> <item[@arg]>...
+ *       one put per argument: arg is the priority (priority), the delay in ms from now (delay;
+ *       default 0), the id (id). Items joined by ',' go in one node (putMulti; not simple).
+ *       PUT <items> [due=<epoch-ms>] per node, then DONE puts=N
+ *   queue-produce <connect> <path> <items> <producers> <prefix> [foreground|background]
+ *       DistributedQueue producers, one client each (connected before timing): producer i puts
+ *       <prefix><n> for n = i, i + producers, ... < items, one put per item, in order
+ *       (background: Curator's default putInBackground(true), then flushPuts).
+ *       RESULT ops=<items/s> elapsed_ms=<..>
+ *   queue-consume <connect> <kind> <path> <lock-path|-> <expected> <consumers> <print|quiet>
+ *           [linger-ms]
+ *       <consumers> clients, each its own queue and QueueConsumer (simple: a thread polling);
+ *       STARTED once all run. ITEM <consumer> <epoch-ms> <item> per item (print). Once
+ *       <expected> items were consumed: RESULT ops=<items/s> elapsed_ms=<..> (timed from just
+ *       before the queues start, after the clients connected); with <expected> 0, no
+ *       RESULT: it consumes until "stop" on stdin. Then waits until no queue-/qn- item and no
+ *       lock node is left, lingers linger-ms (default 0) for extra deliveries, closes the
+ *       queues: DONE items=<all consumed>
+ *   queue-remove-id <connect> <path> <lock-path|-> <id>
+ *       DistributedIdQueue.remove(id): REMOVED <count>
  */
 package zkrecipes.interop;
 
@@ -98,6 +143,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.BlockingQueue;
@@ -124,6 +170,16 @@ import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
+import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
+import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
+import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.MultiItem;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -225,6 +281,20 @@ public final class CuratorDriver {
                 return benchContended(args);
             case "bench-distinct":
                 return benchDistinct(args);
+            case "bench-rw":
+                return benchReadWrite(args);
+            case "bench-latch":
+                return benchLatch(args);
+            case "queue-golden":
+                return queueGolden(args);
+            case "queue-put":
+                return queuePut(args);
+            case "queue-produce":
+                return queueProduce(args);
+            case "queue-consume":
+                return queueConsume(args);
+            case "queue-remove-id":
+                return queueRemoveId(args);
             default:
                 throw new IllegalArgumentException("unknown command " + command);
         }
@@ -1141,6 +1211,525 @@ public final class CuratorDriver {
         double seconds = (System.nanoTime() - started) / 1e9;
         pool.shutdown();
         out(String.format("RESULT ops=%.1f", (double) locks * cycles / seconds));
+        client.close();
+        return 0;
+    }
+
+    private static int benchReadWrite(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        int sessions = Integer.parseInt(arg(args, 2, "sessions"));
+        long millis = Long.parseLong(arg(args, 3, "millis"));
+        int writePercent = Integer.parseInt(arg(args, 4, "write-percent"));
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            clients.add(start(connect));
+        }
+        AtomicLong reads = new AtomicLong();
+        AtomicLong writes = new AtomicLong();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        ExecutorService pool = Executors.newFixedThreadPool(sessions);
+        List<Future<?>> running = new ArrayList<>();
+        long started = System.nanoTime();
+        for (int index = 0; index < sessions; index++) {
+            InterProcessReadWriteLock lock = new InterProcessReadWriteLock(clients.get(index), path);
+            Random random = new Random(1000 + index);
+            running.add(pool.submit(() -> {
+                while (!stop.get()) {
+                    boolean write = random.nextInt(100) < writePercent;
+                    InterProcessMutex mutex = write ? lock.writeLock() : lock.readLock();
+                    mutex.acquire();
+                    mutex.release();
+                    (write ? writes : reads).incrementAndGet();
+                }
+                return null;
+            }));
+        }
+        Thread.sleep(millis);
+        stop.set(true);
+        for (Future<?> future : running) {
+            future.get();
+        }
+        double seconds = (System.nanoTime() - started) / 1e9;
+        pool.shutdown();
+        out(String.format("RESULT ops=%.1f reads=%d writes=%d", (reads.get() + writes.get()) / seconds, reads.get(),
+                writes.get()));
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+        return 0;
+    }
+
+    private static int benchLatch(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        int handOvers = Integer.parseInt(arg(args, 2, "hand-overs"));
+        CuratorFramework[] clients = {start(connect), start(connect)};
+        String[] ids = {"a", "b"};
+        // When each side last became leader (System.nanoTime, taken in its callback), 0 before.
+        AtomicLong[] ledAt = {new AtomicLong(), new AtomicLong()};
+        LeaderLatch[] latches = new LeaderLatch[2];
+        for (int side = 0; side < 2; side++) {
+            latches[side] = benchLatchJoin(clients[side], path, ids[side], ledAt, side);
+        }
+        long[] nanos = new long[handOvers];
+        long deadline = System.currentTimeMillis() + ACQUIRE_TIMEOUT_MS;
+        for (int round = 0; round < handOvers; round++) {
+            int leader = -1;
+            while (leader < 0) {
+                for (int side = 0; side < 2; side++) {
+                    if (latches[side].hasLeadership() && ledAt[side].get() != 0) {
+                        leader = side;
+                    }
+                }
+                if (leader < 0) {
+                    checkDeadline(deadline, "a leader");
+                    Thread.sleep(0, 200_000);
+                }
+            }
+            int other = 1 - leader;
+            ledAt[other].set(0);
+            long closing = System.nanoTime();
+            latches[leader].close();
+            long led;
+            synchronized (ledAt) {
+                while ((led = ledAt[other].get()) == 0) {
+                    checkDeadline(deadline, "the hand-over");
+                    ledAt.wait(10);
+                }
+            }
+            nanos[round] = led - closing;
+            ledAt[leader].set(0);
+            latches[leader] = benchLatchJoin(clients[leader], path, ids[leader], ledAt, leader);
+            while (latches[leader].getOurPath() == null) {
+                checkDeadline(deadline, "the rejoined latch's node");
+                Thread.sleep(0, 200_000);
+            }
+        }
+        for (LeaderLatch latch : latches) {
+            latch.close();
+        }
+        Arrays.sort(nanos);
+        out(String.format("RESULT count=%d p50_us=%.1f p90_us=%.1f max_us=%.1f", handOvers,
+                nanos[(int) Math.round((handOvers - 1) * 0.5)] / 1e3,
+                nanos[(int) Math.round((handOvers - 1) * 0.9)] / 1e3, nanos[handOvers - 1] / 1e3));
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+        return 0;
+    }
+
+    /** A started latch whose isLeader callback stores the time in ledAt[side] and wakes ledAt's waiters. */
+    private static LeaderLatch benchLatchJoin(CuratorFramework client, String path, String id, AtomicLong[] ledAt,
+            int side) throws Exception {
+        LeaderLatch latch = new LeaderLatch(client, path, id);
+        latch.addListener(new LeaderLatchListener() {
+            public void isLeader() {
+                long now = System.nanoTime();
+                synchronized (ledAt) {
+                    ledAt[side].set(now);
+                    ledAt.notifyAll();
+                }
+            }
+
+            public void notLeader() {}
+        });
+        latch.start();
+        return latch;
+    }
+
+    private static void checkDeadline(long deadlineMillis, String what) {
+        if (System.currentTimeMillis() > deadlineMillis) {
+            throw new IllegalStateException("timed out waiting for " + what);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Queue commands (tests/interop_queue.rs, benches/queues.rs)
+
+    /** Items are UTF-8 strings (our Utf8Serializer). */
+    private static final QueueSerializer<String> UTF8 = new QueueSerializer<String>() {
+        public byte[] serialize(String item) {
+            return item.getBytes(StandardCharsets.UTF_8);
+        }
+
+        public String deserialize(byte[] bytes) {
+            return new String(bytes, StandardCharsets.UTF_8);
+        }
+    };
+
+    private static MultiItem<String> multi(String... items) {
+        Iterator<String> iterator = Arrays.asList(items).iterator();
+        return () -> iterator.hasNext() ? iterator.next() : null;
+    }
+
+    private static QueueBuilder<String> queueBuilder(CuratorFramework client, QueueConsumer<String> consumer,
+            String path, String lockPath) {
+        QueueBuilder<String> builder = QueueBuilder.builder(client, consumer, UTF8, path).putInBackground(false);
+        return lockPath == null ? builder : builder.lockPath(lockPath);
+    }
+
+    private static String optionalPath(List<String> args, int index, String name) {
+        String value = arg(args, index, name);
+        return value.equals("-") ? null : value;
+    }
+
+    /** One queue of any kind, started, behind one interface. */
+    private static final class AnyQueue implements java.io.Closeable {
+        final String kind;
+        final java.io.Closeable queue;
+
+        AnyQueue(String kind, CuratorFramework client, QueueConsumer<String> consumer, String path, String lockPath)
+                throws Exception {
+            this.kind = kind;
+            QueueBuilder<String> builder = queueBuilder(client, consumer, path, lockPath);
+            switch (kind) {
+                case "queue":
+                    DistributedQueue<String> plain = builder.buildQueue();
+                    plain.start();
+                    queue = plain;
+                    break;
+                case "priority":
+                    DistributedPriorityQueue<String> priority = builder.buildPriorityQueue(0);
+                    priority.start();
+                    queue = priority;
+                    break;
+                case "delay":
+                    DistributedDelayQueue<String> delay = builder.buildDelayQueue();
+                    delay.start();
+                    queue = delay;
+                    break;
+                case "id":
+                    DistributedIdQueue<String> id = builder.buildIdQueue();
+                    id.start();
+                    queue = id;
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown queue kind " + kind);
+            }
+        }
+
+        /** Puts one node; returns its due time for a delay queue, else 0. */
+        @SuppressWarnings("unchecked")
+        long put(String[] items, String arg) throws Exception {
+            switch (kind) {
+                case "queue":
+                    if (items.length == 1) {
+                        ((DistributedQueue<String>) queue).put(items[0]);
+                    } else {
+                        ((DistributedQueue<String>) queue).putMulti(multi(items));
+                    }
+                    return 0;
+                case "priority":
+                    int priority = Integer.parseInt(arg == null ? "0" : arg);
+                    if (items.length == 1) {
+                        ((DistributedPriorityQueue<String>) queue).put(items[0], priority);
+                    } else {
+                        ((DistributedPriorityQueue<String>) queue).putMulti(multi(items), priority);
+                    }
+                    return 0;
+                case "delay":
+                    long due = System.currentTimeMillis() + Long.parseLong(arg == null ? "0" : arg);
+                    if (items.length == 1) {
+                        ((DistributedDelayQueue<String>) queue).put(items[0], due);
+                    } else {
+                        ((DistributedDelayQueue<String>) queue).putMulti(multi(items), due);
+                    }
+                    return due;
+                case "id":
+                    if (items.length != 1 || arg == null) {
+                        throw new IllegalArgumentException("an id queue puts one item with an id");
+                    }
+                    ((DistributedIdQueue<String>) queue).put(items[0], arg);
+                    return 0;
+                default:
+                    throw new IllegalArgumentException("unknown queue kind " + kind);
+            }
+        }
+
+        public void close() throws IOException {
+            queue.close();
+        }
+    }
+
+    private static int queueGolden(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String base = arg(args, 1, "base");
+        CuratorFramework client = start(connect);
+        out("SESSION " + describeSession(client));
+
+        DistributedQueue<String> plain = queueBuilder(client, null, base + "/queue", base + "/queue-locks").buildQueue();
+        plain.start();
+        plain.put("one");
+        plain.putMulti(multi("two", "three"));
+        plain.close();
+
+        DistributedPriorityQueue<String> priority = queueBuilder(client, null, base + "/priority", null)
+                .buildPriorityQueue(0);
+        priority.start();
+        priority.put("p5", 5);
+        priority.put("m3", -3);
+        priority.put("max", Integer.MAX_VALUE);
+        priority.put("min", Integer.MIN_VALUE);
+        priority.put("zero", 0);
+        priority.close();
+
+        DistributedDelayQueue<String> delay = queueBuilder(client, null, base + "/delay", null).buildDelayQueue();
+        delay.start();
+        delay.put("d1", 0x18F00000000L);
+        delay.put("d2", 1L);
+        delay.close();
+
+        DistributedIdQueue<String> id = queueBuilder(client, null, base + "/id", null).buildIdQueue();
+        id.start();
+        id.put("i1", "job-1");
+        id.put("i2", "a/b|c");
+        id.close();
+
+        SimpleDistributedQueue simple = new SimpleDistributedQueue(client, base + "/simple");
+        simple.offer("s1".getBytes(StandardCharsets.UTF_8));
+        simple.offer(new byte[] {0, 1, 2, (byte) 0xff});
+        out("PUT-DONE");
+
+        String lockedPath = base + "/locked";
+        String lockedLocks = base + "/locked-locks";
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        QueueConsumer<String> holder = new QueueConsumer<String>() {
+            public void consumeMessage(String message) throws Exception {
+                for (String node : ownedChildren(client, lockedLocks)) {
+                    out("NODE lock " + node);
+                }
+                out("CONSUMING " + message);
+                inside.countDown();
+                if (!release.await(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("never released");
+                }
+            }
+
+            public void stateChanged(CuratorFramework unused, ConnectionState state) {}
+        };
+        // The item goes in first (a producer-only queue), so the consumer takes it at once.
+        DistributedQueue<String> lockedProducer = queueBuilder(client, null, lockedPath, lockedLocks).buildQueue();
+        lockedProducer.start();
+        lockedProducer.put("held");
+        lockedProducer.close();
+        DistributedQueue<String> locked = queueBuilder(client, holder, lockedPath, lockedLocks).buildQueue();
+        locked.start();
+        if (!inside.await(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("the consumer never took the item");
+        }
+        out("HELD " + epochMicros());
+        awaitLine("release");
+        release.countDown();
+        awaitDrained(client, lockedPath, lockedLocks, "queue-");
+        locked.close();
+        out("RELEASED");
+        client.close();
+        return 0;
+    }
+
+    /** Waits until `path` has no children starting with `prefix` and `lockPath` (if any) none. */
+    private static void awaitDrained(CuratorFramework client, String path, String lockPath, String prefix)
+            throws Exception {
+        long deadline = System.currentTimeMillis() + ACQUIRE_TIMEOUT_MS;
+        while (true) {
+            boolean drained = true;
+            for (String child : childrenOrEmpty(client, path)) {
+                drained &= !child.startsWith(prefix);
+            }
+            if (lockPath != null) {
+                drained &= childrenOrEmpty(client, lockPath).isEmpty();
+            }
+            if (drained) {
+                return;
+            }
+            checkDeadline(deadline, "the queue " + path + " to drain");
+            Thread.sleep(5);
+        }
+    }
+
+    private static List<String> childrenOrEmpty(CuratorFramework client, String path) throws Exception {
+        try {
+            return client.getChildren().forPath(path);
+        } catch (KeeperException.NoNodeException gone) {
+            return Collections.emptyList();
+        }
+    }
+
+    private static int queuePut(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String kind = arg(args, 1, "kind");
+        String path = arg(args, 2, "path");
+        String lockPath = optionalPath(args, 3, "lock-path");
+        CuratorFramework client = start(connect);
+        SimpleDistributedQueue simple = kind.equals("simple") ? new SimpleDistributedQueue(client, path) : null;
+        AnyQueue queue = simple == null ? new AnyQueue(kind, client, null, path, lockPath) : null;
+        int puts = 0;
+        for (String spec : args.subList(4, args.size())) {
+            int at = spec.indexOf('@');
+            String items = at < 0 ? spec : spec.substring(0, at);
+            String itemArg = at < 0 ? null : spec.substring(at + 1);
+            if (simple != null) {
+                simple.offer(items.getBytes(StandardCharsets.UTF_8));
+                out("PUT " + items);
+            } else {
+                long due = queue.put(items.split(","), itemArg);
+                out("PUT " + items + (kind.equals("delay") ? " due=" + due : ""));
+            }
+            puts++;
+        }
+        if (queue != null) {
+            queue.close();
+        }
+        out("DONE puts=" + puts);
+        client.close();
+        return 0;
+    }
+
+    private static int queueProduce(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        int items = Integer.parseInt(arg(args, 2, "items"));
+        int producers = Integer.parseInt(arg(args, 3, "producers"));
+        String prefix = arg(args, 4, "prefix");
+        boolean background = args.size() > 5 && args.get(5).equals("background");
+        List<DistributedQueue<String>> queues = new ArrayList<>();
+        for (int index = 0; index < producers; index++) {
+            CuratorFramework client = start(connect);
+            DistributedQueue<String> queue = QueueBuilder.builder(client, null, UTF8, path)
+                    .putInBackground(background)
+                    .buildQueue();
+            queue.start();
+            queues.add(queue);
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(producers);
+        List<Future<?>> running = new ArrayList<>();
+        long started = System.nanoTime();
+        for (int index = 0; index < producers; index++) {
+            DistributedQueue<String> queue = queues.get(index);
+            int first = index;
+            running.add(pool.submit(() -> {
+                for (int item = first; item < items; item += producers) {
+                    queue.put(prefix + item);
+                }
+                if (!queue.flushPuts(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("background puts did not finish");
+                }
+                return null;
+            }));
+        }
+        for (Future<?> future : running) {
+            future.get();
+        }
+        double seconds = (System.nanoTime() - started) / 1e9;
+        pool.shutdown();
+        out(String.format("RESULT ops=%.1f elapsed_ms=%.1f", items / seconds, seconds * 1e3));
+        for (DistributedQueue<String> queue : queues) {
+            queue.close();
+        }
+        for (CuratorFramework client : CLIENTS) {
+            client.close();
+        }
+        return 0;
+    }
+
+    private static int queueConsume(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String kind = arg(args, 1, "kind");
+        String path = arg(args, 2, "path");
+        String lockPath = optionalPath(args, 3, "lock-path");
+        int expected = Integer.parseInt(arg(args, 4, "expected"));
+        int consumers = Integer.parseInt(arg(args, 5, "consumers"));
+        boolean print = arg(args, 6, "print|quiet").equals("print");
+        long lingerMs = args.size() > 7 ? Long.parseLong(args.get(7)) : 0;
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int index = 0; index < consumers; index++) {
+            clients.add(start(connect));
+        }
+        AtomicInteger consumed = new AtomicInteger();
+        CountDownLatch enough = new CountDownLatch(1);
+        List<java.io.Closeable> queues = new ArrayList<>();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        List<Thread> pollers = new ArrayList<>();
+        long started = System.nanoTime();
+        for (int index = 0; index < consumers; index++) {
+            int consumer = index;
+            if (kind.equals("simple")) {
+                SimpleDistributedQueue simple = new SimpleDistributedQueue(clients.get(index), path);
+                Thread poller = new Thread(() -> {
+                    try {
+                        while (!stop.get()) {
+                            byte[] bytes = simple.poll(50, TimeUnit.MILLISECONDS);
+                            if (bytes != null) {
+                                consumed(consumer, new String(bytes, StandardCharsets.UTF_8), print, consumed, expected,
+                                        enough);
+                            }
+                        }
+                    } catch (Exception error) {
+                        if (!stop.get()) {
+                            log("simple queue poller: " + error);
+                        }
+                    }
+                }, "poller-" + index);
+                poller.start();
+                pollers.add(poller);
+                continue;
+            }
+            QueueConsumer<String> handler = new QueueConsumer<String>() {
+                public void consumeMessage(String message) {
+                    consumed(consumer, message, print, consumed, expected, enough);
+                }
+
+                public void stateChanged(CuratorFramework unused, ConnectionState state) {}
+            };
+            queues.add(new AnyQueue(kind, clients.get(index), handler, path, lockPath));
+        }
+        out("STARTED");
+        if (expected <= 0) {
+            awaitLine("stop");
+        } else if (!enough.await(ACQUIRE_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("only " + consumed.get() + " of " + expected + " items consumed");
+        } else {
+            double seconds = (System.nanoTime() - started) / 1e9;
+            out(String.format("RESULT ops=%.1f elapsed_ms=%.1f", expected / seconds, seconds * 1e3));
+        }
+        awaitDrained(clients.get(0), path, lockPath, kind.equals("simple") ? "qn-" : "queue-");
+        Thread.sleep(lingerMs);
+        stop.set(true);
+        for (Thread poller : pollers) {
+            poller.join(ACQUIRE_TIMEOUT_MS);
+        }
+        for (java.io.Closeable queue : queues) {
+            queue.close();
+        }
+        out("DONE items=" + consumed.get());
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+        return 0;
+    }
+
+    private static void consumed(int consumer, String item, boolean print, AtomicInteger consumed, int expected,
+            CountDownLatch enough) {
+        if (print) {
+            out("ITEM " + consumer + " " + System.currentTimeMillis() + " " + item);
+        }
+        if (consumed.incrementAndGet() >= expected) {
+            enough.countDown();
+        }
+    }
+
+    private static int queueRemoveId(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        String lockPath = optionalPath(args, 2, "lock-path");
+        String id = arg(args, 3, "id");
+        CuratorFramework client = start(connect);
+        DistributedIdQueue<String> queue = queueBuilder(client, null, path, lockPath).buildIdQueue();
+        queue.start();
+        out("REMOVED " + queue.remove(id));
+        queue.close();
         client.close();
         return 0;
     }

@@ -1,0 +1,379 @@
+//! Leader hand-over times: our `LeaderLatch` against Curator 5.4's on the same ZooKeeper server,
+//! in one run.
+//!
+//! ```sh
+//! cargo bench -p zk-recipes --bench leader                    # 3 interleaved rounds
+//! cargo bench -p zk-recipes --bench leader -- --rounds 5 --hand-overs 100 --session-ms 2000
+//! ```
+//!
+//! Starts a `TestingServer` (tick 200 ms, so an expired session is noticed within 200 ms of its
+//! deadline). Two scenarios, each for us and for Curator, alternating which goes first:
+//! - **graceful**: two participants (one session each) rotate: close the leader's latch, measure
+//!   until the other's leadership callback (ours: the `IsLeader` event on its subscription;
+//!   Curator: `LeaderLatchListener.isLeader`, the driver's `bench-latch`), rejoin the closed side,
+//!   repeat. p50 and p90 over the hand-overs of a round; medians over the rounds.
+//! - **crash**: a Curator latch in its own JVM leads (session timeout `--session-ms`); the
+//!   follower is ours or a Curator latch in another JVM; the leader's JVM is SIGKILLed and we
+//!   measure until the follower leads. The server expires the dead session one session timeout
+//!   after it last heard from it, so this is bounded by the session timeout; the follower adds
+//!   its own reaction time.
+
+use std::time::{Duration, Instant};
+
+use zk_recipes::framework::zookeeper_client::EventType;
+use zk_recipes::framework::{Deadline, Framework};
+use zk_recipes::leader::{CloseMode, LeaderLatch};
+use zk_recipes_testing::{CuratorProcess, TestingServer};
+
+struct Options {
+    rounds: usize,
+    hand_overs: usize,
+    session_ms: u64,
+}
+
+impl Options {
+    fn from_args() -> Self {
+        let args: Vec<String> = std::env::args().collect();
+        if !args.iter().any(|arg| arg == "--bench") {
+            // `cargo test --all-targets` runs this binary without `--bench`: a smoke run.
+            return Options { rounds: 1, hand_overs: 5, session_ms: 1_000 };
+        }
+        let mut options = Options { rounds: 3, hand_overs: 60, session_ms: 2_000 };
+        let mut index = 1;
+        while index < args.len() {
+            let value = args.get(index + 1).and_then(|value| value.parse::<u64>().ok());
+            match (args[index].as_str(), value) {
+                ("--rounds", Some(value)) => options.rounds = value as usize,
+                ("--hand-overs", Some(value)) => options.hand_overs = value as usize,
+                ("--session-ms", Some(value)) => options.session_ms = value,
+                _ => {
+                    index += 1;
+                    continue;
+                }
+            }
+            index += 2;
+        }
+        options
+    }
+}
+
+const STEP: Duration = Duration::from_secs(30);
+
+async fn start_framework(connect: &str) -> Framework {
+    let framework = Framework::builder(connect).start().expect("framework");
+    framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
+    framework
+}
+
+/// A started latch whose leadership events are timestamped (when the subscriber receives
+/// `IsLeader`) into a watch channel.
+fn join(
+    framework: &Framework,
+    path: &str,
+    id: &str,
+) -> (LeaderLatch, tokio::sync::watch::Receiver<Option<Instant>>) {
+    let latch = LeaderLatch::new(framework, path, id).expect("latch");
+    let mut events = latch.subscribe();
+    let (led_at, receiver) = tokio::sync::watch::channel(None);
+    latch.start().expect("start");
+    tokio::spawn(async move {
+        while let Some(event) = events.next().await {
+            if event.is_leader() {
+                led_at.send_replace(Some(Instant::now()));
+            }
+        }
+    });
+    (latch, receiver)
+}
+
+/// Waits until `receiver` holds a time.
+async fn led_at(receiver: &mut tokio::sync::watch::Receiver<Option<Instant>>, what: &str) -> Instant {
+    let led = tokio::time::timeout(STEP, receiver.wait_for(Option::is_some))
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+        .expect("the latch's watcher");
+    led.expect("a time")
+}
+
+/// Our graceful hand-overs: durations from `close` to the other's `IsLeader`.
+async fn ours_graceful(connect_string: &str, path: &str, hand_overs: usize) -> Vec<Duration> {
+    let frameworks = [start_framework(connect_string).await, start_framework(connect_string).await];
+    let ids = ["a", "b"];
+    let mut sides: Vec<_> = (0..2).map(|side| join(&frameworks[side], path, ids[side])).collect();
+    let mut durations = Vec::with_capacity(hand_overs);
+    for _ in 0..hand_overs {
+        let leader = tokio::time::timeout(STEP, async {
+            loop {
+                if let Some(side) =
+                    (0..2).find(|side| sides[*side].0.has_leadership() && sides[*side].1.borrow().is_some())
+                {
+                    return side;
+                }
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+        })
+        .await
+        .expect("a leader");
+        let other = 1 - leader;
+        let closing = Instant::now();
+        sides[leader].0.close(CloseMode::Silent).await.expect("close");
+        let led = led_at(&mut sides[other].1, "the hand-over").await;
+        durations.push(led.saturating_duration_since(closing));
+        sides[leader] = join(&frameworks[leader], path, ids[leader]);
+        tokio::time::timeout(STEP, async {
+            while sides[leader].0.our_node_path().is_none() {
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+        })
+        .await
+        .expect("the rejoined latch's node");
+    }
+    for (latch, _) in &sides {
+        latch.close(CloseMode::Silent).await.expect("close");
+    }
+    for framework in frameworks {
+        framework.close().await;
+    }
+    durations
+}
+
+/// Curator's graceful hand-overs (the driver's `bench-latch`): (p50, p90).
+async fn curator_graceful(connect: &str, path: &str, hand_overs: usize) -> (Duration, Duration) {
+    let args = ["bench-latch".to_owned(), connect.to_owned(), path.to_owned(), hand_overs.to_string()];
+    let mut process = CuratorProcess::spawn(args).expect("the Curator driver starts");
+    let line = process.expect_line("RESULT", Duration::from_secs(600)).await.expect("a Curator result");
+    let field = |name: &str| -> Duration {
+        let micros: f64 = line
+            .split_whitespace()
+            .find_map(|field| field.strip_prefix(name))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {line:?}"));
+        Duration::from_secs_f64(micros / 1e6)
+    };
+    (field("p50_us="), field("p90_us="))
+}
+
+/// A Curator latch in its own JVM that leads, with a short session: (process, its node, negotiated
+/// session timeout).
+async fn curator_leader(connect: &str, path: &str, session_ms: u64) -> (CuratorProcess, String, Duration) {
+    let args = [
+        "--session-timeout-ms".to_owned(),
+        session_ms.to_string(),
+        "latch".into(),
+        connect.into(),
+        path.into(),
+        "leader".into(),
+    ];
+    let mut leader = CuratorProcess::spawn(args).expect("the Curator driver starts");
+    let session = leader.expect_line("SESSION", STEP).await.expect("SESSION");
+    let timeout_ms: u64 = session
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("timeout-ms="))
+        .and_then(|value| value.parse().ok())
+        .expect("timeout-ms=");
+    leader.expect_line("LEADER", STEP).await.expect("the Curator latch leads");
+    let node = curator_node(&mut leader).await;
+    (leader, node, Duration::from_millis(timeout_ms))
+}
+
+/// The node of a `latch` driver (asked until it has one: it is created in the background).
+async fn curator_node(driver: &mut CuratorProcess) -> String {
+    let started = Instant::now();
+    loop {
+        driver.send_line("node").await.expect("node");
+        let node = driver.expect_line("NODE", STEP).await.expect("NODE");
+        if node.starts_with('/') {
+            return node;
+        }
+        assert!(started.elapsed() < STEP, "the Curator latch has no node");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Watches `node` from the observer's session; resolves to the epoch micros at which its deletion
+/// (the server expiring the dead leader's session) was seen.
+async fn observe_deletion(observer: &Framework, node: &str) -> tokio::task::JoinHandle<i64> {
+    let session = observer.session(Deadline::after(STEP)).await.expect("observer session");
+    let (stat, watcher) = session.client().check_and_watch_stat(node).await.expect("exists watch");
+    assert!(stat.is_some(), "{node} exists");
+    tokio::spawn(async move {
+        let event = watcher.changed().await;
+        let seen = epoch_micros();
+        assert_eq!(event.event_type, EventType::NodeDeleted, "the leader's node went: {event:?}");
+        seen
+    })
+}
+
+/// One crash: when the leader was killed, when the server deleted its node, when the follower led
+/// (epoch micros), and the leader's session timeout.
+struct Crash {
+    killed: i64,
+    deleted: i64,
+    led: i64,
+    session_timeout: Duration,
+}
+
+impl Crash {
+    fn kill_to_leader(&self) -> Duration {
+        Duration::from_micros((self.led - self.killed).max(0) as u64)
+    }
+
+    /// The follower's reaction: from the expiry (as an observer saw it) to its leadership.
+    fn expiry_to_leader(&self) -> Duration {
+        Duration::from_micros((self.led - self.deleted).max(0) as u64)
+    }
+}
+
+/// Waits a while before a kill, so the dead leader's last ping falls at different points of its
+/// cycle (a third of the session timeout) across rounds, the same for both followers.
+async fn settle(session_timeout: Duration, round: usize) {
+    let jitter = session_timeout.mul_f64((round * 7 % 10) as f64 / 30.0);
+    tokio::time::sleep(session_timeout / 2 + jitter).await;
+}
+
+/// Kill the Curator leader; our latch follows.
+async fn ours_crash(
+    connect_string: &str,
+    observer: &Framework,
+    path: &str,
+    session_ms: u64,
+    round: usize,
+) -> Crash {
+    let (mut leader, leader_node, session_timeout) = curator_leader(connect_string, path, session_ms).await;
+    let framework = start_framework(connect_string).await;
+    let (latch, mut led) = join(&framework, path, "follower");
+    tokio::time::timeout(STEP, async {
+        while latch.our_node_path().is_none() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("our node");
+    let deleted = observe_deletion(observer, &leader_node).await;
+    settle(session_timeout, round).await;
+    let killed = epoch_micros();
+    let killed_at = Instant::now();
+    leader.kill().expect("SIGKILL");
+    let took = led_at(&mut led, "our latch after the crash").await.saturating_duration_since(killed_at);
+    let deleted =
+        tokio::time::timeout(STEP, deleted).await.expect("the leader's node deleted").expect("observer");
+    latch.close(CloseMode::Silent).await.expect("close");
+    framework.close().await;
+    Crash { killed, deleted, led: killed + took.as_micros() as i64, session_timeout }
+}
+
+/// Kill the Curator leader; a Curator latch follows (in another JVM, printing `LEADER <epoch
+/// micros>`).
+async fn curator_crash(
+    connect: &str,
+    observer: &Framework,
+    path: &str,
+    session_ms: u64,
+    round: usize,
+) -> Crash {
+    let (mut leader, leader_node, session_timeout) = curator_leader(connect, path, session_ms).await;
+    let args = ["latch".to_owned(), connect.to_owned(), path.to_owned(), "follower".into()];
+    let mut follower = CuratorProcess::spawn(args).expect("the Curator driver starts");
+    follower.expect_line("STARTED", STEP).await.expect("STARTED");
+    curator_node(&mut follower).await;
+    let deleted = observe_deletion(observer, &leader_node).await;
+    settle(session_timeout, round).await;
+    let killed = epoch_micros();
+    leader.kill().expect("SIGKILL");
+    let led: i64 = follower.expect_line("LEADER", STEP).await.expect("LEADER").parse().expect("micros");
+    let deleted =
+        tokio::time::timeout(STEP, deleted).await.expect("the leader's node deleted").expect("observer");
+    follower.send_line("close").await.expect("close");
+    follower.expect_line("CLOSED", STEP).await.expect("CLOSED");
+    Crash { killed, deleted, led, session_timeout }
+}
+
+fn epoch_micros() -> i64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock");
+    since.as_micros() as i64
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
+}
+
+fn median(values: &[Duration]) -> Duration {
+    let mut values = values.to_vec();
+    values.sort_unstable();
+    values[values.len() / 2]
+}
+
+fn ms(duration: Duration) -> String {
+    format!("{:.2} ms", duration.as_secs_f64() * 1e3)
+}
+
+#[tokio::main]
+async fn main() {
+    let options = Options::from_args();
+    let server = TestingServer::start().await.expect("a ZooKeeper server (run scripts/install-deps.sh)");
+    let connect = server.connect_string();
+    let (mut ours_p50, mut ours_p90, mut curator_p50, mut curator_p90) = (vec![], vec![], vec![], vec![]);
+    let observer = start_framework(&connect).await;
+    let (mut ours_crashes, mut curator_crashes) = (Vec::new(), Vec::new());
+    for round in 0..options.rounds {
+        eprintln!("round {} of {}", round + 1, options.rounds);
+        let curator_first = round % 2 == 1;
+        for curator_turn in [curator_first, !curator_first] {
+            if curator_turn {
+                let (p50, p90) = curator_graceful(
+                    &connect,
+                    &format!("/bench/curator-graceful-{round}"),
+                    options.hand_overs,
+                )
+                .await;
+                curator_p50.push(p50);
+                curator_p90.push(p90);
+                let path = format!("/bench/curator-crash-{round}");
+                curator_crashes
+                    .push(curator_crash(&connect, &observer, &path, options.session_ms, round).await);
+            } else {
+                let mut durations =
+                    ours_graceful(&connect, &format!("/bench/ours-graceful-{round}"), options.hand_overs)
+                        .await;
+                durations.sort_unstable();
+                ours_p50.push(percentile(&durations, 0.5));
+                ours_p90.push(percentile(&durations, 0.9));
+                let path = format!("/bench/ours-crash-{round}");
+                ours_crashes.push(ours_crash(&connect, &observer, &path, options.session_ms, round).await);
+            }
+        }
+    }
+    observer.close().await;
+
+    println!(
+        "\nleader hand-over, medians of {} interleaved rounds ({} graceful hand-overs per round, 2 participants)",
+        options.rounds, options.hand_overs
+    );
+    let ratio = |ours: Duration, theirs: Duration| ours.as_secs_f64() / theirs.as_secs_f64();
+    let (o50, o90, c50, c90) =
+        (median(&ours_p50), median(&ours_p90), median(&curator_p50), median(&curator_p90));
+    println!("graceful close -> new leader:");
+    println!("  ours     p50 {:>10}   p90 {:>10}   (rounds p50 {:?})", ms(o50), ms(o90), ours_p50);
+    println!("  Curator  p50 {:>10}   p90 {:>10}   (rounds p50 {:?})", ms(c50), ms(c90), curator_p50);
+    println!("  ours / Curator: p50 {:.2}, p90 {:.2} (lower is faster)", ratio(o50, c50), ratio(o90, c90));
+    let session_timeout =
+        median(&ours_crashes.iter().chain(&curator_crashes).map(|c| c.session_timeout).collect::<Vec<_>>());
+    println!(
+        "crash (SIGKILL of a Curator leader's JVM, session timeout {}; the server expires it one timeout after \
+         it last heard from it) -> new leader:",
+        ms(session_timeout)
+    );
+    for (who, crashes) in [("ours as follower", &ours_crashes), ("Curator as follower", &curator_crashes)] {
+        let kill: Vec<Duration> = crashes.iter().map(Crash::kill_to_leader).collect();
+        let reaction: Vec<Duration> = crashes.iter().map(Crash::expiry_to_leader).collect();
+        println!(
+            "  {who:<20} kill -> leader {:>10} = {:.2} x session timeout; expiry seen -> leader {:>9}   \
+             (rounds {:?} / {:?})",
+            ms(median(&kill)),
+            ratio(median(&kill), session_timeout),
+            ms(median(&reaction)),
+            kill,
+            reaction
+        );
+    }
+}

@@ -1,0 +1,224 @@
+//! Read-write lock throughput: ours against Curator 5.4's `InterProcessReadWriteLock` on the same
+//! ZooKeeper server, in one run.
+//!
+//! ```sh
+//! cargo bench -p zk-recipes --bench rwlock                      # 3 interleaved rounds of 3 s
+//! cargo bench -p zk-recipes --bench rwlock -- --rounds 5 --secs 5
+//! ```
+//!
+//! Uses `ZK_CONNECT` if set, else starts a `TestingServer`. 8 clients (one session each, one
+//! task or thread each) loop acquire + release on one path for a fixed time; each acquisition is
+//! a write with probability p (each client's own pseudo-random sequence), else a read. Mixes:
+//! 20 % writes, reads only, writes only. Each round runs every mix for us and for Curator (the
+//! Java driver's `bench-rw`), alternating which goes first; medians over the rounds and ratios
+//! are printed.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zk_recipes::framework::Framework;
+use zk_recipes::rwlock::RwLock;
+use zk_recipes_testing::{CuratorProcess, TestingServer};
+
+/// Clients (sessions) contending on one lock.
+const CLIENTS: usize = 8;
+/// Write percentages: the mixed load, reads only, writes only.
+const MIXES: [u32; 3] = [20, 0, 100];
+
+struct Options {
+    rounds: usize,
+    duration: Duration,
+}
+
+impl Options {
+    fn from_args() -> Self {
+        let args: Vec<String> = std::env::args().collect();
+        if !args.iter().any(|arg| arg == "--bench") {
+            // `cargo test --all-targets` runs this binary without `--bench`: a smoke run.
+            return Options { rounds: 1, duration: Duration::from_millis(300) };
+        }
+        let mut options = Options { rounds: 3, duration: Duration::from_secs(3) };
+        let mut index = 1;
+        while index < args.len() {
+            let value = args.get(index + 1).and_then(|value| value.parse::<u64>().ok());
+            match (args[index].as_str(), value) {
+                ("--rounds", Some(value)) => options.rounds = value as usize,
+                ("--secs", Some(value)) => options.duration = Duration::from_secs(value),
+                _ => {
+                    index += 1;
+                    continue;
+                }
+            }
+            index += 2;
+        }
+        options
+    }
+}
+
+/// One measurement: acquisitions per second, and how many were reads and writes.
+#[derive(Debug, Clone, Copy, Default)]
+struct Measured {
+    ops: f64,
+    reads: u64,
+    writes: u64,
+}
+
+/// A small deterministic generator (xorshift64*), one per client.
+struct Coin(u64);
+
+impl Coin {
+    fn new(seed: u64) -> Self {
+        Coin(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// True with probability `percent` %.
+    fn flip(&mut self, percent: u32) -> bool {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) % 100 < u64::from(percent)
+    }
+}
+
+async fn ours(connect: &str, path: &str, write_percent: u32, duration: Duration) -> Measured {
+    let mut frameworks = Vec::new();
+    for _ in 0..CLIENTS {
+        let framework = Framework::builder(connect).start().expect("framework");
+        framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
+        frameworks.push(framework);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let writes = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = frameworks
+        .iter()
+        .enumerate()
+        .map(|(index, framework)| {
+            let lock = RwLock::new(framework, path).expect("rwlock");
+            let (stop, reads, writes) = (stop.clone(), reads.clone(), writes.clone());
+            tokio::spawn(async move {
+                let mut coin = Coin::new(1000 + index as u64);
+                while !stop.load(Ordering::Relaxed) {
+                    if coin.flip(write_percent) {
+                        lock.write().await.expect("write").release().await.expect("release");
+                        writes.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        lock.read().await.expect("read").release().await.expect("release");
+                        reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in tasks {
+        task.await.expect("contender");
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let (reads, writes) = (reads.load(Ordering::Relaxed), writes.load(Ordering::Relaxed));
+    for framework in frameworks {
+        framework.close().await;
+    }
+    Measured { ops: (reads + writes) as f64 / elapsed, reads, writes }
+}
+
+async fn curator(connect: &str, path: &str, write_percent: u32, duration: Duration) -> Measured {
+    let args = [
+        "bench-rw".to_owned(),
+        connect.to_owned(),
+        path.to_owned(),
+        CLIENTS.to_string(),
+        duration.as_millis().to_string(),
+        write_percent.to_string(),
+    ];
+    let mut process = CuratorProcess::spawn(args).expect("the Curator driver starts");
+    let line = process.expect_line("RESULT", Duration::from_secs(600)).await.expect("a Curator result");
+    let mut measured = Measured::default();
+    for field in line.split_whitespace() {
+        match field.split_once('=') {
+            Some(("ops", value)) => measured.ops = value.parse().expect("ops"),
+            Some(("reads", value)) => measured.reads = value.parse().expect("reads"),
+            Some(("writes", value)) => measured.writes = value.parse().expect("writes"),
+            _ => {}
+        }
+    }
+    measured
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut values = values.to_vec();
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn mix_name(write_percent: u32) -> String {
+    match write_percent {
+        0 => "reads only".to_owned(),
+        100 => "writes only".to_owned(),
+        percent => format!("{percent} % writes"),
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let options = Options::from_args();
+    let (connect, _server) = match std::env::var("ZK_CONNECT") {
+        Ok(connect) if !connect.is_empty() => (connect, None),
+        _ => {
+            let server =
+                TestingServer::start().await.expect("a ZooKeeper server (run scripts/install-deps.sh)");
+            (server.connect_string(), Some(server))
+        }
+    };
+    // [mix][0: ours, 1: Curator] -> one measurement per round.
+    let mut results: Vec<[Vec<Measured>; 2]> = MIXES.iter().map(|_| [Vec::new(), Vec::new()]).collect();
+    for round in 0..options.rounds {
+        eprintln!("round {} of {}", round + 1, options.rounds);
+        let curator_first = round % 2 == 1;
+        for (mix, write_percent) in MIXES.iter().enumerate() {
+            for curator_turn in [curator_first, !curator_first] {
+                if curator_turn {
+                    let path = format!("/bench/rw-curator-{write_percent}-{round}");
+                    results[mix][1].push(curator(&connect, &path, *write_percent, options.duration).await);
+                } else {
+                    let path = format!("/bench/rw-ours-{write_percent}-{round}");
+                    results[mix][0].push(ours(&connect, &path, *write_percent, options.duration).await);
+                }
+            }
+        }
+    }
+
+    println!(
+        "\n{CLIENTS} clients (one session each) on one read-write lock, {:?} per run, medians of {} interleaved \
+         rounds:",
+        options.duration, options.rounds
+    );
+    println!(
+        "{:<14} {:>14} {:>14} {:>8}   {:>22}",
+        "mix", "ours acq/s", "Curator acq/s", "ratio", "reads/writes (ours; Curator)"
+    );
+    for (mix, write_percent) in MIXES.iter().enumerate() {
+        let [ours, theirs] = &results[mix];
+        let ours_ops = median(&ours.iter().map(|m| m.ops).collect::<Vec<_>>());
+        let theirs_ops = median(&theirs.iter().map(|m| m.ops).collect::<Vec<_>>());
+        let totals = |runs: &[Measured]| {
+            runs.iter().fold((0, 0), |(reads, writes), m| (reads + m.reads, writes + m.writes))
+        };
+        let ((our_reads, our_writes), (their_reads, their_writes)) = (totals(ours), totals(theirs));
+        println!(
+            "{:<14} {ours_ops:>14.0} {theirs_ops:>14.0} {:>7.2}x   \
+             {our_reads}/{our_writes}; {their_reads}/{their_writes}",
+            mix_name(*write_percent),
+            ours_ops / theirs_ops,
+        );
+        println!(
+            "{:<14} rounds: ours {:.0?}, Curator {:.0?}",
+            "",
+            ours.iter().map(|m| m.ops).collect::<Vec<_>>(),
+            theirs.iter().map(|m| m.ops).collect::<Vec<_>>()
+        );
+    }
+}
