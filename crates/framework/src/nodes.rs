@@ -163,6 +163,79 @@ impl Framework {
     }
 }
 
+impl Framework {
+    /// As [`retry`](Self::retry), but only on the session of `generation` (the session that owns
+    /// some ephemeral node of ours): once that session is gone the call fails with
+    /// [`Error::SessionLost`] instead of running on the next session, where the node no longer
+    /// exists.
+    ///
+    /// # Cancel safety
+    /// As [`retry`](Self::retry).
+    pub async fn retry_on_session<T, F, Fut>(
+        &self,
+        generation: u64,
+        deadline: Deadline,
+        mut operation: F,
+    ) -> Result<T>
+    where
+        F: FnMut(Session) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        self.retry(deadline, |session| {
+            let attempt = (session.generation() == generation).then(|| operation(session));
+            async move {
+                match attempt {
+                    Some(attempt) => attempt.await,
+                    None => Err(Error::SessionLost),
+                }
+            }
+        })
+        .await
+    }
+
+    /// `path`'s children, listed on the session of `generation`; `None` if `path` does not exist.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] once that session is gone; otherwise as [`retry`](Self::retry).
+    pub async fn children_on_session(
+        &self,
+        generation: u64,
+        path: &str,
+        deadline: Deadline,
+    ) -> Result<Option<Vec<String>>> {
+        self.retry_on_session(generation, deadline, |session| async move {
+            match session.client().list_children(path).await {
+                Ok(children) => Ok(Some(children)),
+                Err(zookeeper_client::Error::NoNode) => Ok(None),
+                Err(err) => Err(err.into()),
+            }
+        })
+        .await
+    }
+
+    /// A data watch on `path` (get-data, not exists: no watch is left on a missing node), set on
+    /// the session of `generation`; `None` if `path` does not exist. The watch fires when the node
+    /// changes or is deleted, or when the session ends.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] once that session is gone; otherwise as [`retry`](Self::retry).
+    pub async fn watch_data_on_session(
+        &self,
+        generation: u64,
+        path: &str,
+        deadline: Deadline,
+    ) -> Result<Option<zookeeper_client::OneshotWatcher>> {
+        self.retry_on_session(generation, deadline, |session| async move {
+            match session.client().get_and_watch_data(path).await {
+                Ok((_, _, watcher)) => Ok(Some(watcher)),
+                Err(zookeeper_client::Error::NoNode) => Ok(None),
+                Err(err) => Err(err.into()),
+            }
+        })
+        .await
+    }
+}
+
 fn validate(path: &str) -> Result<()> {
     path::validate(path).map_err(|reason| Error::invalid_path(path, reason))
 }

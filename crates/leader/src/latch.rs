@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::task::JoinHandle;
 use tracing::{debug, info_span, warn, Instrument};
-use zk_recipes_framework::zookeeper_client::{self, EventType, OneshotWatcher};
+use zk_recipes_framework::zookeeper_client::{EventType, OneshotWatcher};
 use zk_recipes_framework::{
     path, ConnectionEvents, ConnectionState, Deadline, Error as FrameworkError, ErrorPolicy, Framework,
     OwnedNode,
@@ -797,38 +797,13 @@ impl Shared {
     /// The children of the election path, listed on our node's session; `None` if the path is
     /// gone. [`FrameworkError::SessionLost`] if that session is.
     async fn list(&self, node: &OurNode) -> Result<Option<Vec<String>>, FrameworkError> {
-        let dir = self.path.as_str();
-        let generation = node.generation;
-        self.framework
-            .retry(Deadline::never(), |session| async move {
-                if session.generation() != generation {
-                    return Err(FrameworkError::SessionLost);
-                }
-                match session.client().list_children(dir).await {
-                    Ok(children) => Ok(Some(children)),
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    Err(err) => Err(err.into()),
-                }
-            })
-            .await
+        self.framework.children_on_session(node.generation, &self.path, Deadline::never()).await
     }
 
     /// A data watch on `watched` (get-data, so no watch is left on a missing node), on our node's
     /// session; `None` if the node is gone.
     async fn watch(&self, node: &OurNode, watched: &str) -> Result<Option<OneshotWatcher>, FrameworkError> {
-        let generation = node.generation;
-        self.framework
-            .retry(Deadline::never(), |session| async move {
-                if session.generation() != generation {
-                    return Err(FrameworkError::SessionLost);
-                }
-                match session.client().get_and_watch_data(watched).await {
-                    Ok((_, _, watcher)) => Ok(Some(watcher)),
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    Err(err) => Err(err.into()),
-                }
-            })
-            .await
+        self.framework.watch_data_on_session(node.generation, watched, Deadline::never()).await
     }
 }
 

@@ -163,21 +163,7 @@ impl LockInternals {
 
     /// Lists the lock directory on the session that owns `node`.
     async fn list_on_session_of(&self, node: &OwnedNode, deadline: Deadline) -> Result<Vec<String>> {
-        let dir = self.dir.as_str();
-        let generation = node.generation();
-        let listed = self
-            .framework
-            .retry(deadline, |session| async move {
-                if session.generation() != generation {
-                    return Err(FrameworkError::SessionLost);
-                }
-                match session.client().list_children(dir).await {
-                    Ok(children) => Ok(Some(children)),
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    Err(err) => Err(err.into()),
-                }
-            })
-            .await;
+        let listed = self.framework.children_on_session(node.generation(), &self.dir, deadline).await;
         match listed {
             Ok(Some(children)) => Ok(children),
             Ok(None) | Err(FrameworkError::SessionLost) => {
@@ -197,19 +183,7 @@ impl LockInternals {
         deadline: Deadline,
     ) -> Result<Watched> {
         let generation = node.generation();
-        let watcher = self
-            .framework
-            .retry(deadline, |session| async move {
-                if session.generation() != generation {
-                    return Err(FrameworkError::SessionLost);
-                }
-                match session.client().get_and_watch_data(watched_path).await {
-                    Ok((_, _, watcher)) => Ok(Some(watcher)),
-                    Err(zookeeper_client::Error::NoNode) => Ok(None),
-                    Err(err) => Err(err.into()),
-                }
-            })
-            .await;
+        let watcher = self.framework.watch_data_on_session(generation, watched_path, deadline).await;
         let watcher = match watcher {
             Ok(Some(watcher)) => watcher,
             Ok(None) => return Ok(Watched::Deleted),

@@ -270,10 +270,7 @@ impl Semaphore {
         loop {
             let listed = self
                 .framework
-                .retry(deadline, |session| async move {
-                    if session.generation() != generation {
-                        return Err(FrameworkError::SessionLost);
-                    }
+                .retry_on_session(generation, deadline, |session| async move {
                     if watch {
                         let (children, _, watcher) =
                             session.client().get_and_watch_children(leases_dir).await?;
