@@ -152,3 +152,59 @@ pub fn parse_session(line: &str) -> i64 {
     let hex = line.split_whitespace().next().unwrap_or_default();
     u64::from_str_radix(hex, 16).map(|id| id as i64).unwrap_or_else(|_| panic!("session id in {line:?}"))
 }
+
+/// One protected ephemeral-sequential node, taken apart.
+#[derive(Debug)]
+pub struct Protected {
+    pub path: String,
+    /// The name without the protected prefix and the sequence: `lock-`, `lease-`.
+    pub stem: String,
+    /// The ten-character sequence.
+    pub sequence: String,
+    /// The node's data.
+    pub data: Vec<u8>,
+    /// The owning session.
+    pub ephemeral_owner: i64,
+}
+
+/// Takes a protected node's name apart (checking the UUID and the `%010d` sequence) and reads it.
+pub async fn protected(framework: &Framework, node_path: &str) -> Protected {
+    let name = path::name(node_path);
+    let rest = name.strip_prefix("_c_").unwrap_or_else(|| panic!("{node_path}: no protected prefix"));
+    let (uuid, rest) = rest.split_at(36.min(rest.len()));
+    assert!(is_lowercase_v4_uuid(uuid), "{node_path}: {uuid:?} is not a lowercase hyphenated v4 uuid");
+    let rest = rest.strip_prefix('-').unwrap_or_else(|| panic!("{node_path}: no '-' after the uuid"));
+    assert!(rest.len() > 10, "{node_path}: no sequence");
+    let (stem, sequence) = rest.split_at(rest.len() - 10);
+    assert!(
+        sequence.chars().all(|c| c.is_ascii_digit()) || sequence.starts_with('-'),
+        "{node_path}: sequence {sequence:?} is not %010d"
+    );
+    let (data, stat) = read(framework, node_path).await.unwrap_or_else(|| panic!("{node_path} is gone"));
+    Protected {
+        path: node_path.to_owned(),
+        stem: stem.to_owned(),
+        sequence: sequence.to_owned(),
+        data,
+        ephemeral_owner: stat.ephemeral_owner,
+    }
+}
+
+/// The ACL of `node`, printed (`Acl` has no `PartialEq`).
+pub async fn acl(framework: &Framework, node: &str) -> String {
+    let session = session(framework).await;
+    let (acl, _) =
+        within("get acl", session.client().get_acl(node)).await.unwrap_or_else(|err| panic!("{node}: {err}"));
+    format!("{acl:?}")
+}
+
+/// Whether `text` is a lowercase hyphenated version-4 UUID.
+pub fn is_lowercase_v4_uuid(text: &str) -> bool {
+    text.len() == 36
+        && text.char_indices().all(|(index, c)| match index {
+            8 | 13 | 18 | 23 => c == '-',
+            14 => c == '4',
+            19 => matches!(c, '8' | '9' | 'a' | 'b'),
+            _ => matches!(c, '0'..='9' | 'a'..='f'),
+        })
+}

@@ -11,7 +11,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_gone, children, curator, expect_success, parse_session, read, session, within, Env, STEP,
+    acl, assert_gone, children, curator, expect_success, parse_session, protected, read, session, within,
+    Env, STEP,
 };
 use zk_recipes::framework::{local_address, path, Deadline, Framework};
 use zk_recipes::lock_internals::revoke;
@@ -31,57 +32,6 @@ async fn curator_local_address_equals_ours() {
         String::from_utf8_lossy(&local_address()),
         "Curator's default node data (CuratorFrameworkFactory.getLocalAddress()) vs local_address()"
     );
-}
-
-/// One protected ephemeral-sequential node, taken apart.
-#[derive(Debug)]
-struct Protected {
-    path: String,
-    /// The name without the protected prefix and the sequence: `lock-`, `lease-`.
-    stem: String,
-    sequence: String,
-    data: Vec<u8>,
-    ephemeral_owner: i64,
-}
-
-async fn protected(framework: &Framework, node_path: &str) -> Protected {
-    let name = path::name(node_path);
-    let rest = name.strip_prefix("_c_").unwrap_or_else(|| panic!("{node_path}: no protected prefix"));
-    let (uuid, rest) = rest.split_at(36.min(rest.len()));
-    assert!(is_lowercase_v4_uuid(uuid), "{node_path}: {uuid:?} is not a lowercase hyphenated v4 uuid");
-    let rest = rest.strip_prefix('-').unwrap_or_else(|| panic!("{node_path}: no '-' after the uuid"));
-    assert!(rest.len() > 10, "{node_path}: no sequence");
-    let (stem, sequence) = rest.split_at(rest.len() - 10);
-    assert!(
-        sequence.chars().all(|c| c.is_ascii_digit()) || sequence.starts_with('-'),
-        "{node_path}: sequence {sequence:?} is not %010d"
-    );
-    let (data, stat) = read(framework, node_path).await.unwrap_or_else(|| panic!("{node_path} is gone"));
-    Protected {
-        path: node_path.to_owned(),
-        stem: stem.to_owned(),
-        sequence: sequence.to_owned(),
-        data,
-        ephemeral_owner: stat.ephemeral_owner,
-    }
-}
-
-/// The ACL of `node`, printed (`Acl` has no `PartialEq`).
-async fn acl(framework: &Framework, node: &str) -> String {
-    let session = session(framework).await;
-    let (acl, _) =
-        within("get acl", session.client().get_acl(node)).await.unwrap_or_else(|err| panic!("{node}: {err}"));
-    format!("{acl:?}")
-}
-
-fn is_lowercase_v4_uuid(text: &str) -> bool {
-    text.len() == 36
-        && text.char_indices().all(|(index, c)| match index {
-            8 | 13 | 18 | 23 => c == '-',
-            14 => c == '4',
-            19 => matches!(c, '8' | '9' | 'a' | 'b'),
-            _ => matches!(c, '0'..='9' | 'a'..='f'),
-        })
 }
 
 /// Compares a Curator node with ours: same name pattern and sequence, both ephemeral and owned by

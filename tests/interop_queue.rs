@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{
-    assert_gone, children, curator, expect_success, parse_session, read, session, within, Env, STEP,
+    acl, assert_gone, children, curator, expect_success, parse_session, read, session, within, Env, STEP,
 };
 use zk_recipes::framework::{local_address, path, Deadline, Framework};
 use zk_recipes::queue::framing::frame;
@@ -42,14 +42,6 @@ fn builder(framework: &Framework, queue_path: &str, lock_path: Option<&str>) -> 
         Some(lock_path) => builder.lock_path(lock_path),
         None => builder,
     }
-}
-
-/// The ACL of `node`, printed (`Acl` has no `PartialEq`).
-async fn acl(framework: &Framework, node: &str) -> String {
-    let session = session(framework).await;
-    let (acl, _) =
-        within("get acl", session.client().get_acl(node)).await.unwrap_or_else(|err| panic!("{node}: {err}"));
-    format!("{acl:?}")
 }
 
 /// The children of `dir`, sorted.

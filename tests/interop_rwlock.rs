@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_gone, children, curator, epoch_micros, expect_success, parse_session, read, session, within,
-    within_for, Env, STEP,
+    acl, assert_gone, children, curator, epoch_micros, expect_success, parse_session, protected, read,
+    session, within, within_for, Env, STEP,
 };
 use zk_recipes::framework::zookeeper_client::{self, CreateMode};
 use zk_recipes::framework::{local_address, path, Deadline, Framework};
@@ -45,54 +45,6 @@ const QUIET: Duration = Duration::from_millis(300);
 
 // ---------------------------------------------------------------------------------------------
 // Golden nodes
-
-/// One protected ephemeral-sequential node, taken apart.
-#[derive(Debug)]
-struct Protected {
-    path: String,
-    /// `__READ__` or `__WRIT__`.
-    stem: String,
-    sequence: String,
-    data: Vec<u8>,
-    ephemeral_owner: i64,
-}
-
-async fn protected(framework: &Framework, node_path: &str) -> Protected {
-    let name = path::name(node_path);
-    let rest = name.strip_prefix("_c_").unwrap_or_else(|| panic!("{node_path}: no protected prefix"));
-    let (uuid, rest) = rest.split_at(36.min(rest.len()));
-    assert!(is_lowercase_v4_uuid(uuid), "{node_path}: {uuid:?} is not a lowercase hyphenated v4 uuid");
-    let rest = rest.strip_prefix('-').unwrap_or_else(|| panic!("{node_path}: no '-' after the uuid"));
-    assert!(rest.len() > 10, "{node_path}: no sequence");
-    let (stem, sequence) = rest.split_at(rest.len() - 10);
-    assert!(sequence.chars().all(|c| c.is_ascii_digit()), "{node_path}: sequence {sequence:?} is not %010d");
-    let (data, stat) = read(framework, node_path).await.unwrap_or_else(|| panic!("{node_path} is gone"));
-    Protected {
-        path: node_path.to_owned(),
-        stem: stem.to_owned(),
-        sequence: sequence.to_owned(),
-        data,
-        ephemeral_owner: stat.ephemeral_owner,
-    }
-}
-
-fn is_lowercase_v4_uuid(text: &str) -> bool {
-    text.len() == 36
-        && text.char_indices().all(|(index, c)| match index {
-            8 | 13 | 18 | 23 => c == '-',
-            14 => c == '4',
-            19 => matches!(c, '8' | '9' | 'a' | 'b'),
-            _ => matches!(c, '0'..='9' | 'a'..='f'),
-        })
-}
-
-/// The ACL of `node`, printed (`Acl` has no `PartialEq`).
-async fn acl(framework: &Framework, node: &str) -> String {
-    let session = session(framework).await;
-    let (acl, _) =
-        within("get acl", session.client().get_acl(node)).await.unwrap_or_else(|err| panic!("{node}: {err}"));
-    format!("{acl:?}")
-}
 
 /// Curator's node and ours: same stem and sequence under a fresh parent, both EPHEMERAL and owned
 /// by the expected session, the expected data, same ACL; the parents: same ACL, empty data, not
