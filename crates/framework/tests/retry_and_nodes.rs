@@ -308,8 +308,16 @@ async fn the_listing_sent_behind_a_create_already_holds_the_node() {
     init_tracing();
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
-    // (A missing parent costs the listing: the create fails with NoNode first.)
-    within("parent", framework.ensure_path("/pipelined", Deadline::after(STEP))).await.expect("parent");
+    // A persistent parent: a missing one costs the listing (the create fails with NoNode first),
+    // and an emptied container may be reaped between rounds.
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    within(
+        "parent",
+        session.client().create("/pipelined", b"", &session.create_options(CreateMode::Persistent)),
+    )
+    .await
+    .expect("parent");
+    drop(session);
     for round in 0..200 {
         let (node, listing) = within(
             "create and list",
