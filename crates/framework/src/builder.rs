@@ -52,6 +52,7 @@ pub struct FrameworkBuilder {
     pub(crate) error_policy: ErrorPolicy,
     pub(crate) can_be_read_only: bool,
     pub(crate) event_capacity: usize,
+    pub(crate) tcp_nodelay: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
 }
@@ -75,6 +76,7 @@ impl FrameworkBuilder {
             error_policy: ErrorPolicy::default(),
             can_be_read_only: false,
             event_capacity: 1024,
+            tcp_nodelay: true,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -142,6 +144,20 @@ impl FrameworkBuilder {
     /// [`crate::ConnectionUpdate::Lagged`]. Defaults to 1024.
     pub fn event_capacity(mut self, capacity: usize) -> Self {
         self.event_capacity = capacity.max(1);
+        self
+    }
+
+    /// Whether to turn Nagle's algorithm off on the connection (`TCP_NODELAY`), as the Java
+    /// ZooKeeper client does. Defaults to `true`.
+    ///
+    /// zookeeper-client leaves Nagle on, and then a request sent while an earlier one is
+    /// unanswered waits in the kernel for the earlier reply: the recipes' pipelined requests (a
+    /// lock's create and the listing behind it) would cost a round trip each. On Linux ≥ 5.6 the
+    /// framework finds the connection among the process's sockets and sets the option after every
+    /// (re)connection; elsewhere, or where the kernel refuses, this does nothing. It also sets
+    /// the option on any other connection of this process to the same servers.
+    pub fn tcp_nodelay(mut self, enabled: bool) -> Self {
+        self.tcp_nodelay = enabled;
         self
     }
 

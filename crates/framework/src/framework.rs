@@ -431,6 +431,9 @@ async fn connect(core: &Core) -> Result<Client> {
     };
     #[cfg(not(feature = "tls"))]
     let client = connector.connect(&core.config.connect_string).await?;
+    if core.config.tcp_nodelay {
+        crate::nodelay::disable_nagle_in_background(core.config.connect_string.clone()).await;
+    }
     let Some(namespace) = core.config.namespace_path() else {
         return Ok(client);
     };
@@ -468,6 +471,12 @@ async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Recei
                         core.publish(ConnectionState::Suspended, session_id, generation, Some(session.clone()));
                     }
                     suspended_since = None;
+                    if core.config.tcp_nodelay {
+                        // zookeeper-client reconnected on a new socket.
+                        tokio::spawn(crate::nodelay::disable_nagle_in_background(
+                            core.config.connect_string.clone(),
+                        ));
+                    }
                     let state = if state == SessionState::ConnectedReadOnly {
                         ConnectionState::ReadOnly
                     } else {

@@ -47,6 +47,7 @@ mod deadline;
 mod error;
 mod framework;
 mod host;
+mod nodelay;
 mod nodes;
 pub mod path;
 pub mod retry;
