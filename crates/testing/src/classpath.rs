@@ -185,26 +185,54 @@ fn is_executable(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// How a JVM started by this crate compiles its hot code.
+///
+/// ```no_run
+/// # async fn demo() -> zk_recipes_testing::Result<()> {
+/// use zk_recipes_testing::{Jit, TestingServer};
+///
+/// // A benchmark measures the server as it runs in production, not as it starts.
+/// let server = TestingServer::builder().with_jit(Jit::Full).start().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Jit {
+    /// Only the quick compiler (`-XX:TieredStopAtLevel=1`): the JVM starts sooner and runs
+    /// slower. The default, for tests.
+    #[default]
+    QuickStart,
+    /// The JVM's full tiered compilation, as a production JVM runs. For benchmarks.
+    Full,
+}
+
+impl Jit {
+    pub(crate) fn flags(self) -> &'static [&'static str] {
+        match self {
+            Jit::QuickStart => &["-XX:TieredStopAtLevel=1"],
+            Jit::Full => &[],
+        }
+    }
+}
+
 /// The JVM arguments shared by every server we start (before `-cp`).
-pub(crate) fn jvm_flags(container_check_interval_ms: u128) -> Vec<OsString> {
-    [
-        "-Xmx256m".to_owned(),
-        "-XX:+UseSerialGC".to_owned(),
-        "-XX:-UsePerfData".to_owned(),
-        "-XX:TieredStopAtLevel=1".to_owned(),
-        "-XX:+ExitOnOutOfMemoryError".to_owned(),
-        "-Djava.net.preferIPv4Stack=true".to_owned(),
-        "-Dzookeeper.admin.enableServer=false".to_owned(),
-        "-Dzookeeper.extendedTypesEnabled=true".to_owned(),
-        "-Dzookeeper.preAllocSize=1024".to_owned(),
-        "-Dzookeeper.jmx.log4j.disable=true".to_owned(),
-        format!("-Dznode.container.checkIntervalMs={container_check_interval_ms}"),
-        "-Dorg.slf4j.simpleLogger.showDateTime=true".to_owned(),
-        "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS".to_owned(),
-    ]
-    .into_iter()
-    .map(OsString::from)
-    .collect()
+pub(crate) fn jvm_flags(container_check_interval_ms: u128, jit: Jit) -> Vec<OsString> {
+    let jit_flags = jit.flags().iter().map(|flag| (*flag).to_owned());
+    ["-Xmx256m".to_owned(), "-XX:+UseSerialGC".to_owned(), "-XX:-UsePerfData".to_owned()]
+        .into_iter()
+        .chain(jit_flags)
+        .chain([
+            "-XX:+ExitOnOutOfMemoryError".to_owned(),
+            "-Djava.net.preferIPv4Stack=true".to_owned(),
+            "-Dzookeeper.admin.enableServer=false".to_owned(),
+            "-Dzookeeper.extendedTypesEnabled=true".to_owned(),
+            "-Dzookeeper.preAllocSize=1024".to_owned(),
+            "-Dzookeeper.jmx.log4j.disable=true".to_owned(),
+            format!("-Dznode.container.checkIntervalMs={container_check_interval_ms}"),
+            "-Dorg.slf4j.simpleLogger.showDateTime=true".to_owned(),
+            "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS".to_owned(),
+        ])
+        .map(OsString::from)
+        .collect()
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use crate::classpath::Jit;
 use crate::error::{Result, TestingError};
 use crate::four_letter::{
     four_letter_word, mntr_of, mode_of, watches_of, znode_count_of, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,
@@ -126,6 +127,12 @@ impl TestingClusterBuilder {
         self
     }
 
+    /// How the members' JVMs compile their hot code; defaults to [`Jit::QuickStart`].
+    pub fn with_jit(mut self, jit: Jit) -> Self {
+        self.tuning.jit = jit;
+        self
+    }
+
     /// How long start-up (and [`TestingCluster::restart`]) waits; defaults to 60 s.
     pub fn with_start_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.start_timeout = timeout;
@@ -216,6 +223,7 @@ impl TestingClusterBuilder {
                     client_address: SocketAddr::from((Ipv4Addr::LOCALHOST, client_port)),
                     peer_ports: vec![ports[3 * index + 1], ports[3 * index + 2]],
                     container_check_interval: self.tuning.container_check_interval,
+                    jit: self.tuning.jit,
                 },
                 server_id,
                 quorum_port: ports[3 * index + 1],

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc;
 
-use crate::classpath::{curator_classpath, java_binary};
+use crate::classpath::{curator_classpath, java_binary, Jit};
 use crate::error::{Result, TestingError};
 use crate::process::log_tail;
 
@@ -31,12 +31,12 @@ pub const CURATOR_DRIVER_CLASS: &str = "zkrecipes.interop.CuratorDriver";
 /// `javac` on `PATH`, then `$JAVA_HOME/bin/javac`).
 pub const JAVAC_ENV: &str = "JAVAC";
 
-/// JVM flags for the driver: small heap, quick start-up, Curator's and ZooKeeper's INFO logs off.
+/// JVM flags for the driver (besides the [`Jit`] ones): small heap, Curator's and ZooKeeper's INFO
+/// logs off.
 const DRIVER_JVM_FLAGS: &[&str] = &[
     "-Xmx192m",
     "-XX:+UseSerialGC",
     "-XX:-UsePerfData",
-    "-XX:TieredStopAtLevel=1",
     "-XX:+ExitOnOutOfMemoryError",
     "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
@@ -237,6 +237,19 @@ impl CuratorProcess {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        Self::spawn_with_jit(Jit::QuickStart, args)
+    }
+
+    /// As [`spawn`](Self::spawn), with the JVM compiling as `jit` says: benchmarks use
+    /// [`Jit::Full`], so that Curator runs as it does in production.
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn).
+    pub fn spawn_with_jit<I, S>(jit: Jit, args: I) -> Result<CuratorProcess>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
         let classes = curator_driver_classes()?;
         let classpath = curator_classpath()?;
         let java = java_binary()?;
@@ -252,6 +265,7 @@ impl CuratorProcess {
         full_classpath.push(&classpath);
         let mut child = Command::new(&java)
             .args(DRIVER_JVM_FLAGS)
+            .args(jit.flags())
             .arg("-cp")
             .arg(full_classpath)
             .arg(CURATOR_DRIVER_CLASS)

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::classpath::{java_binary, jvm_flags, zookeeper_classpath};
+use crate::classpath::{java_binary, jvm_flags, zookeeper_classpath, Jit};
 use crate::error::{Result, TestingError};
 use crate::four_letter::{four_letter_word, parse_srvr_mode, ServerMode};
 use crate::process::{log_len, log_shows_address_in_use, log_tail, JvmProcess};
@@ -33,6 +33,7 @@ pub(crate) struct Tuning {
     pub(crate) max_session_timeout: Duration,
     pub(crate) container_check_interval: Duration,
     pub(crate) start_timeout: Duration,
+    pub(crate) jit: Jit,
 }
 
 impl Tuning {
@@ -48,6 +49,7 @@ impl Tuning {
             max_session_timeout: Self::DEFAULT_MAX_SESSION_TIMEOUT,
             container_check_interval: Self::DEFAULT_CONTAINER_CHECK_INTERVAL,
             start_timeout,
+            jit: Jit::QuickStart,
         }
     }
 
@@ -112,6 +114,7 @@ pub(crate) struct Launch {
     /// Every port the server binds besides the client port (quorum and election ports).
     pub(crate) peer_ports: Vec<u16>,
     pub(crate) container_check_interval: Duration,
+    pub(crate) jit: Jit,
 }
 
 /// Why a start-up attempt failed.
@@ -143,7 +146,7 @@ impl Launch {
     /// Spawns the JVM (no waiting). Returns the process and the log offset it started at.
     pub(crate) async fn spawn(&self) -> Result<(JvmProcess, u64)> {
         let log_from = log_len(&self.log_path);
-        let mut args: Vec<OsString> = jvm_flags(self.container_check_interval.as_millis());
+        let mut args: Vec<OsString> = jvm_flags(self.container_check_interval.as_millis(), self.jit);
         args.push("-cp".into());
         args.push(self.jvm.classpath.clone().into());
         args.push(self.main_class.into());

@@ -49,8 +49,8 @@ mod sys;
 mod wait;
 
 pub use classpath::{
-    curator_classpath, java_binary, zookeeper_classpath, CURATOR_CLASSPATH_ENV, DEBIAN_JAR_DIR, JAVA_ENV,
-    ZOOKEEPER_CLASSPATH_ENV,
+    curator_classpath, java_binary, zookeeper_classpath, Jit, CURATOR_CLASSPATH_ENV, DEBIAN_JAR_DIR,
+    JAVA_ENV, ZOOKEEPER_CLASSPATH_ENV,
 };
 pub use cluster::{ClusterMember, TestingCluster, TestingClusterBuilder};
 pub use curator::{curator_driver_classes, CuratorProcess, CURATOR_DRIVER_CLASS, JAVAC_ENV};

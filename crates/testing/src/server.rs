@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use crate::classpath::Jit;
 use crate::error::{Result, TestingError};
 use crate::four_letter::{
     four_letter_word, mntr_of, mode_of, watches_of, znode_count_of, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,
@@ -39,8 +40,8 @@ pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 ///
 /// Always set: `maxClientCnxns=0` (no per-IP limit), `admin.enableServer=false`,
 /// `4lw.commands.whitelist=ruok,srvr,stat,mntr,cons,wchc,wchs,dump,conf,envi`, and the JVM flags
-/// `-Xmx256m -XX:+UseSerialGC -XX:-UsePerfData -XX:TieredStopAtLevel=1
-/// -XX:+ExitOnOutOfMemoryError -Djava.net.preferIPv4Stack=true
+/// `-Xmx256m -XX:+UseSerialGC -XX:-UsePerfData -XX:TieredStopAtLevel=1` (unless [`Jit::Full`])
+/// `-XX:+ExitOnOutOfMemoryError -Djava.net.preferIPv4Stack=true
 /// -Dzookeeper.admin.enableServer=false -Dzookeeper.extendedTypesEnabled=true` (TTL nodes)
 /// `-Dzookeeper.preAllocSize=1024` (1 MiB transaction-log preallocation instead of 64 MiB).
 ///
@@ -106,6 +107,13 @@ impl TestingServerBuilder {
         self
     }
 
+    /// How the server's JVM compiles its hot code; defaults to [`Jit::QuickStart`]. Benchmarks
+    /// use [`Jit::Full`], the way a production server runs.
+    pub fn with_jit(mut self, jit: Jit) -> Self {
+        self.tuning.jit = jit;
+        self
+    }
+
     /// How long a start (or restart) waits until the server serves; defaults to 30 s.
     pub fn with_start_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.start_timeout = timeout;
@@ -164,6 +172,7 @@ impl TestingServerBuilder {
                     client_address: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
                     peer_ports: Vec::new(),
                     container_check_interval: self.tuning.container_check_interval,
+                    jit: self.tuning.jit,
                 },
                 data_dir: data_dir.clone(),
                 tuning: self.tuning.clone(),
