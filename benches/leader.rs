@@ -3,15 +3,17 @@
 //!
 //! ```sh
 //! cargo bench -p zk-recipes --bench leader                    # 3 interleaved rounds
-//! cargo bench -p zk-recipes --bench leader -- --rounds 5 --hand-overs 100 --session-ms 2000
+//! cargo bench -p zk-recipes --bench leader -- --rounds 5 --hand-overs 100 --warm-up-hand-overs 500 \
+//!     --session-ms 2000
 //! ```
 //!
-//! Starts a `TestingServer` (tick 200 ms, so an expired session is noticed within 200 ms of its
+//! Starts a `TestingServer` with both JVMs compiling as in production (see `support`; tick 200 ms, so an expired session is noticed within 200 ms of its
 //! deadline). Two scenarios, each for us and for Curator, alternating which goes first:
 //! - **graceful**: two participants (one session each) rotate: close the leader's latch, measure
 //!   until the other's leadership callback (ours: the `IsLeader` event on its subscription;
 //!   Curator: `LeaderLatchListener.isLeader`, the driver's `bench-latch`), rejoin the closed side,
-//!   repeat. p50 and p90 over the hand-overs of a round; medians over the rounds.
+//!   repeat. After 500 untimed hand-overs (warm-up, both sides), p50 and p90 over the timed
+//!   hand-overs of a round; medians over the rounds.
 //! - **crash**: a Curator latch in its own JVM leads (session timeout `--session-ms`); the
 //!   follower is ours or a Curator latch in another JVM; the leader's JVM is SIGKILLed and we
 //!   measure until the follower leads. The server expires the dead session one session timeout
@@ -23,37 +25,29 @@ use std::time::{Duration, Instant};
 use zk_recipes::framework::zookeeper_client::EventType;
 use zk_recipes::framework::{Deadline, Framework};
 use zk_recipes::leader::{CloseMode, LeaderLatch};
-use zk_recipes_testing::{CuratorProcess, TestingServer};
+use zk_recipes_testing::CuratorProcess;
+
+mod support;
 
 struct Options {
     rounds: usize,
     hand_overs: usize,
+    warm_up_hand_overs: usize,
     session_ms: u64,
 }
 
 impl Options {
     fn from_args() -> Self {
-        let args: Vec<String> = std::env::args().collect();
-        if !args.iter().any(|arg| arg == "--bench") {
-            // `cargo test --all-targets` runs this binary without `--bench`: a smoke run.
-            return Options { rounds: 1, hand_overs: 5, session_ms: 1_000 };
+        let args = support::Args::from_env();
+        if args.is_smoke_run() {
+            return Options { rounds: 1, hand_overs: 5, warm_up_hand_overs: 2, session_ms: 1_000 };
         }
-        let mut options = Options { rounds: 3, hand_overs: 60, session_ms: 2_000 };
-        let mut index = 1;
-        while index < args.len() {
-            let value = args.get(index + 1).and_then(|value| value.parse::<u64>().ok());
-            match (args[index].as_str(), value) {
-                ("--rounds", Some(value)) => options.rounds = value as usize,
-                ("--hand-overs", Some(value)) => options.hand_overs = value as usize,
-                ("--session-ms", Some(value)) => options.session_ms = value,
-                _ => {
-                    index += 1;
-                    continue;
-                }
-            }
-            index += 2;
+        Options {
+            rounds: args.number("--rounds").unwrap_or(3) as usize,
+            hand_overs: args.number("--hand-overs").unwrap_or(60) as usize,
+            warm_up_hand_overs: args.number("--warm-up-hand-overs").unwrap_or(500) as usize,
+            session_ms: args.number("--session-ms").unwrap_or(2_000),
         }
-        options
     }
 }
 
@@ -96,12 +90,12 @@ async fn led_at(receiver: &mut tokio::sync::watch::Receiver<Option<Instant>>, wh
 }
 
 /// Our graceful hand-overs: durations from `close` to the other's `IsLeader`.
-async fn ours_graceful(connect_string: &str, path: &str, hand_overs: usize) -> Vec<Duration> {
+async fn ours_graceful(connect_string: &str, path: &str, warm_up: usize, hand_overs: usize) -> Vec<Duration> {
     let frameworks = [start_framework(connect_string).await, start_framework(connect_string).await];
     let ids = ["a", "b"];
     let mut sides: Vec<_> = (0..2).map(|side| join(&frameworks[side], path, ids[side])).collect();
     let mut durations = Vec::with_capacity(hand_overs);
-    for _ in 0..hand_overs {
+    for hand_over in 0..warm_up + hand_overs {
         let leader = tokio::time::timeout(STEP, async {
             loop {
                 if let Some(side) =
@@ -118,7 +112,9 @@ async fn ours_graceful(connect_string: &str, path: &str, hand_overs: usize) -> V
         let closing = Instant::now();
         sides[leader].0.close(CloseMode::Silent).await.expect("close");
         let led = led_at(&mut sides[other].1, "the hand-over").await;
-        durations.push(led.saturating_duration_since(closing));
+        if hand_over >= warm_up {
+            durations.push(led.saturating_duration_since(closing));
+        }
         sides[leader] = join(&frameworks[leader], path, ids[leader]);
         tokio::time::timeout(STEP, async {
             while sides[leader].0.our_node_path().is_none() {
@@ -138,19 +134,25 @@ async fn ours_graceful(connect_string: &str, path: &str, hand_overs: usize) -> V
 }
 
 /// Curator's graceful hand-overs (the driver's `bench-latch`): (p50, p90).
-async fn curator_graceful(connect: &str, path: &str, hand_overs: usize) -> (Duration, Duration) {
-    let args = ["bench-latch".to_owned(), connect.to_owned(), path.to_owned(), hand_overs.to_string()];
-    let mut process = CuratorProcess::spawn(args).expect("the Curator driver starts");
-    let line = process.expect_line("RESULT", Duration::from_secs(600)).await.expect("a Curator result");
+async fn curator_graceful(
+    connect: &str,
+    path: &str,
+    warm_up: usize,
+    hand_overs: usize,
+) -> (Duration, Duration) {
+    let line = support::curator_result(&[
+        "bench-latch".to_owned(),
+        connect.to_owned(),
+        path.to_owned(),
+        hand_overs.to_string(),
+        warm_up.to_string(),
+    ])
+    .await;
     let field = |name: &str| -> Duration {
-        let micros: f64 = line
-            .split_whitespace()
-            .find_map(|field| field.strip_prefix(name))
-            .and_then(|value| value.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in {line:?}"));
+        let micros = support::field(&line, name).unwrap_or_else(|| panic!("no {name}= in {line:?}"));
         Duration::from_secs_f64(micros / 1e6)
     };
-    (field("p50_us="), field("p90_us="))
+    (field("p50_us"), field("p90_us"))
 }
 
 /// A Curator latch in its own JVM that leads, with a short session: (process, its node, negotiated
@@ -164,7 +166,7 @@ async fn curator_leader(connect: &str, path: &str, session_ms: u64) -> (CuratorP
         path.into(),
         "leader".into(),
     ];
-    let mut leader = CuratorProcess::spawn(args).expect("the Curator driver starts");
+    let mut leader = support::spawn_curator(&args);
     let session = leader.expect_line("SESSION", STEP).await.expect("SESSION");
     let timeout_ms: u64 = session
         .split_whitespace()
@@ -273,7 +275,7 @@ async fn curator_crash(
 ) -> Crash {
     let (mut leader, leader_node, session_timeout) = curator_leader(connect, path, session_ms).await;
     let args = ["latch".to_owned(), connect.to_owned(), path.to_owned(), "follower".into()];
-    let mut follower = CuratorProcess::spawn(args).expect("the Curator driver starts");
+    let mut follower = support::spawn_curator(&args);
     follower.expect_line("STARTED", STEP).await.expect("STARTED");
     curator_node(&mut follower).await;
     let deleted = observe_deletion(observer, &leader_node).await;
@@ -297,12 +299,6 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * fraction).round() as usize]
 }
 
-fn median(values: &[Duration]) -> Duration {
-    let mut values = values.to_vec();
-    values.sort_unstable();
-    values[values.len() / 2]
-}
-
 fn ms(duration: Duration) -> String {
     format!("{:.2} ms", duration.as_secs_f64() * 1e3)
 }
@@ -310,8 +306,8 @@ fn ms(duration: Duration) -> String {
 #[tokio::main]
 async fn main() {
     let options = Options::from_args();
-    let server = TestingServer::start().await.expect("a ZooKeeper server (run scripts/install-deps.sh)");
-    let connect = server.connect_string();
+    // The default tick (200 ms) notices an expired session within 200 ms of its deadline.
+    let (connect, _server) = support::server(None).await;
     let (mut ours_p50, mut ours_p90, mut curator_p50, mut curator_p90) = (vec![], vec![], vec![], vec![]);
     let observer = start_framework(&connect).await;
     let (mut ours_crashes, mut curator_crashes) = (Vec::new(), Vec::new());
@@ -323,6 +319,7 @@ async fn main() {
                 let (p50, p90) = curator_graceful(
                     &connect,
                     &format!("/bench/curator-graceful-{round}"),
+                    options.warm_up_hand_overs,
                     options.hand_overs,
                 )
                 .await;
@@ -332,9 +329,13 @@ async fn main() {
                 curator_crashes
                     .push(curator_crash(&connect, &observer, &path, options.session_ms, round).await);
             } else {
-                let mut durations =
-                    ours_graceful(&connect, &format!("/bench/ours-graceful-{round}"), options.hand_overs)
-                        .await;
+                let mut durations = ours_graceful(
+                    &connect,
+                    &format!("/bench/ours-graceful-{round}"),
+                    options.warm_up_hand_overs,
+                    options.hand_overs,
+                )
+                .await;
                 durations.sort_unstable();
                 ours_p50.push(percentile(&durations, 0.5));
                 ours_p90.push(percentile(&durations, 0.9));
@@ -350,14 +351,19 @@ async fn main() {
         options.rounds, options.hand_overs
     );
     let ratio = |ours: Duration, theirs: Duration| ours.as_secs_f64() / theirs.as_secs_f64();
-    let (o50, o90, c50, c90) =
-        (median(&ours_p50), median(&ours_p90), median(&curator_p50), median(&curator_p90));
+    let (o50, o90, c50, c90) = (
+        support::median(&ours_p50),
+        support::median(&ours_p90),
+        support::median(&curator_p50),
+        support::median(&curator_p90),
+    );
     println!("graceful close -> new leader:");
     println!("  ours     p50 {:>10}   p90 {:>10}   (rounds p50 {:?})", ms(o50), ms(o90), ours_p50);
     println!("  Curator  p50 {:>10}   p90 {:>10}   (rounds p50 {:?})", ms(c50), ms(c90), curator_p50);
     println!("  ours / Curator: p50 {:.2}, p90 {:.2} (lower is faster)", ratio(o50, c50), ratio(o90, c90));
-    let session_timeout =
-        median(&ours_crashes.iter().chain(&curator_crashes).map(|c| c.session_timeout).collect::<Vec<_>>());
+    let session_timeout = support::median(
+        &ours_crashes.iter().chain(&curator_crashes).map(|c| c.session_timeout).collect::<Vec<_>>(),
+    );
     println!(
         "crash (SIGKILL of a Curator leader's JVM, session timeout {}; the server expires it one timeout after \
          it last heard from it) -> new leader:",
@@ -369,9 +375,9 @@ async fn main() {
         println!(
             "  {who:<20} kill -> leader {:>10} = {:.2} x session timeout; expiry seen -> leader {:>9}   \
              (rounds {:?} / {:?})",
-            ms(median(&kill)),
-            ratio(median(&kill), session_timeout),
-            ms(median(&reaction)),
+            ms(support::median(&kill)),
+            ratio(support::median(&kill), session_timeout),
+            ms(support::median(&reaction)),
             kill,
             reaction
         );

@@ -2,14 +2,17 @@
 //!
 //! ```sh
 //! cargo bench -p zk-recipes --bench locks                  # 3 interleaved rounds
-//! cargo bench -p zk-recipes --bench locks -- --rounds 5 --cycles 3000
+//! cargo bench -p zk-recipes --bench locks -- --rounds 5 --cycles 3000 --warm-up-cycles 3000 \
+//!     --contended-secs 3 --warm-up-secs 2 --distinct-locks 1000 --distinct-cycles 3
 //! ```
 //!
-//! Uses `ZK_CONNECT` if set, else starts a `TestingServer`. Scenarios, each run for zk-recipes and
+//! Uses `ZK_CONNECT` if set, else starts a `TestingServer` with both JVMs (server and Curator)
+//! compiling as in production (see `support`). Every timed part follows a warm-up of the same kind
+//! (3,000 cycles, or 2 s with 8 sessions), for our side and Curator's alike. Scenarios, each run for zk-recipes and
 //! for Curator (through the Java driver in `tests/java`), alternating which goes first, and
 //! reported as medians over the rounds with ratios:
 //! - `floor`: the raw protocol a lock cycle needs — create (ephemeral sequential) and list sent
-//!   back to back, then delete — on a bare zookeeper-client session;
+//!   back to back, then delete — with bare zookeeper-client calls on a session of its own;
 //! - `uncontended`: lock + release on one path, one session: cycles/s, p50, p99;
 //! - `contended-8`: 8 sessions looping lock + release on one path: acquisitions/s;
 //! - `distinct-1000`: 1,000 locks on distinct paths cycled concurrently by one process (ours: 1,000
@@ -23,55 +26,45 @@ use std::time::{Duration, Instant};
 use zk_recipes::framework::zookeeper_client::{self, CreateMode};
 use zk_recipes::framework::{Deadline, Framework};
 use zk_recipes::mutex::Mutex;
-use zk_recipes_testing::CuratorProcess;
-use zk_recipes_testing::TestingServer;
+
+mod support;
 
 struct Options {
     rounds: usize,
     cycles: usize,
+    warm_up_cycles: usize,
     contended_for: Duration,
+    warm_up_for: Duration,
     distinct_locks: usize,
     distinct_cycles: usize,
 }
 
 impl Options {
     fn from_args() -> Self {
-        let args: Vec<String> = std::env::args().collect();
-        if !args.iter().any(|arg| arg == "--bench") {
-            // `cargo test --all-targets` runs this binary without `--bench`: a smoke run that
-            // proves every scenario works, with numbers too small to mean anything.
+        let args = support::Args::from_env();
+        if args.is_smoke_run() {
             return Options {
                 rounds: 1,
                 cycles: 20,
+                warm_up_cycles: 10,
                 contended_for: Duration::from_millis(300),
+                warm_up_for: Duration::from_millis(100),
                 distinct_locks: 10,
                 distinct_cycles: 2,
             };
         }
-        let mut options = Options {
-            rounds: 3,
-            cycles: 2_000,
-            contended_for: Duration::from_secs(3),
-            distinct_locks: 1_000,
-            distinct_cycles: 3,
-        };
-        let mut index = 1;
-        while index < args.len() {
-            let value = args.get(index + 1).and_then(|value| value.parse::<u64>().ok());
-            match (args[index].as_str(), value) {
-                ("--rounds", Some(value)) => options.rounds = value as usize,
-                ("--cycles", Some(value)) => options.cycles = value as usize,
-                ("--contended-secs", Some(value)) => options.contended_for = Duration::from_secs(value),
-                ("--distinct-locks", Some(value)) => options.distinct_locks = value as usize,
-                ("--distinct-cycles", Some(value)) => options.distinct_cycles = value as usize,
-                _ => {
-                    index += 1;
-                    continue;
-                }
-            }
-            index += 2;
+        let number = |name: &str, default: u64| args.number(name).unwrap_or(default);
+        Options {
+            rounds: number("--rounds", 3) as usize,
+            cycles: number("--cycles", 2_000) as usize,
+            // Enough for the JVMs' optimising compiler to have compiled Curator's and the
+            // server's hot paths before the timed part.
+            warm_up_cycles: number("--warm-up-cycles", 3_000) as usize,
+            contended_for: Duration::from_secs(number("--contended-secs", 3)),
+            warm_up_for: Duration::from_secs(number("--warm-up-secs", 2)),
+            distinct_locks: number("--distinct-locks", 1_000) as usize,
+            distinct_cycles: number("--distinct-cycles", 3) as usize,
         }
-        options
     }
 }
 
@@ -93,33 +86,21 @@ fn from_latencies(mut latencies: Vec<Duration>, total: Duration) -> Measured {
     }
 }
 
-fn parse_result(line: &str) -> Measured {
-    let mut measured = Measured::default();
-    for field in line.split_whitespace() {
-        let Some((key, value)) = field.split_once('=') else { continue };
-        let Ok(value) = value.parse::<f64>() else { continue };
-        match key {
-            "ops" => measured.ops = value,
-            "p50_us" => measured.p50_us = Some(value),
-            "p99_us" => measured.p99_us = Some(value),
-            _ => {}
-        }
-    }
-    measured
-}
-
 async fn curator(args: &[String]) -> Measured {
-    let mut process = CuratorProcess::spawn(args).expect("the Curator driver starts");
-    let line = process.expect_line("RESULT", Duration::from_secs(600)).await.expect("a Curator result");
-    parse_result(&line)
+    let line = support::curator_result(args).await;
+    Measured {
+        ops: support::field(&line, "ops").unwrap_or_else(|| panic!("no ops= in {line:?}")),
+        p50_us: support::field(&line, "p50_us"),
+        p99_us: support::field(&line, "p99_us"),
+    }
 }
 
-async fn raw_floor(connect: &str, path: &str, cycles: usize) -> Measured {
-    let client = zookeeper_client::Client::connector()
-        .with_session_timeout(Duration::from_secs(30))
-        .connect(connect)
-        .await
-        .expect("raw client");
+async fn raw_floor(connect: &str, path: &str, warm_up: usize, cycles: usize) -> Measured {
+    // A session of its own, opened by a framework so that its socket is set up as ours are
+    // (`TCP_NODELAY`), then driven with bare zookeeper-client calls.
+    let framework = Framework::builder(connect).start().expect("framework");
+    let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
+    let client = session.client().clone();
     // Persistent, not a container: an emptied container would be reaped between cycles.
     let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
     client.mkdir(path, &options).await.expect("the bench directory");
@@ -127,9 +108,8 @@ async fn raw_floor(connect: &str, path: &str, cycles: usize) -> Measured {
     let node_prefix = format!("{path}/_c_00000000-0000-4000-8000-000000000000-lock-");
     let mut latencies = Vec::with_capacity(cycles);
     let mut started = Instant::now();
-    for cycle_index in 0..cycles + 100 {
-        if cycle_index == 100 {
-            // The first 100 cycles warm up, as in the other scenarios.
+    for cycle_index in 0..warm_up + cycles {
+        if cycle_index == warm_up {
             latencies.clear();
             started = Instant::now();
         }
@@ -141,12 +121,16 @@ async fn raw_floor(connect: &str, path: &str, cycles: usize) -> Measured {
         client.delete(&format!("{node_prefix}{sequence}"), None).await.expect("delete");
         latencies.push(cycle.elapsed());
     }
-    from_latencies(latencies, started.elapsed())
+    let measured = from_latencies(latencies, started.elapsed());
+    drop(client);
+    drop(session);
+    framework.close().await;
+    measured
 }
 
-async fn ours_uncontended(framework: &Framework, path: &str, cycles: usize) -> Measured {
+async fn ours_uncontended(framework: &Framework, path: &str, warm_up: usize, cycles: usize) -> Measured {
     let mutex = Mutex::new(framework, path).expect("mutex");
-    for _ in 0..100 {
+    for _ in 0..warm_up {
         mutex.lock().await.expect("lock").release().await.expect("release");
     }
     let mut latencies = Vec::with_capacity(cycles);
@@ -159,7 +143,13 @@ async fn ours_uncontended(framework: &Framework, path: &str, cycles: usize) -> M
     from_latencies(latencies, started.elapsed())
 }
 
-async fn ours_contended(connect: &str, path: &str, sessions: usize, duration: Duration) -> Measured {
+async fn ours_contended(
+    connect: &str,
+    path: &str,
+    sessions: usize,
+    warm_up: Duration,
+    duration: Duration,
+) -> Measured {
     let mut frameworks = Vec::new();
     for _ in 0..sessions {
         let framework = Framework::builder(connect).start().expect("framework");
@@ -168,7 +158,6 @@ async fn ours_contended(connect: &str, path: &str, sessions: usize, duration: Du
     }
     let stop = Arc::new(AtomicBool::new(false));
     let count = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
     let tasks: Vec<_> = frameworks
         .iter()
         .map(|framework| {
@@ -182,15 +171,13 @@ async fn ours_contended(connect: &str, path: &str, sessions: usize, duration: Du
             })
         })
         .collect();
-    tokio::time::sleep(duration).await;
+    let (first, last, elapsed) =
+        support::measure_window(warm_up, duration, || count.load(Ordering::Relaxed)).await;
+    let measured = Measured { ops: (last - first) as f64 / elapsed.as_secs_f64(), ..Default::default() };
     stop.store(true, Ordering::Relaxed);
     for task in tasks {
         task.await.expect("contender");
     }
-    let measured = Measured {
-        ops: count.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64(),
-        ..Default::default()
-    };
     for framework in frameworks {
         framework.close().await;
     }
@@ -244,11 +231,6 @@ async fn raw_distinct(framework: &Framework, base: &str, locks: usize, cycles: u
     Measured { ops: (locks * cycles) as f64 / started.elapsed().as_secs_f64(), ..Default::default() }
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
-    values[values.len() / 2]
-}
-
 #[derive(Default)]
 struct Series {
     ops: Vec<f64>,
@@ -263,24 +245,17 @@ impl Series {
         self.p99.extend(measured.p99_us);
     }
 
-    fn summary(&mut self) -> (f64, Option<f64>, Option<f64>) {
-        let p50 = (!self.p50.is_empty()).then(|| median(&mut self.p50));
-        let p99 = (!self.p99.is_empty()).then(|| median(&mut self.p99));
-        (median(&mut self.ops), p50, p99)
+    fn summary(&self) -> (f64, Option<f64>, Option<f64>) {
+        let p50 = (!self.p50.is_empty()).then(|| support::median(&self.p50));
+        let p99 = (!self.p99.is_empty()).then(|| support::median(&self.p99));
+        (support::median(&self.ops), p50, p99)
     }
 }
 
 #[tokio::main]
 async fn main() {
     let options = Options::from_args();
-    let (connect, _server) = match std::env::var("ZK_CONNECT") {
-        Ok(connect) if !connect.is_empty() => (connect, None),
-        _ => {
-            let server =
-                TestingServer::start().await.expect("a ZooKeeper server (run scripts/install-deps.sh)");
-            (server.connect_string(), Some(server))
-        }
-    };
+    let (connect, _server) = support::server(None).await;
     let framework = Framework::builder(connect.as_str()).start().expect("framework");
     framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
 
@@ -296,10 +271,11 @@ async fn main() {
     ];
     let mut series: Vec<Series> = names.iter().map(|_| Series::default()).collect();
     let contended_ms = options.contended_for.as_millis().to_string();
+    let warm_up_ms = options.warm_up_for.as_millis().to_string();
     for round in 0..options.rounds {
         eprintln!("round {} of {}", round + 1, options.rounds);
         let path = |name: &str| format!("/bench/{name}-{round}");
-        series[0].push(raw_floor(&connect, &path("floor"), options.cycles).await);
+        series[0].push(raw_floor(&connect, &path("floor"), options.warm_up_cycles, options.cycles).await);
         let curator_first = round % 2 == 1;
         for first in [curator_first, !curator_first] {
             if first {
@@ -309,6 +285,7 @@ async fn main() {
                         connect.clone(),
                         path("curator-cycles"),
                         options.cycles.to_string(),
+                        options.warm_up_cycles.to_string(),
                     ])
                     .await,
                 );
@@ -319,6 +296,7 @@ async fn main() {
                         path("curator-contended"),
                         "8".into(),
                         contended_ms.clone(),
+                        warm_up_ms.clone(),
                     ])
                     .await,
                 );
@@ -333,9 +311,25 @@ async fn main() {
                     .await,
                 );
             } else {
-                series[1].push(ours_uncontended(&framework, &path("ours-cycles"), options.cycles).await);
-                series[3]
-                    .push(ours_contended(&connect, &path("ours-contended"), 8, options.contended_for).await);
+                series[1].push(
+                    ours_uncontended(
+                        &framework,
+                        &path("ours-cycles"),
+                        options.warm_up_cycles,
+                        options.cycles,
+                    )
+                    .await,
+                );
+                series[3].push(
+                    ours_contended(
+                        &connect,
+                        &path("ours-contended"),
+                        8,
+                        options.warm_up_for,
+                        options.contended_for,
+                    )
+                    .await,
+                );
                 series[6].push(
                     ours_distinct(
                         &framework,

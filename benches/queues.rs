@@ -2,7 +2,8 @@
 //! `DistributedQueue` (through the Java driver in `tests/java`) in the same run: 4 producers and
 //! 4 consumers, each with its own session, in both delivery modes.
 //!
-//! `cargo bench -p zk-recipes --bench queues` (release build). Under `cargo test` it makes a
+//! `cargo bench -p zk-recipes --bench queues` (release build; both JVMs compile as in production,
+//! see `support`). Under `cargo test` it makes a
 //! smoke run of 200 items and one round. Environment:
 //! `QUEUE_BENCH_ITEMS` (default 10000), `QUEUE_BENCH_ROUNDS` (default 3); medians are printed,
 //! with ours / Curator ratios. Each round runs ours and Curator's scenarios, alternating which
@@ -19,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use zk_recipes::framework::Framework;
 use zk_recipes::queue::{DistributedQueue, Utf8Serializer};
-use zk_recipes_testing::{CuratorProcess, TestingServer};
+
+mod support;
 
 const WORKERS: usize = 4;
 
@@ -27,8 +29,8 @@ fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
 }
 
-async fn connect(server: &TestingServer) -> Framework {
-    let framework = Framework::builder(server.connect_string()).start().expect("framework");
+async fn connect(connect_string: &str) -> Framework {
+    let framework = Framework::builder(connect_string).start().expect("framework");
     framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
     framework
 }
@@ -40,10 +42,10 @@ fn queue(framework: &Framework, path: &str, lock_safe: bool) -> DistributedQueue
 }
 
 /// Puts `items` with `WORKERS` producers; `batch` 1 means one `put` per item.
-async fn produce(server: &TestingServer, path: &str, items: usize, batch: usize) -> Duration {
+async fn produce(connect_string: &str, path: &str, items: usize, batch: usize) -> Duration {
     let mut frameworks = Vec::new();
     for _ in 0..WORKERS {
-        frameworks.push(connect(server).await);
+        frameworks.push(connect(connect_string).await);
     }
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -74,10 +76,10 @@ async fn produce(server: &TestingServer, path: &str, items: usize, batch: usize)
 }
 
 /// Takes `items` with `WORKERS` consumers (handler API, default prefetch).
-async fn consume(server: &TestingServer, path: &str, items: usize, lock_safe: bool) -> Duration {
+async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool) -> Duration {
     let mut frameworks = Vec::new();
     for _ in 0..WORKERS {
-        frameworks.push(connect(server).await);
+        frameworks.push(connect(connect_string).await);
     }
     let done = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
@@ -105,14 +107,8 @@ async fn consume(server: &TestingServer, path: &str, items: usize, lock_safe: bo
 
 /// Runs a Curator driver command and returns the `ops=` of its `RESULT` line (items/s).
 async fn curator(args: &[String]) -> f64 {
-    let mut process = CuratorProcess::spawn(args).expect("the Curator driver starts");
-    let line = process.expect_line("RESULT", Duration::from_secs(600)).await.expect("a Curator result");
-    let status = process.wait(Duration::from_secs(60)).await.expect("the Curator driver exits");
-    assert!(status.success(), "the Curator driver failed: {status}\n{}", process.log_tail(30));
-    line.split_whitespace()
-        .find_map(|field| field.strip_prefix("ops="))
-        .and_then(|ops| ops.parse().ok())
-        .unwrap_or_else(|| panic!("no ops= in {line:?}"))
+    let line = support::curator_result(args).await;
+    support::field(&line, "ops").unwrap_or_else(|| panic!("no ops= in {line:?}"))
 }
 
 /// Curator's producers: `background` is Curator's default (`putInBackground(true)` + `flushPuts`).
@@ -145,11 +141,6 @@ async fn curator_consume(connect: &str, path: &str, items: usize, lock_safe: boo
     .await
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 /// Scenario indexes into the results table.
 const OURS_PUT: usize = 0;
 const OURS_PUT_BATCH: usize = 1;
@@ -165,12 +156,10 @@ const CURATOR_TAKE_LOCKED: usize = 9;
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        // `cargo test --all-targets` runs this binary without `--bench`: a smoke run.
-        let smoke = !std::env::args().any(|arg| arg == "--bench");
+        let smoke = support::Args::from_env().is_smoke_run();
         let items = if smoke { 200 } else { env_usize("QUEUE_BENCH_ITEMS", 10_000) };
         let rounds = if smoke { 1 } else { env_usize("QUEUE_BENCH_ROUNDS", 3) };
-        let server = TestingServer::start().await.expect("server");
-        let connect = server.connect_string();
+        let (connect, _server) = support::server(None).await;
         let mut results: Vec<(&str, Vec<f64>)> = vec![
             ("ours: put (one put per item)", Vec::new()),
             ("ours: put_batch (100 per multi)", Vec::new()),
@@ -201,16 +190,16 @@ fn main() {
                 for (mode, lock_safe) in [("plain", false), ("locked", true)] {
                     let path = format!("/bench/{mode}-{round}");
                     let batch = if lock_safe { 100 } else { 1 };
-                    let put = produce(&server, &path, items, batch).await;
+                    let put = produce(&connect, &path, items, batch).await;
                     results[if lock_safe { OURS_PUT_BATCH } else { OURS_PUT }].1.push(rate(put));
-                    let take = consume(&server, &path, items, lock_safe).await;
+                    let take = consume(&connect, &path, items, lock_safe).await;
                     results[if lock_safe { OURS_TAKE_LOCKED } else { OURS_TAKE }].1.push(rate(take));
                     // Producers (one put per item) and consumers at the same time.
                     let path = format!("/bench/{mode}-mixed-{round}");
                     let started = Instant::now();
                     let (_, _) = tokio::join!(
-                        produce(&server, &path, items, 1),
-                        consume(&server, &path, items, lock_safe)
+                        produce(&connect, &path, items, 1),
+                        consume(&connect, &path, items, lock_safe)
                     );
                     results[if lock_safe { OURS_END_TO_END_LOCKED } else { OURS_END_TO_END }]
                         .1
@@ -222,7 +211,7 @@ fn main() {
             "{items} items, {WORKERS} producers / {WORKERS} consumers (one session each), medians of {rounds} \
              interleaved rounds:"
         );
-        let medians: Vec<f64> = results.iter().map(|(_, rates)| median(rates.clone())).collect();
+        let medians: Vec<f64> = results.iter().map(|(_, rates)| support::median(rates)).collect();
         for ((what, rates), median) in results.iter().zip(&medians) {
             println!("  {what:<48} {median:>8.0} items/s   (rounds: {rates:.0?})");
         }

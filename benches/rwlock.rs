@@ -3,10 +3,11 @@
 //!
 //! ```sh
 //! cargo bench -p zk-recipes --bench rwlock                      # 3 interleaved rounds of 3 s
-//! cargo bench -p zk-recipes --bench rwlock -- --rounds 5 --secs 5
+//! cargo bench -p zk-recipes --bench rwlock -- --rounds 5 --secs 5 --warm-up-secs 2
 //! ```
 //!
-//! Uses `ZK_CONNECT` if set, else starts a `TestingServer`. 8 clients (one session each, one
+//! Uses `ZK_CONNECT` if set, else starts a `TestingServer` with both JVMs compiling as in
+//! production (see `support`); each run is counted after a warm-up of the same load (2 s). 8 clients (one session each, one
 //! task or thread each) loop acquire + release on one path for a fixed time; each acquisition is
 //! a write with probability p (each client's own pseudo-random sequence), else a read. Mixes:
 //! 20 % writes, reads only, writes only. Each round runs every mix for us and for Curator (the
@@ -15,11 +16,12 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use zk_recipes::framework::Framework;
 use zk_recipes::rwlock::RwLock;
-use zk_recipes_testing::{CuratorProcess, TestingServer};
+
+mod support;
 
 /// Clients (sessions) contending on one lock.
 const CLIENTS: usize = 8;
@@ -29,30 +31,24 @@ const MIXES: [u32; 3] = [20, 0, 100];
 struct Options {
     rounds: usize,
     duration: Duration,
+    warm_up: Duration,
 }
 
 impl Options {
     fn from_args() -> Self {
-        let args: Vec<String> = std::env::args().collect();
-        if !args.iter().any(|arg| arg == "--bench") {
-            // `cargo test --all-targets` runs this binary without `--bench`: a smoke run.
-            return Options { rounds: 1, duration: Duration::from_millis(300) };
+        let args = support::Args::from_env();
+        if args.is_smoke_run() {
+            return Options {
+                rounds: 1,
+                duration: Duration::from_millis(300),
+                warm_up: Duration::from_millis(100),
+            };
         }
-        let mut options = Options { rounds: 3, duration: Duration::from_secs(3) };
-        let mut index = 1;
-        while index < args.len() {
-            let value = args.get(index + 1).and_then(|value| value.parse::<u64>().ok());
-            match (args[index].as_str(), value) {
-                ("--rounds", Some(value)) => options.rounds = value as usize,
-                ("--secs", Some(value)) => options.duration = Duration::from_secs(value),
-                _ => {
-                    index += 1;
-                    continue;
-                }
-            }
-            index += 2;
+        Options {
+            rounds: args.number("--rounds").unwrap_or(3) as usize,
+            duration: Duration::from_secs(args.number("--secs").unwrap_or(3)),
+            warm_up: Duration::from_secs(args.number("--warm-up-secs").unwrap_or(2)),
         }
-        options
     }
 }
 
@@ -81,7 +77,7 @@ impl Coin {
     }
 }
 
-async fn ours(connect: &str, path: &str, write_percent: u32, duration: Duration) -> Measured {
+async fn ours(connect: &str, path: &str, write_percent: u32, options: &Options) -> Measured {
     let mut frameworks = Vec::new();
     for _ in 0..CLIENTS {
         let framework = Framework::builder(connect).start().expect("framework");
@@ -91,7 +87,6 @@ async fn ours(connect: &str, path: &str, write_percent: u32, duration: Duration)
     let stop = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));
     let writes = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
     let tasks: Vec<_> = frameworks
         .iter()
         .enumerate()
@@ -112,46 +107,33 @@ async fn ours(connect: &str, path: &str, write_percent: u32, duration: Duration)
             })
         })
         .collect();
-    tokio::time::sleep(duration).await;
+    let totals = || (reads.load(Ordering::Relaxed), writes.load(Ordering::Relaxed));
+    let ((reads_from, writes_from), (reads_to, writes_to), elapsed) =
+        support::measure_window(options.warm_up, options.duration, totals).await;
     stop.store(true, Ordering::Relaxed);
     for task in tasks {
         task.await.expect("contender");
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    let (reads, writes) = (reads.load(Ordering::Relaxed), writes.load(Ordering::Relaxed));
     for framework in frameworks {
         framework.close().await;
     }
-    Measured { ops: (reads + writes) as f64 / elapsed, reads, writes }
+    let (reads, writes) = (reads_to - reads_from, writes_to - writes_from);
+    Measured { ops: (reads + writes) as f64 / elapsed.as_secs_f64(), reads, writes }
 }
 
-async fn curator(connect: &str, path: &str, write_percent: u32, duration: Duration) -> Measured {
-    let args = [
+async fn curator(connect: &str, path: &str, write_percent: u32, options: &Options) -> Measured {
+    let line = support::curator_result(&[
         "bench-rw".to_owned(),
         connect.to_owned(),
         path.to_owned(),
         CLIENTS.to_string(),
-        duration.as_millis().to_string(),
+        options.duration.as_millis().to_string(),
         write_percent.to_string(),
-    ];
-    let mut process = CuratorProcess::spawn(args).expect("the Curator driver starts");
-    let line = process.expect_line("RESULT", Duration::from_secs(600)).await.expect("a Curator result");
-    let mut measured = Measured::default();
-    for field in line.split_whitespace() {
-        match field.split_once('=') {
-            Some(("ops", value)) => measured.ops = value.parse().expect("ops"),
-            Some(("reads", value)) => measured.reads = value.parse().expect("reads"),
-            Some(("writes", value)) => measured.writes = value.parse().expect("writes"),
-            _ => {}
-        }
-    }
-    measured
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut values = values.to_vec();
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+        options.warm_up.as_millis().to_string(),
+    ])
+    .await;
+    let field = |name: &str| support::field(&line, name).unwrap_or_else(|| panic!("no {name}= in {line:?}"));
+    Measured { ops: field("ops"), reads: field("reads") as u64, writes: field("writes") as u64 }
 }
 
 fn mix_name(write_percent: u32) -> String {
@@ -165,14 +147,7 @@ fn mix_name(write_percent: u32) -> String {
 #[tokio::main]
 async fn main() {
     let options = Options::from_args();
-    let (connect, _server) = match std::env::var("ZK_CONNECT") {
-        Ok(connect) if !connect.is_empty() => (connect, None),
-        _ => {
-            let server =
-                TestingServer::start().await.expect("a ZooKeeper server (run scripts/install-deps.sh)");
-            (server.connect_string(), Some(server))
-        }
-    };
+    let (connect, _server) = support::server(None).await;
     // [mix][0: ours, 1: Curator] -> one measurement per round.
     let mut results: Vec<[Vec<Measured>; 2]> = MIXES.iter().map(|_| [Vec::new(), Vec::new()]).collect();
     for round in 0..options.rounds {
@@ -182,10 +157,10 @@ async fn main() {
             for curator_turn in [curator_first, !curator_first] {
                 if curator_turn {
                     let path = format!("/bench/rw-curator-{write_percent}-{round}");
-                    results[mix][1].push(curator(&connect, &path, *write_percent, options.duration).await);
+                    results[mix][1].push(curator(&connect, &path, *write_percent, &options).await);
                 } else {
                     let path = format!("/bench/rw-ours-{write_percent}-{round}");
-                    results[mix][0].push(ours(&connect, &path, *write_percent, options.duration).await);
+                    results[mix][0].push(ours(&connect, &path, *write_percent, &options).await);
                 }
             }
         }
@@ -202,8 +177,8 @@ async fn main() {
     );
     for (mix, write_percent) in MIXES.iter().enumerate() {
         let [ours, theirs] = &results[mix];
-        let ours_ops = median(&ours.iter().map(|m| m.ops).collect::<Vec<_>>());
-        let theirs_ops = median(&theirs.iter().map(|m| m.ops).collect::<Vec<_>>());
+        let ours_ops = support::median(&ours.iter().map(|m| m.ops).collect::<Vec<_>>());
+        let theirs_ops = support::median(&theirs.iter().map(|m| m.ops).collect::<Vec<_>>());
         let totals = |runs: &[Measured]| {
             runs.iter().fold((0, 0), |(reads, writes), m| (reads + m.reads, writes + m.writes))
         };

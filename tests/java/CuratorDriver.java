@@ -77,24 +77,26 @@
  *   participants <connect> <path> [latch|selector]
  *       Curator's view (LeaderLatch or LeaderSelector getParticipants, default latch):
  *       PARTICIPANT <id> <isLeader> lines, then PARTICIPANTS-END
- *   bench-cycles <connect> <path> <cycles>
- *       one client, one InterProcessMutex: 100 warm-up cycles, then <cycles> timed acquire+release
- *       cycles: RESULT ops=<cycles/s> p50_us=<..> p99_us=<..>
- *   bench-contended <connect> <path> <sessions> <millis>
- *       <sessions> clients, one thread each, looping acquire+release on one path for <millis>:
- *       RESULT ops=<acquisitions/s>
+ *   bench-cycles <connect> <path> <cycles> [warm-up-cycles]
+ *       one client, one InterProcessMutex: warm-up cycles (default 100), then <cycles> timed
+ *       acquire+release cycles: RESULT ops=<cycles/s> p50_us=<..> p99_us=<..>
+ *   bench-contended <connect> <path> <sessions> <millis> [warm-up-millis]
+ *       <sessions> clients, one thread each, looping acquire+release on one path; counted for
+ *       <millis> after the warm-up (default 0): RESULT ops=<acquisitions/s>
  *   bench-distinct <connect> <base> <locks> <cycles-each>
  *       one client, <locks> threads, each cycling its own InterProcessMutex at <base>/lock-<i>:
  *       RESULT ops=<cycles/s>
- *   bench-rw <connect> <path> <sessions> <millis> <write-percent>
+ *   bench-rw <connect> <path> <sessions> <millis> <write-percent> [warm-up-millis]
  *       <sessions> clients, one thread and one InterProcessReadWriteLock each, looping acquire +
- *       release for <millis>, each a write with probability write-percent % (java.util.Random
- *       seeded 1000 + client index), else a read: RESULT ops=<acquisitions/s> reads=R writes=W
- *   bench-latch <connect> <path> <hand-overs>
+ *       release, each a write with probability write-percent % (java.util.Random seeded 1000 +
+ *       client index), else a read; counted for <millis> after the warm-up (default 0):
+ *       RESULT ops=<acquisitions/s> reads=R writes=W
+ *   bench-latch <connect> <path> <hand-overs> [warm-up-hand-overs]
  *       two clients, each a LeaderLatch (ids a and b, CloseMode.SILENT, listener called on the
- *       event thread). Once one leads, <hand-overs> times: close the leader's latch (t0), wait for
- *       the other's isLeader callback (t1), start a new latch for the closed side and wait until
- *       its node exists. RESULT count=N p50_us=<t1-t0> p90_us=<..> max_us=<..>
+ *       event thread). Once one leads, warm-up (default 0) + <hand-overs> times: close the
+ *       leader's latch (t0), wait for the other's isLeader callback (t1), start a new latch for
+ *       the closed side and wait until its node exists. Timed over the last <hand-overs>:
+ *       RESULT count=N p50_us=<t1-t0> p90_us=<..> max_us=<..>
  *
  * Queue commands (QueueBuilder with putInBackground(false) unless said otherwise; items are UTF-8
  * strings; <kind> is queue|priority|delay|id|simple, for DistributedQueue,
@@ -1125,9 +1127,10 @@ public final class CuratorDriver {
         String connect = arg(args, 0, "connect");
         String path = arg(args, 1, "path");
         int cycles = Integer.parseInt(arg(args, 2, "cycles"));
+        int warmUp = args.size() > 3 ? Integer.parseInt(args.get(3)) : 100;
         CuratorFramework client = start(connect);
         InterProcessMutex mutex = new InterProcessMutex(client, path);
-        for (int i = 0; i < 100; i++) {
+        for (int i = 0; i < warmUp; i++) {
             mutex.acquire();
             mutex.release();
         }
@@ -1152,6 +1155,7 @@ public final class CuratorDriver {
         String path = arg(args, 1, "path");
         int sessions = Integer.parseInt(arg(args, 2, "sessions"));
         long millis = Long.parseLong(arg(args, 3, "millis"));
+        long warmUpMillis = args.size() > 4 ? Long.parseLong(args.get(4)) : 0;
         List<CuratorFramework> clients = new ArrayList<>();
         for (int i = 0; i < sessions; i++) {
             clients.add(start(connect));
@@ -1160,7 +1164,6 @@ public final class CuratorDriver {
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         ExecutorService pool = Executors.newFixedThreadPool(sessions);
         List<Future<?>> running = new ArrayList<>();
-        long started = System.nanoTime();
         for (CuratorFramework client : clients) {
             InterProcessMutex mutex = new InterProcessMutex(client, path);
             running.add(pool.submit(() -> {
@@ -1172,14 +1175,18 @@ public final class CuratorDriver {
                 return null;
             }));
         }
+        Thread.sleep(warmUpMillis);
+        long countedFrom = count.get();
+        long started = System.nanoTime();
         Thread.sleep(millis);
+        long counted = count.get() - countedFrom;
+        double seconds = (System.nanoTime() - started) / 1e9;
         stop.set(true);
         for (Future<?> future : running) {
             future.get();
         }
-        double seconds = (System.nanoTime() - started) / 1e9;
         pool.shutdown();
-        out(String.format("RESULT ops=%.1f", count.get() / seconds));
+        out(String.format("RESULT ops=%.1f", counted / seconds));
         for (CuratorFramework client : clients) {
             client.close();
         }
@@ -1221,6 +1228,7 @@ public final class CuratorDriver {
         int sessions = Integer.parseInt(arg(args, 2, "sessions"));
         long millis = Long.parseLong(arg(args, 3, "millis"));
         int writePercent = Integer.parseInt(arg(args, 4, "write-percent"));
+        long warmUpMillis = args.size() > 5 ? Long.parseLong(args.get(5)) : 0;
         List<CuratorFramework> clients = new ArrayList<>();
         for (int i = 0; i < sessions; i++) {
             clients.add(start(connect));
@@ -1230,7 +1238,6 @@ public final class CuratorDriver {
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
         ExecutorService pool = Executors.newFixedThreadPool(sessions);
         List<Future<?>> running = new ArrayList<>();
-        long started = System.nanoTime();
         for (int index = 0; index < sessions; index++) {
             InterProcessReadWriteLock lock = new InterProcessReadWriteLock(clients.get(index), path);
             Random random = new Random(1000 + index);
@@ -1245,15 +1252,21 @@ public final class CuratorDriver {
                 return null;
             }));
         }
+        Thread.sleep(warmUpMillis);
+        long readsFrom = reads.get();
+        long writesFrom = writes.get();
+        long started = System.nanoTime();
         Thread.sleep(millis);
+        long countedReads = reads.get() - readsFrom;
+        long countedWrites = writes.get() - writesFrom;
+        double seconds = (System.nanoTime() - started) / 1e9;
         stop.set(true);
         for (Future<?> future : running) {
             future.get();
         }
-        double seconds = (System.nanoTime() - started) / 1e9;
         pool.shutdown();
-        out(String.format("RESULT ops=%.1f reads=%d writes=%d", (reads.get() + writes.get()) / seconds, reads.get(),
-                writes.get()));
+        out(String.format("RESULT ops=%.1f reads=%d writes=%d", (countedReads + countedWrites) / seconds,
+                countedReads, countedWrites));
         for (CuratorFramework client : clients) {
             client.close();
         }
@@ -1264,6 +1277,7 @@ public final class CuratorDriver {
         String connect = arg(args, 0, "connect");
         String path = arg(args, 1, "path");
         int handOvers = Integer.parseInt(arg(args, 2, "hand-overs"));
+        int warmUp = args.size() > 3 ? Integer.parseInt(args.get(3)) : 0;
         CuratorFramework[] clients = {start(connect), start(connect)};
         String[] ids = {"a", "b"};
         // When each side last became leader (System.nanoTime, taken in its callback), 0 before.
@@ -1274,7 +1288,7 @@ public final class CuratorDriver {
         }
         long[] nanos = new long[handOvers];
         long deadline = System.currentTimeMillis() + ACQUIRE_TIMEOUT_MS;
-        for (int round = 0; round < handOvers; round++) {
+        for (int round = -warmUp; round < handOvers; round++) {
             int leader = -1;
             while (leader < 0) {
                 for (int side = 0; side < 2; side++) {
@@ -1298,7 +1312,9 @@ public final class CuratorDriver {
                     ledAt.wait(10);
                 }
             }
-            nanos[round] = led - closing;
+            if (round >= 0) {
+                nanos[round] = led - closing;
+            }
             ledAt[leader].set(0);
             latches[leader] = benchLatchJoin(clients[leader], path, ids[leader], ledAt, leader);
             while (latches[leader].getOurPath() == null) {
