@@ -12,15 +12,6 @@ use zk_recipes_framework::{path, Deadline, Framework};
 use zk_recipes_mutex::{LockError, LostReason, Mutex};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
-async fn children(framework: &Framework, path: &str) -> Vec<String> {
-    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
-    match within("list", session.client().list_children(path)).await {
-        Ok(children) => children,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
-        Err(err) => panic!("list {path}: {err}"),
-    }
-}
-
 #[tokio::test]
 async fn contenders_on_separate_sessions_exclude_each_other() {
     init_tracing();

@@ -7,18 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use zk_recipes_framework::{path, zookeeper_client, Deadline, Framework};
+use zk_recipes_framework::{path, Deadline};
 use zk_recipes_semaphore::{Semaphore, SemaphoreError, SemaphoreMutex};
 use zk_recipes_testing::TestingServer;
-
-async fn children(framework: &Framework, dir: &str) -> Vec<String> {
-    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
-    match within("list", session.client().list_children(dir)).await {
-        Ok(children) => children,
-        Err(zookeeper_client::Error::NoNode) => Vec::new(),
-        Err(err) => panic!("list {dir}: {err}"),
-    }
-}
 
 #[tokio::test]
 async fn never_more_holders_than_leases() {

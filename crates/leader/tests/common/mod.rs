@@ -1,28 +1,21 @@
 //! Shared helpers for the leader crate's integration tests (real ZooKeeper servers).
 #![allow(dead_code, unused_imports)]
 
+#[path = "../../../framework/tests/common/shared.rs"]
+mod shared;
+
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use shared::builder;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
-use zk_recipes_framework::{Deadline, ErrorPolicy, Framework, FrameworkBuilder};
+use zk_recipes_framework::{Deadline, ErrorPolicy, Framework};
 use zk_recipes_leader::{CloseMode, LeaderLatch, LeadershipEvent};
 pub use zk_recipes_testing::{eventually, init_tracing, within, within_for, SERVER_START, STEP};
-
-/// A builder with test-friendly settings: the given session timeout, fast retries.
-pub fn builder(connect_string: &str, session_timeout: Duration) -> FrameworkBuilder {
-    Framework::builder(connect_string)
-        .session_timeout(session_timeout)
-        .connection_timeout(Duration::from_secs(5))
-        .retry_policy(
-            zk_recipes_framework::retry::ExponentialBackoffRetry::new(Duration::from_millis(50), 10)
-                .with_max_sleep(Duration::from_millis(500)),
-        )
-}
 
 /// A started framework with `policy`.
 pub fn framework(connect_string: &str, session_timeout: Duration, policy: ErrorPolicy) -> Framework {

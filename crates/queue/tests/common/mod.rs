@@ -1,23 +1,16 @@
 //! Shared helpers for this crate's integration tests (real ZooKeeper servers).
 #![allow(dead_code, unused_imports)]
 
+#[path = "../../../framework/tests/common/shared.rs"]
+mod shared;
+
 use std::time::Duration;
 
-use zk_recipes_framework::{zookeeper_client, Deadline, Framework, FrameworkBuilder};
+pub use shared::builder;
+use zk_recipes_framework::{zookeeper_client, Deadline, Framework};
 pub use zk_recipes_testing::{
     eventually, init_tracing, within, within_for, TestingServer, SERVER_START, STEP,
 };
-
-/// A builder with test-friendly settings: short session timeout, fast retries.
-pub fn builder(connect_string: &str) -> FrameworkBuilder {
-    Framework::builder(connect_string)
-        .session_timeout(Duration::from_secs(10))
-        .connection_timeout(Duration::from_secs(5))
-        .retry_policy(
-            zk_recipes_framework::retry::ExponentialBackoffRetry::new(Duration::from_millis(50), 10)
-                .with_max_sleep(Duration::from_millis(500)),
-        )
-}
 
 /// A started server and a connected framework on it.
 pub async fn server_and_framework() -> (TestingServer, Framework) {
@@ -29,7 +22,7 @@ pub async fn server_and_framework() -> (TestingServer, Framework) {
 
 /// Another connected framework (its own session) on `server`.
 pub async fn connect(server: &TestingServer) -> Framework {
-    let framework = builder(&server.connect_string()).start().expect("framework");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     within("connect", framework.block_until_connected(STEP)).await.expect("connected");
     framework
 }

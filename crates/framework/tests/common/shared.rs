@@ -1,0 +1,35 @@
+//! Test helpers every crate's integration tests share: the framework preset and a plain listing.
+//!
+//! They live with the framework's tests, the lowest crate that has a `Framework` (the testing
+//! crate cannot depend on the framework, which dev-depends on it). The other crates' `tests/common`
+//! include this file with `#[path = "../../../framework/tests/common/shared.rs"] mod shared;`.
+#![allow(dead_code, unused_imports)]
+
+use std::time::Duration;
+
+use zk_recipes_framework::retry::ExponentialBackoffRetry;
+use zk_recipes_framework::{zookeeper_client, Deadline, Framework, FrameworkBuilder};
+use zk_recipes_testing::{within, STEP};
+
+/// A builder with test-friendly settings: the given session timeout, a 5 s connection timeout,
+/// fast retries (from 50 ms, at most 500 ms apart, 10 times).
+pub fn builder(connect_string: &str, session_timeout: Duration) -> FrameworkBuilder {
+    Framework::builder(connect_string)
+        .session_timeout(session_timeout)
+        .connection_timeout(Duration::from_secs(5))
+        .retry_policy(
+            ExponentialBackoffRetry::new(Duration::from_millis(50), 10)
+                .with_max_sleep(Duration::from_millis(500)),
+        )
+}
+
+/// The children of `path` in the server's order (none if it does not exist): one listing on the
+/// current session, each step within [`STEP`]; panics on any other error.
+pub async fn children(framework: &Framework, path: &str) -> Vec<String> {
+    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+    match within("list", session.client().list_children(path)).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(err) => panic!("list {path}: {err}"),
+    }
+}
