@@ -1,7 +1,7 @@
 //! Curator's `LeaderLatch`: every participant keeps one node; the first node's owner leads.
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use futures::Stream;
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::task::JoinHandle;
-use tracing::{debug, info_span, warn, Instrument};
+use tracing::{debug, info_span, Instrument};
 use zk_recipes_framework::zookeeper_client::{EventType, OneshotWatcher};
 use zk_recipes_framework::{
     path, ConnectionEvents, ConnectionState, Deadline, Error as FrameworkError, ErrorPolicy, Framework,
@@ -18,6 +18,7 @@ use zk_recipes_framework::{
 use zk_recipes_lock_internals::{sort_children, LockInternals, StandardDriver};
 
 use crate::error::{LeaderError, Result};
+use crate::handle::{self, CloseOnDrop, DropGuard, Handle, HandleTarget, HandleView, Lifecycle, Status};
 use crate::participant::{self, Participant};
 
 /// The name Curator's latch gives its nodes, after the protected prefix:
@@ -113,20 +114,6 @@ pub enum NotLeaderReason {
     Closed,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lifecycle {
-    Latent,
-    Started,
-    Closed,
-}
-
-/// What waiters look at: whether the latch runs and, while it leads, its fencing token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Status {
-    lifecycle: Lifecycle,
-    fencing_token: Option<i64>,
-}
-
 #[derive(Debug, Clone)]
 enum Signal {
     Event(LeadershipEvent),
@@ -189,8 +176,9 @@ enum Signal {
 /// latch.close(CloseMode::Silent).await?;
 /// # Ok(()) }
 /// ```
+#[derive(Clone)]
 pub struct LeaderLatch {
-    shared: Arc<Shared>,
+    shared: Handle<Shared>,
 }
 
 struct Shared {
@@ -254,12 +242,12 @@ impl LeaderLatch {
             id: id.into(),
             internals,
             state: Mutex::new(State::default()),
-            status: watch::Sender::new(Status { lifecycle: Lifecycle::Latent, fencing_token: None }),
+            status: watch::Sender::new(Status::LATENT),
             events,
             kick: Notify::new(),
             handles: AtomicUsize::new(1),
         };
-        Ok(Self { shared: Arc::new(shared) })
+        Ok(Self { shared: Handle::new(shared) })
     }
 
     /// The election's path.
@@ -279,24 +267,15 @@ impl LeaderLatch {
     /// [`LeaderError::AlreadyStarted`] the second time; [`LeaderError::Closed`] after close;
     /// [`LeaderError::Framework`] outside a tokio runtime.
     pub fn start(&self) -> Result<()> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err(FrameworkError::InvalidArgument(
-                "LeaderLatch::start must be called within a tokio runtime".into(),
-            )
-            .into());
-        }
+        handle::require_runtime("LeaderLatch::start must be called within a tokio runtime")?;
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        match shared.status.borrow().lifecycle {
-            Lifecycle::Latent => {}
-            Lifecycle::Started => return Err(LeaderError::AlreadyStarted),
-            Lifecycle::Closed => return Err(LeaderError::Closed),
-        }
+        shared.status.borrow().lifecycle.check_start()?;
         shared.status.send_modify(|status| status.lifecycle = Lifecycle::Started);
         // Subscribe before the task runs, so no transition between now and then is missed.
         let events = shared.framework.connection_events();
         let span = info_span!("leader_latch", path = %shared.path, id = %shared.id);
-        state.task = Some(tokio::spawn(run(shared.clone(), events).instrument(span)));
+        state.task = Some(tokio::spawn(run(Arc::clone(shared), events).instrument(span)));
         Ok(())
     }
 
@@ -452,27 +431,20 @@ impl LeaderLatch {
     /// # Ok(()) }
     /// ```
     pub fn drop_guard(self, mode: CloseMode) -> LatchDropGuard {
-        LatchDropGuard { latch: Some(self), mode }
+        LatchDropGuard { guard: DropGuard::new(self, mode) }
     }
 }
 
-impl Clone for LeaderLatch {
-    fn clone(&self) -> Self {
-        self.shared.handles.fetch_add(1, Ordering::Relaxed);
-        Self { shared: self.shared.clone() }
-    }
-}
+impl CloseOnDrop for LeaderLatch {
+    type Mode = CloseMode;
 
-impl Drop for LeaderLatch {
-    fn drop(&mut self) {
-        if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1
-            && self.shared.status.borrow().lifecycle == Lifecycle::Started
-        {
-            warn!(
-                path = %self.shared.path,
-                id = %self.shared.id,
-                "every LeaderLatch handle was dropped without close: the latch runs on until its framework is closed"
-            );
+    fn close_on_drop(&self, mode: CloseMode) {
+        if let Some((node, task)) = self.shared.mark_closed(mode) {
+            if let Some(task) = task {
+                task.abort();
+            }
+            // Handed to the framework's cleanup worker: a channel send, no runtime needed.
+            drop(node);
         }
     }
 }
@@ -504,33 +476,18 @@ impl fmt::Debug for LeaderLatch {
 #[must_use = "dropping the guard closes the latch"]
 #[derive(Debug)]
 pub struct LatchDropGuard {
-    latch: Option<LeaderLatch>,
-    mode: CloseMode,
+    guard: DropGuard<LeaderLatch>,
 }
 
 impl LatchDropGuard {
     /// The guarded latch.
     pub fn latch(&self) -> &LeaderLatch {
-        self.latch.as_ref().expect("a guard holds its latch until dropped or disarmed")
+        self.guard.participant()
     }
 
     /// Gives the latch back without closing it.
-    pub fn disarm(mut self) -> LeaderLatch {
-        self.latch.take().expect("a guard holds its latch until dropped or disarmed")
-    }
-}
-
-impl Drop for LatchDropGuard {
-    fn drop(&mut self) {
-        if let Some(latch) = self.latch.take() {
-            if let Some((node, task)) = latch.shared.mark_closed(self.mode) {
-                if let Some(task) = task {
-                    task.abort();
-                }
-                // Handed to the framework's cleanup worker: a channel send, no runtime needed.
-                drop(node);
-            }
-        }
+    pub fn disarm(self) -> LeaderLatch {
+        self.guard.disarm()
     }
 }
 
@@ -579,6 +536,15 @@ impl LeadershipEvents {
             let event = events.next().await?;
             Some((event, events))
         }))
+    }
+}
+
+impl HandleTarget for Shared {
+    const HANDLE_NAME: &'static str = "LeaderLatch";
+    const KIND: &'static str = "latch";
+
+    fn handle_view(&self) -> HandleView<'_> {
+        HandleView { handles: &self.handles, status: &self.status, path: &self.path, id: &self.id }
     }
 }
 

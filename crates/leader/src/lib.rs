@@ -48,6 +48,7 @@
 //! ```
 
 mod error;
+mod handle;
 mod latch;
 mod participant;
 mod selector;

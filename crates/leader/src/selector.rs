@@ -4,7 +4,7 @@ use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,10 +14,11 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
-use zk_recipes_framework::{ConnectionState, Error as FrameworkError, Framework, DEFAULT_SESSION_TIMEOUT};
+use zk_recipes_framework::{ConnectionState, Framework, DEFAULT_SESSION_TIMEOUT};
 use zk_recipes_mutex::{LostReason, Mutex as ZkMutex, MutexGuard};
 
 use crate::error::{LeaderError, Result};
+use crate::handle::{self, CloseOnDrop, DropGuard, Handle, HandleTarget, HandleView, Lifecycle, Status};
 use crate::participant::{self, Participant};
 
 /// The name the selector's nodes carry: it *is* Curator's mutex, `<path>/_c_<uuid>-lock-<seq>`.
@@ -227,10 +228,10 @@ impl LeaderSelectorBuilder {
             close_grace: self.close_grace,
             take_leadership,
             state: Mutex::new(State::default()),
-            status: watch::Sender::new(Status { lifecycle: Lifecycle::Latent, fencing_token: None }),
+            status: watch::Sender::new(Status::LATENT),
             handles: AtomicUsize::new(1),
         };
-        Ok(LeaderSelector { shared: Arc::new(shared) })
+        Ok(LeaderSelector { shared: Handle::new(shared) })
     }
 }
 
@@ -305,8 +306,9 @@ impl LeaderSelectorBuilder {
 /// selector.close().await?;
 /// # Ok(()) }
 /// ```
+#[derive(Clone)]
 pub struct LeaderSelector {
-    shared: Arc<Shared>,
+    shared: Handle<Shared>,
 }
 
 struct Shared {
@@ -321,20 +323,6 @@ struct Shared {
     state: Mutex<State>,
     status: watch::Sender<Status>,
     handles: AtomicUsize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lifecycle {
-    Latent,
-    Started,
-    Closed,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Status {
-    lifecycle: Lifecycle,
-    /// While a leadership runs and is not cancelled: its fencing token.
-    fencing_token: Option<i64>,
 }
 
 #[derive(Default)]
@@ -391,12 +379,8 @@ impl LeaderSelector {
     /// [`LeaderError::Framework`] outside a tokio runtime.
     pub fn start(&self) -> Result<()> {
         let mut state = self.shared.state.lock();
-        match self.shared.status.borrow().lifecycle {
-            Lifecycle::Latent => {}
-            Lifecycle::Started => return Err(LeaderError::AlreadyStarted),
-            Lifecycle::Closed => return Err(LeaderError::Closed),
-        }
-        runtime_check()?;
+        self.shared.status.borrow().lifecycle.check_start()?;
+        require_runtime()?;
         self.shared.status.send_modify(|status| status.lifecycle = Lifecycle::Started);
         self.shared.spawn_round(&mut state);
         Ok(())
@@ -417,7 +401,7 @@ impl LeaderSelector {
         if state.task.is_some() {
             return Ok(false);
         }
-        runtime_check()?;
+        require_runtime()?;
         self.shared.spawn_round(&mut state);
         Ok(true)
     }
@@ -514,37 +498,22 @@ impl LeaderSelector {
     /// # Ok(()) }
     /// ```
     pub fn drop_guard(self) -> SelectorDropGuard {
-        SelectorDropGuard { selector: Some(self) }
+        SelectorDropGuard { guard: DropGuard::new(self, ()) }
     }
 }
 
-fn runtime_check() -> Result<()> {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return Err(FrameworkError::InvalidArgument(
-            "LeaderSelector must be started within a tokio runtime".into(),
-        )
-        .into());
-    }
-    Ok(())
+fn require_runtime() -> Result<()> {
+    handle::require_runtime("LeaderSelector must be started within a tokio runtime")
 }
 
-impl Clone for LeaderSelector {
-    fn clone(&self) -> Self {
-        self.shared.handles.fetch_add(1, Ordering::Relaxed);
-        Self { shared: self.shared.clone() }
-    }
-}
+impl CloseOnDrop for LeaderSelector {
+    type Mode = ();
 
-impl Drop for LeaderSelector {
-    fn drop(&mut self) {
-        if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1
-            && self.shared.status.borrow().lifecycle == Lifecycle::Started
-        {
-            warn!(
-                path = %self.shared.path,
-                id = %self.shared.id,
-                "every LeaderSelector handle was dropped without close: the selector runs on until its framework is closed"
-            );
+    fn close_on_drop(&self, _mode: ()) {
+        if let Some(task) = self.shared.mark_closed() {
+            // Drops a running take_leadership and our MutexGuard (whose node goes to the
+            // framework's cleanup worker): no runtime needed.
+            task.abort();
         }
     }
 }
@@ -574,30 +543,27 @@ impl fmt::Debug for LeaderSelector {
 #[must_use = "dropping the guard closes the selector"]
 #[derive(Debug)]
 pub struct SelectorDropGuard {
-    selector: Option<LeaderSelector>,
+    guard: DropGuard<LeaderSelector>,
 }
 
 impl SelectorDropGuard {
     /// The guarded selector.
     pub fn selector(&self) -> &LeaderSelector {
-        self.selector.as_ref().expect("a guard holds its selector until dropped or disarmed")
+        self.guard.participant()
     }
 
     /// Gives the selector back without closing it.
-    pub fn disarm(mut self) -> LeaderSelector {
-        self.selector.take().expect("a guard holds its selector until dropped or disarmed")
+    pub fn disarm(self) -> LeaderSelector {
+        self.guard.disarm()
     }
 }
 
-impl Drop for SelectorDropGuard {
-    fn drop(&mut self) {
-        if let Some(selector) = self.selector.take() {
-            if let Some(task) = selector.shared.mark_closed() {
-                // Drops a running take_leadership and our MutexGuard (whose node goes to the
-                // framework's cleanup worker): no runtime needed.
-                task.abort();
-            }
-        }
+impl HandleTarget for Shared {
+    const HANDLE_NAME: &'static str = "LeaderSelector";
+    const KIND: &'static str = "selector";
+
+    fn handle_view(&self) -> HandleView<'_> {
+        HandleView { handles: &self.handles, status: &self.status, path: &self.path, id: &self.id }
     }
 }
 
