@@ -13,6 +13,8 @@
 //! reported as medians over the rounds with ratios:
 //! - `floor`: the raw protocol a lock cycle needs — create (ephemeral sequential) and list sent
 //!   back to back, then delete — with bare zookeeper-client calls on a session of its own;
+//!   `floor/one-by-one` the same calls each awaited before the next, as Curator sends them: their
+//!   ratio is the most any client can gain on Curator from the protocol alone;
 //! - `uncontended`: lock + release on one path, one session: cycles/s, p50, p99;
 //! - `contended-8`: 8 sessions looping lock + release on one path: acquisitions/s;
 //! - `distinct-1000`: 1,000 locks on distinct paths cycled concurrently by one process (ours: 1,000
@@ -95,7 +97,16 @@ async fn curator(args: &[String]) -> Measured {
     }
 }
 
-async fn raw_floor(connect: &str, path: &str, warm_up: usize, cycles: usize) -> Measured {
+/// How the raw floor sends a cycle's create and listing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// The listing right behind the create, both awaited together (what our lock does).
+    Pipelined,
+    /// Create, then list, then delete, each awaited before the next (what Curator does).
+    OneByOne,
+}
+
+async fn raw_floor(connect: &str, path: &str, protocol: Protocol, warm_up: usize, cycles: usize) -> Measured {
     // A session of its own, opened by a framework so that its socket is set up as ours are
     // (`TCP_NODELAY`), then driven with bare zookeeper-client calls.
     let framework = Framework::builder(connect).start().expect("framework");
@@ -114,10 +125,20 @@ async fn raw_floor(connect: &str, path: &str, warm_up: usize, cycles: usize) -> 
             started = Instant::now();
         }
         let cycle = Instant::now();
-        let create = client.create(&node_prefix, b"", &node_options);
-        let list = client.list_children(path);
-        let (_, sequence) = create.await.expect("create");
-        list.await.expect("list");
+        let sequence = match protocol {
+            Protocol::Pipelined => {
+                let create = client.create(&node_prefix, b"", &node_options);
+                let list = client.list_children(path);
+                let (_, sequence) = create.await.expect("create");
+                list.await.expect("list");
+                sequence
+            }
+            Protocol::OneByOne => {
+                let (_, sequence) = client.create(&node_prefix, b"", &node_options).await.expect("create");
+                client.list_children(path).await.expect("list");
+                sequence
+            }
+        };
         client.delete(&format!("{node_prefix}{sequence}"), None).await.expect("delete");
         latencies.push(cycle.elapsed());
     }
@@ -268,6 +289,7 @@ async fn main() {
         "floor/distinct-1000",
         "ours/distinct-1000",
         "curator/distinct-1000",
+        "floor/one-by-one",
     ];
     let mut series: Vec<Series> = names.iter().map(|_| Series::default()).collect();
     let contended_ms = options.contended_for.as_millis().to_string();
@@ -275,7 +297,9 @@ async fn main() {
     for round in 0..options.rounds {
         eprintln!("round {} of {}", round + 1, options.rounds);
         let path = |name: &str| format!("/bench/{name}-{round}");
-        series[0].push(raw_floor(&connect, &path("floor"), options.warm_up_cycles, options.cycles).await);
+        let (warm_up, cycles) = (options.warm_up_cycles, options.cycles);
+        series[0].push(raw_floor(&connect, &path("floor"), Protocol::Pipelined, warm_up, cycles).await);
+        series[8].push(raw_floor(&connect, &path("floor-serial"), Protocol::OneByOne, warm_up, cycles).await);
         let curator_first = round % 2 == 1;
         for first in [curator_first, !curator_first] {
             if first {
@@ -365,6 +389,11 @@ async fn main() {
     }
     println!("  uncontended, ours / raw floor:             {:.2}", ratio(1, 0));
     println!("  uncontended, Curator / raw floor:          {:.2}", ratio(2, 0));
+    println!(
+        "  protocol bound, raw floor / raw one-by-one (Curator's protocol on bare calls): {:.2}x",
+        ratio(0, 8)
+    );
+    println!("  uncontended, Curator / raw one-by-one:     {:.2}", ratio(2, 8));
     println!("  8 sessions acquisitions/s, ours / Curator: {:.2}x", ratio(3, 4));
     println!("  distinct locks, ours / Curator:      {:.2}x", ratio(6, 7));
     println!("  distinct locks, ours / raw floor:    {:.2}", ratio(6, 5));
