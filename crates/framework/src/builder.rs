@@ -15,6 +15,9 @@ use crate::state::ErrorPolicy;
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default connection timeout (Curator's): 15 s.
 pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default limit on the data of one node (or one multi): the server's default `jute.maxbuffer`
+/// (1 MiB) less 4 KiB for the rest of the request.
+pub const DEFAULT_MAX_NODE_DATA: usize = 1024 * 1024 - 4096;
 
 /// Builds a [`Framework`]. Start from [`Framework::builder`].
 ///
@@ -53,6 +56,7 @@ pub struct FrameworkBuilder {
     pub(crate) can_be_read_only: bool,
     pub(crate) event_capacity: usize,
     pub(crate) tcp_nodelay: bool,
+    pub(crate) max_node_data: usize,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
 }
@@ -77,6 +81,7 @@ impl FrameworkBuilder {
             can_be_read_only: false,
             event_capacity: 1024,
             tcp_nodelay: true,
+            max_node_data: DEFAULT_MAX_NODE_DATA,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -144,6 +149,14 @@ impl FrameworkBuilder {
     /// [`crate::ConnectionUpdate::Lagged`]. Defaults to 1024.
     pub fn event_capacity(mut self, capacity: usize) -> Self {
         self.event_capacity = capacity.max(1);
+        self
+    }
+
+    /// The most node data one create or set (or one multi, in total) may carry; larger data fails
+    /// with [`Error::DataTooLarge`] before anything is sent. Defaults to
+    /// [`DEFAULT_MAX_NODE_DATA`]; raise it only for servers started with a larger `jute.maxbuffer`.
+    pub fn max_node_data(mut self, bytes: usize) -> Self {
+        self.max_node_data = bytes;
         self
     }
 

@@ -31,6 +31,19 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// Node data (or a multi's data in total) larger than the server accepts in one request;
+    /// nothing was sent to the server. A request over the server's `jute.maxbuffer` would make it
+    /// drop the connection, suspending every user of the session.
+    #[error(
+        "{size} bytes of node data, more than the {limit} allowed (see FrameworkBuilder::max_node_data)"
+    )]
+    DataTooLarge {
+        /// Bytes of data given.
+        size: usize,
+        /// The framework's limit.
+        limit: usize,
+    },
+
     /// The caller's deadline passed (waiting for a connection, retrying, or waiting on the server).
     #[error("timed out after {waited:?}")]
     Timeout {

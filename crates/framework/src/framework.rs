@@ -201,6 +201,29 @@ impl Framework {
         ready.session.clone().ok_or(Error::Closed)
     }
 
+    /// Checks that `size` bytes of node data fit in one request
+    /// ([`FrameworkBuilder::max_node_data`]). The framework's own creates check it; recipes call
+    /// it for data they write otherwise (a multi's data in total).
+    ///
+    /// # Errors
+    /// [`Error::DataTooLarge`] when they do not.
+    ///
+    /// ```no_run
+    /// # fn demo(framework: &zk_recipes_framework::Framework) {
+    /// use zk_recipes_framework::Error;
+    ///
+    /// assert!(framework.check_data_size(100).is_ok());
+    /// assert!(matches!(framework.check_data_size(8 << 20), Err(Error::DataTooLarge { .. })));
+    /// # }
+    /// ```
+    pub fn check_data_size(&self, size: usize) -> Result<()> {
+        let limit = self.core().config.max_node_data;
+        if size > limit {
+            return Err(Error::DataTooLarge { size, limit });
+        }
+        Ok(())
+    }
+
     /// Whether the framework was closed.
     pub fn is_closed(&self) -> bool {
         self.core().snapshot.borrow().closed

@@ -54,7 +54,9 @@ pub mod retry;
 mod session;
 mod state;
 
-pub use builder::{FrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
+pub use builder::{
+    FrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_NODE_DATA, DEFAULT_SESSION_TIMEOUT,
+};
 pub use deadline::Deadline;
 pub use error::{Error, Result};
 pub use framework::Framework;

@@ -138,6 +138,7 @@ impl Framework {
             return Err(Error::InvalidArgument(format!("node name {name:?} contains '/'")));
         }
         path::validate_sequential(&candidate).map_err(|reason| Error::invalid_path(&candidate, reason))?;
+        self.check_data_size(data.len())?;
 
         let attempt = Mutex::new(ProtectedAttempt::new(self.clone(), parent));
         let attempt = &attempt;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use zk_recipes_framework::retry::RetryNTimes;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
-use zk_recipes_framework::{path, Deadline, Error, Framework};
+use zk_recipes_framework::{path, ConnectionState, Deadline, Error, Framework, DEFAULT_MAX_NODE_DATA};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 fn connection_loss() -> Error {
@@ -107,6 +107,27 @@ async fn invalid_paths_are_refused_before_anything_is_sent() {
     }
     let result = framework.create_protected("/fine", "bad/name-", b"", Deadline::after(STEP)).await;
     assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
+    // Data over the server's jute.maxbuffer would make it drop the connection: refused here.
+    let session_before = framework.current().session_id;
+    let huge = vec![7u8; 2 << 20];
+    let result = framework.create_protected("/fine", "lock-", &huge, Deadline::after(STEP)).await;
+    assert!(
+        matches!(result, Err(Error::DataTooLarge { size, limit }) if size == huge.len() && limit == DEFAULT_MAX_NODE_DATA),
+        "{result:?}"
+    );
+    let fits = vec![7u8; DEFAULT_MAX_NODE_DATA];
+    assert!(framework.check_data_size(fits.len()).is_ok(), "the limit itself is allowed");
+    let node = within(
+        "create at the limit",
+        framework.create_protected("/fine", "lock-", &fits, Deadline::after(STEP)),
+    )
+    .await
+    .expect("data at the limit fits in one request");
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+    within("delete /fine", framework.delete_recursive("/fine", Deadline::after(STEP))).await.expect("delete");
+    let current = framework.current();
+    assert_eq!(current.state, Some(ConnectionState::Connected), "the connection never dropped");
+    assert_eq!(current.session_id, session_before, "same session");
     let after = within("mntr", server.znode_count()).await.expect("znode count");
     assert_eq!(before, after, "nothing was created on the server");
     within("close", framework.close()).await;

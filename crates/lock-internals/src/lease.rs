@@ -113,7 +113,8 @@ impl HeldLease {
     /// # Errors
     /// [`LockError::NodeLost`] if our node is gone (nothing was written);
     /// [`LockError::GuardedWriteFailed`] if one of the writes failed (nothing was written);
-    /// framework errors (connection loss, timeout, closed).
+    /// framework errors (connection loss, timeout, closed; `DataTooLarge` when the writes' data
+    /// together exceed the framework's limit, before anything is sent).
     ///
     /// # Cancel safety
     /// If dropped after the multi was sent, it may or may not have been committed.
@@ -133,6 +134,14 @@ impl HeldLease {
         deadline: Deadline,
     ) -> Result<Vec<MultiWriteResult>> {
         let lost = || LockError::NodeLost { path: self.node.path().to_owned() };
+        let data_size = ops
+            .iter()
+            .map(|op| match op {
+                GuardedOp::Create { data, .. } | GuardedOp::SetData { data, .. } => data.len(),
+                GuardedOp::Delete { .. } => 0,
+            })
+            .sum();
+        self.node.framework().check_data_size(data_size)?;
         let session = self.node.framework().session(deadline).await?;
         if session.generation() != self.node.generation() {
             return Err(lost());

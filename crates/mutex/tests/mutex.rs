@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, Deadline, Framework};
-use zk_recipes_mutex::{LockError, LostReason, Mutex};
+use zk_recipes_mutex::{GuardedOp, LockError, LostReason, Mutex};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 #[tokio::test]
@@ -241,6 +241,37 @@ async fn bad_input_is_refused() {
     let mutex = Mutex::new(&framework, "/closed/lock").expect("mutex");
     let result = within("lock on a closed framework", mutex.lock()).await;
     assert!(matches!(result, Err(LockError::Framework(zk_recipes_framework::Error::Closed))), "{result:?}");
+}
+
+#[tokio::test]
+async fn oversized_data_is_refused_before_anything_is_sent() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    within("connect", framework.block_until_connected(STEP)).await.expect("connected");
+    let before = within("mntr", server.znode_count()).await.expect("znode count");
+    let huge = vec![1u8; 2 << 20];
+    let mutex = Mutex::new(&framework, "/oversized/lock").expect("mutex").with_node_data(huge.clone());
+    let result = within("lock", mutex.lock()).await;
+    assert!(
+        matches!(result, Err(LockError::Framework(zk_recipes_framework::Error::DataTooLarge { .. }))),
+        "{result:?}"
+    );
+    assert_eq!(within("mntr", server.znode_count()).await.expect("znode count"), before, "nothing created");
+
+    // A guarded write whose data is too large is refused too, and the lock stays held.
+    let mutex = Mutex::new(&framework, "/oversized/lock").expect("mutex");
+    let guard = within("lock", mutex.lock()).await.expect("lock");
+    let ops =
+        [GuardedOp::Create { path: "/oversized/data".into(), data: huge, mode: CreateMode::Persistent }];
+    let result = within("write_guarded", guard.write_guarded(&ops, Deadline::after(STEP))).await;
+    assert!(
+        matches!(result, Err(LockError::Framework(zk_recipes_framework::Error::DataTooLarge { .. }))),
+        "{result:?}"
+    );
+    assert!(children(&framework, "/oversized").await.iter().all(|child| child != "data"), "nothing written");
+    within("release", guard.release()).await.expect("still held, released");
+    within("close", framework.close()).await;
 }
 
 #[tokio::test]

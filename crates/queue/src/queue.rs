@@ -19,7 +19,7 @@ use crate::simple::wait_for_change;
 /// The largest node (framed item bytes) a put writes by default: ZooKeeper's default
 /// `jute.maxbuffer` (1 MiB) less 4 KiB for the rest of the request. Larger puts fail with
 /// [`QueueError::ItemTooLarge`] before anything is sent.
-pub const DEFAULT_MAX_NODE_BYTES: usize = 1024 * 1024 - 4096;
+pub const DEFAULT_MAX_NODE_BYTES: usize = zk_recipes_framework::DEFAULT_MAX_NODE_DATA;
 
 /// How many nodes one multi of [`DistributedQueue::put_batch`] creates at most.
 const MAX_NODES_PER_MULTI: usize = 1000;
