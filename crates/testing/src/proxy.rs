@@ -22,6 +22,14 @@ const MAX_FRAME: usize = 64 * 1024 * 1024;
 
 /// ZooKeeper op codes of the plain create requests [`FaultProxy::cut_after_next_create`] watches.
 const CREATE_OP_CODES: [i32; 4] = [1, 15, 19, 21];
+/// `delete` and `deleteContainer`.
+const DELETE_OP_CODES: [i32; 2] = [2, 20];
+const SET_DATA_OP_CODE: i32 = 5;
+const MULTI_OP_CODE: i32 = 14;
+const MULTI_READ_OP_CODE: i32 = 22;
+/// Requests whose body starts with the path they act on.
+const PATH_FIRST_OP_CODES: [i32; 20] =
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 15, 17, 18, 19, 20, 21, 103, 104, 106];
 
 /// A TCP proxy on `127.0.0.1:<free port>` in front of one ZooKeeper server, for faults a real
 /// network produces and a test cannot otherwise time: a reset, a silent partition, a connection
@@ -38,9 +46,11 @@ const CREATE_OP_CODES: [i32; 4] = [1, 15, 19, 21];
 ///   connections. Black-holing one client past its session timeout expires exactly that session:
 ///   the server expires it while the client cannot reach it, and the client learns it on
 ///   reconnecting (or from its own timer first).
-/// * [`cut_after_next_create`](Self::cut_after_next_create): let the next create reach the
-///   server, drop the server's reply and close the connection — the node exists but the client
-///   got a connection loss.
+/// * [`cut_after_next_reply`](Self::cut_after_next_reply): let the next request that matches a
+///   [`RequestMatch`] (an op code, optionally a path prefix) reach the server, drop the server's
+///   reply and close the connection — the server did it (a multi committed, a node was deleted)
+///   but the client got a connection loss.
+/// * [`cut_after_next_create`](Self::cut_after_next_create): the same for the next create.
 ///
 /// Dropping the proxy closes every connection and stops listening.
 ///
@@ -94,6 +104,115 @@ pub struct CutCreate {
     pub server_error: i32,
 }
 
+/// Which request [`FaultProxy::cut_after_next_reply`] cuts after: one of some op codes, and
+/// optionally only if it touches a path under a prefix.
+///
+/// The op codes are ZooKeeper's (`ZooDefs.OpCode`): 1 create, 2 delete, 3 exists, 4 getData,
+/// 5 setData, 8 getChildren, 12 getChildren2, 13 check, 14 multi, 15 create2, 19 createContainer,
+/// 20 deleteContainer, 21 createTTL, 22 multiRead, … Creates and deletes inside a multi do not
+/// count as creates or deletes: match the multi.
+///
+/// # Example
+/// ```
+/// use zk_recipes_testing::RequestMatch;
+///
+/// // The next multi that creates, deletes or checks anything under /app/queue-locks.
+/// let ack = RequestMatch::multi().under("/app/queue-locks");
+/// // The next delete, setData or getData of any path.
+/// let any = RequestMatch::op_codes([2, 5, 4]);
+/// # let _ = (ack, any);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestMatch {
+    op_codes: Vec<i32>,
+    under: Option<String>,
+}
+
+impl RequestMatch {
+    /// Requests with any of these op codes.
+    pub fn op_codes(op_codes: impl IntoIterator<Item = i32>) -> Self {
+        Self { op_codes: op_codes.into_iter().collect(), under: None }
+    }
+
+    /// Plain creates: 1 create, 15 create2, 19 createContainer, 21 createTTL.
+    pub fn create() -> Self {
+        Self::op_codes(CREATE_OP_CODES)
+    }
+
+    /// Plain deletes: 2 delete, 20 deleteContainer.
+    pub fn delete() -> Self {
+        Self::op_codes(DELETE_OP_CODES)
+    }
+
+    /// 5 setData.
+    pub fn set_data() -> Self {
+        Self::op_codes([SET_DATA_OP_CODE])
+    }
+
+    /// 14 multi (a transaction of creates, deletes, setDatas and checks).
+    pub fn multi() -> Self {
+        Self::op_codes([MULTI_OP_CODE])
+    }
+
+    /// Only requests on `prefix` or a path below it (a plain string prefix: `/a/b` also matches
+    /// `/a/bc`). A multi matches if any of its operations does.
+    pub fn under(mut self, prefix: impl Into<String>) -> Self {
+        self.under = Some(prefix.into());
+        self
+    }
+
+    fn matches(&self, request: &Request) -> bool {
+        if !self.op_codes.contains(&request.op_code) {
+            return false;
+        }
+        let Some(prefix) = &self.under else { return true };
+        request.path.starts_with(prefix.as_str())
+            || request.ops.iter().any(|(_, path)| path.starts_with(prefix.as_str()))
+    }
+}
+
+/// The request whose reply [`FaultProxy::cut_after_next_reply`] dropped.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutReply {
+    /// The request's op code (see [`RequestMatch`]).
+    pub op_code: i32,
+    /// The request's xid.
+    pub xid: i32,
+    /// The path the request acts on, as the client sent it (a sequential create's without the
+    /// server's suffix); for a multi, its first operation's; empty if the request has none.
+    pub path: String,
+    /// A multi's operations in order, as (op code, path): e.g. `[(13, lock), (2, item), (2,
+    /// lock)]` for check, delete, delete. Empty for other requests (or ops the proxy cannot
+    /// parse: then the list stops there).
+    pub ops: Vec<(i32, String)>,
+    /// The error code in the dropped reply's header (0: done; ZooKeeper reports a failed multi's
+    /// error per operation, in the body, so it may still be 0).
+    pub server_error: i32,
+}
+
+/// Resolves once [`FaultProxy::cut_after_next_reply`] has cut a connection, with the request it
+/// hit. Dropping it disarms the cut if it has not happened yet.
+///
+/// # Errors
+/// [`TestingError::ProxyClosed`] if the proxy is dropped first.
+///
+/// # Cancel safety
+/// Cancel safe; cancelling disarms.
+#[derive(Debug)]
+#[must_use = "the cut is disarmed when this is dropped"]
+pub struct CutAfterReply {
+    receiver: oneshot::Receiver<CutReply>,
+}
+
+impl Future for CutAfterReply {
+    type Output = Result<CutReply>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.receiver).poll(cx).map(|result| result.map_err(|_| TestingError::ProxyClosed))
+    }
+}
+
 /// Resolves once [`FaultProxy::cut_after_next_create`] has cut a connection, with the create it
 /// hit. Dropping it disarms the cut if it has not happened yet.
 ///
@@ -114,14 +233,21 @@ pub struct CutCreate {
 #[derive(Debug)]
 #[must_use = "the cut is disarmed when this is dropped"]
 pub struct CutAfterCreate {
-    receiver: oneshot::Receiver<CutCreate>,
+    reply: CutAfterReply,
 }
 
 impl Future for CutAfterCreate {
     type Output = Result<CutCreate>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.receiver).poll(cx).map(|result| result.map_err(|_| TestingError::ProxyClosed))
+        Pin::new(&mut self.reply).poll(cx).map(|result| {
+            result.map(|cut| CutCreate {
+                path: cut.path,
+                op_code: cut.op_code,
+                xid: cut.xid,
+                server_error: cut.server_error,
+            })
+        })
     }
 }
 
@@ -143,18 +269,23 @@ struct State {
     connections: HashMap<u64, oneshot::Sender<()>>,
     black_holed: bool,
     black_hole_generation: u64,
-    armed_create_cuts: VecDeque<oneshot::Sender<CutCreate>>,
+    /// In the order armed; each waits for the next request it matches.
+    armed_cuts: VecDeque<ArmedCut>,
     closed: bool,
 }
 
+#[derive(Debug)]
+struct ArmedCut {
+    matcher: RequestMatch,
+    sender: oneshot::Sender<CutReply>,
+}
+
 impl State {
-    fn take_armed_cut(&mut self) -> Option<oneshot::Sender<CutCreate>> {
-        while let Some(sender) = self.armed_create_cuts.pop_front() {
-            if !sender.is_closed() {
-                return Some(sender);
-            }
-        }
-        None
+    /// The oldest live cut armed for `request`, disarmed (dropped handles are forgotten).
+    fn take_armed_cut(&mut self, request: &Request) -> Option<ArmedCut> {
+        self.armed_cuts.retain(|armed| !armed.sender.is_closed());
+        let index = self.armed_cuts.iter().position(|armed| armed.matcher.matches(request))?;
+        self.armed_cuts.remove(index)
     }
 }
 
@@ -278,17 +409,44 @@ impl FaultProxy {
         self.shared.state.lock().black_holed
     }
 
+    /// Arms a cut for the next request that `matcher` matches, on any connection: the request
+    /// reaches the server, the server's reply to it is dropped and the connection is closed both
+    /// ways, so the client sees a connection loss for something the server did. Await the
+    /// returned handle to learn which request was hit.
+    ///
+    /// Each call arms one cut; a request fires the oldest armed cut it matches. One connection
+    /// has at most one cut pending at a time (a second matching request on it before the first
+    /// one's reply is forwarded normally). If the connection dies before the reply arrives, the
+    /// cut re-arms.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn demo(proxy: &zk_recipes_testing::FaultProxy) -> Result<(), zk_recipes_testing::TestingError> {
+    /// use zk_recipes_testing::RequestMatch;
+    ///
+    /// let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/jobs"));
+    /// // ... the client commits a multi deleting /jobs/job-1 through the proxy and gets a
+    /// // connection loss; the server did commit it ...
+    /// let cut = cut.await?;
+    /// assert_eq!(cut.op_code, 14);
+    /// assert!(cut.ops.iter().any(|(op_code, path)| *op_code == 2 && path == "/jobs/job-1"));
+    /// # Ok(()) }
+    /// ```
+    pub fn cut_after_next_reply(&self, matcher: RequestMatch) -> CutAfterReply {
+        let (sender, receiver) = oneshot::channel();
+        self.shared.state.lock().armed_cuts.push_back(ArmedCut { matcher, sender });
+        CutAfterReply { receiver }
+    }
+
     /// Arms a cut for the next create request (op codes 1 create, 15 create2, 19
     /// createContainer, 21 createTTL; creates inside a `multi` don't count) on any connection:
-    /// the request reaches the server, the server's reply to it is dropped and the connection
-    /// is closed both ways. Await the returned handle to learn which create was hit.
+    /// [`cut_after_next_reply`](Self::cut_after_next_reply) with [`RequestMatch::create`].
+    /// Await the returned handle to learn which create was hit.
     ///
     /// Each call arms one cut; several calls cut the next creates in turn. If the connection dies
     /// before the reply arrives, the cut re-arms for the next create.
     pub fn cut_after_next_create(&self) -> CutAfterCreate {
-        let (sender, receiver) = oneshot::channel();
-        self.shared.state.lock().armed_create_cuts.push_back(sender);
-        CutAfterCreate { receiver }
+        CutAfterCreate { reply: self.cut_after_next_reply(RequestMatch::create()) }
     }
 }
 
@@ -297,7 +455,7 @@ impl Drop for FaultProxy {
         self.accept_task.abort();
         let mut state = self.shared.state.lock();
         state.closed = true;
-        state.armed_create_cuts.clear();
+        state.armed_cuts.clear();
         state.connections.clear();
     }
 }
@@ -339,7 +497,7 @@ async fn run_connection(
     let work = async {
         if black_holed_at_accept {
             // Silence until the black hole ends and closes this connection.
-            return std::future::pending::<Option<(oneshot::Sender<CutCreate>, CutCreate)>>().await;
+            return std::future::pending::<Option<(oneshot::Sender<CutReply>, CutReply)>>().await;
         }
         let server = match TcpStream::connect(shared.target).await {
             Ok(server) => server,
@@ -357,40 +515,38 @@ async fn run_connection(
     };
     shared.state.lock().connections.remove(&id);
     // Both sockets are closed by now (they lived in `work`); only then report the cut.
-    if let Some((sender, cut_create)) = outcome {
+    if let Some((sender, cut_reply)) = outcome {
         shared.cut.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(path = %cut_create.path, "fault proxy cut a connection after a create");
-        let _ = sender.send(cut_create);
+        tracing::debug!(op_code = cut_reply.op_code, path = %cut_reply.path, "fault proxy cut a connection after a reply");
+        let _ = sender.send(cut_reply);
     }
 }
 
-/// A create request forwarded to the server whose reply is to be dropped. Re-arms the proxy if
-/// the connection ends before the reply.
+/// A request forwarded to the server whose reply is to be dropped. Re-arms the proxy if the
+/// connection ends before the reply.
 struct PendingCut<'a> {
     shared: &'a Shared,
-    xid: i32,
-    op_code: i32,
-    path: String,
-    sender: Option<oneshot::Sender<CutCreate>>,
+    request: Request,
+    armed: Option<ArmedCut>,
 }
 
 impl Drop for PendingCut<'_> {
     fn drop(&mut self) {
-        if let Some(sender) = self.sender.take() {
+        if let Some(armed) = self.armed.take() {
             let mut state = self.shared.state.lock();
-            if !state.closed && !sender.is_closed() {
-                state.armed_create_cuts.push_front(sender);
+            if !state.closed && !armed.sender.is_closed() {
+                state.armed_cuts.push_front(armed);
             }
         }
     }
 }
 
-/// Forwards both ways until a side closes or a create cut happens (then returns the cut).
+/// Forwards both ways until a side closes or a cut happens (then returns the cut).
 async fn pump(
     shared: &Shared,
     client: TcpStream,
     server: TcpStream,
-) -> Option<(oneshot::Sender<CutCreate>, CutCreate)> {
+) -> Option<(oneshot::Sender<CutReply>, CutReply)> {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let mut black_hole = shared.black_hole.subscribe();
@@ -420,9 +576,9 @@ async fn pump(
                 while let Some(piece) = requests.next_piece() {
                     if let Piece::Frame(frame) = &piece {
                         if pending.is_none() {
-                            if let Some((xid, op_code, path)) = create_request(frame) {
-                                if let Some(sender) = shared.state.lock().take_armed_cut() {
-                                    pending = Some(PendingCut { shared, xid, op_code, path, sender: Some(sender) });
+                            if let Some(request) = parse_request(frame) {
+                                if let Some(armed) = shared.state.lock().take_armed_cut(&request) {
+                                    pending = Some(PendingCut { shared, request, armed: Some(armed) });
                                 }
                             }
                         }
@@ -447,12 +603,14 @@ async fn pump(
                 while let Some(piece) = replies.next_piece() {
                     if let (Piece::Frame(frame), Some(waiting)) = (&piece, pending.as_mut()) {
                         if let Some((xid, error)) = reply_header(frame) {
-                            if xid == waiting.xid {
-                                cut = waiting.sender.take().map(|sender| {
-                                    (sender, CutCreate {
-                                        path: std::mem::take(&mut waiting.path),
-                                        op_code: waiting.op_code,
+                            if xid == waiting.request.xid {
+                                cut = waiting.armed.take().map(|armed| {
+                                    let request = &mut waiting.request;
+                                    (armed.sender, CutReply {
+                                        op_code: request.op_code,
                                         xid,
+                                        path: std::mem::take(&mut request.path),
+                                        ops: std::mem::take(&mut request.ops),
                                         server_error: error,
                                     })
                                 });
@@ -538,16 +696,117 @@ fn read_i32(bytes: &[u8], at: usize) -> Option<i32> {
     Some(i32::from_be_bytes(chunk))
 }
 
-/// `(xid, op code, path)` if `frame` (length prefix included) is a create request.
-fn create_request(frame: &[u8]) -> Option<(i32, i32, String)> {
-    let xid = read_i32(frame, 4)?;
-    let op_code = read_i32(frame, 8)?;
-    if !CREATE_OP_CODES.contains(&op_code) {
-        return None;
+/// What the proxy knows of a request: its header, its path, a multi's operations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Request {
+    xid: i32,
+    op_code: i32,
+    /// The path it acts on (a multi's first operation's); empty if none.
+    path: String,
+    /// A multi's operations, (op code, path), as far as they parse.
+    ops: Vec<(i32, String)>,
+}
+
+/// Parses a request frame (length prefix included): RequestHeader { xid: i32, type: i32 }, then
+/// the body. `None` if it is too short for a header.
+fn parse_request(frame: &[u8]) -> Option<Request> {
+    let mut body = Jute { bytes: frame, at: 4 };
+    let xid = body.int()?;
+    let op_code = body.int()?;
+    let mut request = Request { xid, op_code, path: String::new(), ops: Vec::new() };
+    if PATH_FIRST_OP_CODES.contains(&op_code) {
+        request.path = body.string().unwrap_or_default();
+    } else if op_code == MULTI_OP_CODE || op_code == MULTI_READ_OP_CODE {
+        request.ops = multi_ops(&mut body);
+        request.path = request.ops.first().map(|(_, path)| path.clone()).unwrap_or_default();
     }
-    let path_length = usize::try_from(read_i32(frame, 12)?).ok()?;
-    let path = frame.get(16..16 + path_length)?;
-    Some((xid, op_code, String::from_utf8_lossy(path).into_owned()))
+    Some(request)
+}
+
+/// A multi's operations: MultiHeader { type: i32, done: bool, err: i32 } before each one's body,
+/// until `done`. Stops at the first operation whose body it does not know.
+fn multi_ops(body: &mut Jute<'_>) -> Vec<(i32, String)> {
+    let mut ops = Vec::new();
+    loop {
+        let (Some(op_code), Some(done), Some(_err)) = (body.int(), body.boolean(), body.int()) else {
+            return ops;
+        };
+        if done || op_code == -1 {
+            return ops;
+        }
+        let Some(path) = body.string() else { return ops };
+        let rest = match op_code {
+            // CreateRequest { path, data, acl, flags } (+ ttl for createTTL).
+            1 | 15 | 19 | 21 => body
+                .buffer()
+                .and_then(|_| body.acls())
+                .and_then(|()| body.skip(4))
+                .and_then(|()| if op_code == 21 { body.skip(8) } else { Some(()) }),
+            // DeleteRequest / CheckVersionRequest { path, version }.
+            2 | 13 | 20 => body.skip(4),
+            // SetDataRequest { path, data, version }.
+            5 => body.buffer().and_then(|()| body.skip(4)),
+            // GetDataRequest / GetChildrenRequest { path, watch } (multiRead).
+            4 | 8 => body.skip(1),
+            _ => None,
+        };
+        ops.push((op_code, path));
+        if rest.is_none() {
+            return ops;
+        }
+    }
+}
+
+/// A reader of ZooKeeper's jute encoding (big-endian, length-prefixed strings and buffers).
+struct Jute<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Jute<'_> {
+    fn int(&mut self) -> Option<i32> {
+        let value = read_i32(self.bytes, self.at)?;
+        self.at += 4;
+        Some(value)
+    }
+
+    fn boolean(&mut self) -> Option<bool> {
+        let value = *self.bytes.get(self.at)?;
+        self.at += 1;
+        Some(value != 0)
+    }
+
+    fn skip(&mut self, count: usize) -> Option<()> {
+        (self.at + count <= self.bytes.len()).then(|| self.at += count)
+    }
+
+    /// A length-prefixed byte run; -1 (null) is empty.
+    fn raw(&mut self) -> Option<&[u8]> {
+        let length = self.int()?;
+        let length = if length < 0 { 0 } else { usize::try_from(length).ok()? };
+        let bytes = self.bytes.get(self.at..self.at + length)?;
+        self.at += length;
+        Some(bytes)
+    }
+
+    fn string(&mut self) -> Option<String> {
+        self.raw().map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+    }
+
+    fn buffer(&mut self) -> Option<()> {
+        self.raw().map(drop)
+    }
+
+    /// vector<ACL { perms: i32, id: Id { scheme: string, id: string } }>.
+    fn acls(&mut self) -> Option<()> {
+        let count = self.int()?;
+        for _ in 0..count.max(0) {
+            self.skip(4)?;
+            self.buffer()?;
+            self.buffer()?;
+        }
+        Some(())
+    }
 }
 
 /// `(xid, err)` of a reply frame (length prefix included): ReplyHeader { xid: i32, zxid: i64, err: i32 }.
@@ -590,8 +849,12 @@ mod tests {
             }
             assert_eq!(pieces.len(), 3, "split at {split}");
             assert!(matches!(pieces[0], Piece::Handshake(_)));
-            let creates: Vec<_> =
-                pieces[1..].iter().filter_map(|piece| create_request(piece.bytes())).collect();
+            let creates: Vec<_> = pieces[1..]
+                .iter()
+                .filter_map(|piece| parse_request(piece.bytes()))
+                .filter(|request| RequestMatch::create().matches(request))
+                .map(|request| (request.xid, request.op_code, request.path))
+                .collect();
             assert_eq!(creates, vec![(7, 15, "/a/b".to_owned())]);
             let rejoined: Vec<u8> = pieces.iter().flat_map(|piece| piece.bytes().to_vec()).collect();
             assert_eq!(rejoined, stream);
@@ -629,10 +892,128 @@ mod tests {
     #[test]
     fn only_create_op_codes_count() {
         for op_code in CREATE_OP_CODES {
-            assert!(create_request(&frame(&create_payload(1, op_code, "/x"))).is_some());
+            let request = parse_request(&frame(&create_payload(1, op_code, "/x"))).expect("parses");
+            assert!(RequestMatch::create().matches(&request), "{op_code}");
         }
         for op_code in [2, 4, 5, 14, -11] {
-            assert!(create_request(&frame(&create_payload(1, op_code, "/x"))).is_none());
+            let request = parse_request(&frame(&create_payload(1, op_code, "/x"))).expect("parses");
+            assert!(!RequestMatch::create().matches(&request), "{op_code}");
         }
+    }
+
+    fn string(value: &str) -> Vec<u8> {
+        [(value.len() as i32).to_be_bytes().to_vec(), value.as_bytes().to_vec()].concat()
+    }
+
+    fn multi_header(op_code: i32, done: bool) -> Vec<u8> {
+        [op_code.to_be_bytes().to_vec(), vec![u8::from(done)], (-1i32).to_be_bytes().to_vec()].concat()
+    }
+
+    /// A multi as the Java client and zookeeper-client send it: a protected create with one ACL,
+    /// a check, a setData, a createTTL, two deletes, the closing header.
+    fn ack_like_multi(xid: i32) -> Vec<u8> {
+        let acl =
+            [1i32.to_be_bytes().to_vec(), 31i32.to_be_bytes().to_vec(), string("world"), string("anyone")]
+                .concat();
+        let ops = [
+            multi_header(1, false),
+            string("/q/queue-"),
+            string("item bytes"),
+            acl.clone(),
+            2i32.to_be_bytes().to_vec(),
+            multi_header(13, false),
+            string("/locks/queue-0000000001"),
+            (-1i32).to_be_bytes().to_vec(),
+            multi_header(5, false),
+            string("/q"),
+            (-1i32).to_be_bytes().to_vec(), // null data
+            3i32.to_be_bytes().to_vec(),
+            multi_header(21, false),
+            string("/ttl"),
+            string(""),
+            acl,
+            5i32.to_be_bytes().to_vec(),
+            60_000i64.to_be_bytes().to_vec(),
+            multi_header(2, false),
+            string("/q/queue-0000000001"),
+            (-1i32).to_be_bytes().to_vec(),
+            multi_header(2, false),
+            string("/locks/queue-0000000001"),
+            (-1i32).to_be_bytes().to_vec(),
+            multi_header(-1, true),
+        ]
+        .concat();
+        frame(&[xid.to_be_bytes().to_vec(), 14i32.to_be_bytes().to_vec(), ops].concat())
+    }
+
+    #[test]
+    fn multi_operations_are_parsed_in_order() {
+        let request = parse_request(&ack_like_multi(9)).expect("parses");
+        assert_eq!(request.xid, 9);
+        assert_eq!(request.op_code, 14);
+        assert_eq!(request.path, "/q/queue-");
+        assert_eq!(
+            request.ops,
+            vec![
+                (1, "/q/queue-".to_owned()),
+                (13, "/locks/queue-0000000001".to_owned()),
+                (5, "/q".to_owned()),
+                (21, "/ttl".to_owned()),
+                (2, "/q/queue-0000000001".to_owned()),
+                (2, "/locks/queue-0000000001".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_truncated_multi_yields_the_operations_before_the_cut() {
+        let whole = ack_like_multi(9);
+        let mut truncated = whole[..whole.len() - 40].to_vec();
+        let length = (truncated.len() - 4) as i32;
+        truncated[..4].copy_from_slice(&length.to_be_bytes());
+        let request = parse_request(&truncated).expect("parses");
+        assert_eq!(request.ops.len(), 5, "{:?}", request.ops);
+        assert_eq!(request.ops[4], (2, "/q/queue-0000000001".to_owned()));
+    }
+
+    #[test]
+    fn matching_by_op_code_and_path_prefix() {
+        let multi = parse_request(&ack_like_multi(3)).expect("parses");
+        assert!(RequestMatch::multi().matches(&multi));
+        assert!(RequestMatch::multi().under("/locks").matches(&multi), "any operation's path counts");
+        assert!(!RequestMatch::multi().under("/elsewhere").matches(&multi));
+        assert!(!RequestMatch::create().matches(&multi), "creates inside a multi are not creates");
+        assert!(!RequestMatch::delete().matches(&multi));
+
+        let delete = parse_request(&frame(&create_payload(4, 2, "/q/queue-0000000007"))).expect("parses");
+        assert_eq!(delete.path, "/q/queue-0000000007");
+        assert!(RequestMatch::delete().under("/q/").matches(&delete));
+        assert!(!RequestMatch::delete().under("/locks").matches(&delete));
+        assert!(RequestMatch::op_codes([5, 2]).matches(&delete));
+        assert!(!RequestMatch::set_data().matches(&delete));
+
+        let ping = frame(&[(-2i32).to_be_bytes(), 11i32.to_be_bytes()].concat());
+        let ping = parse_request(&ping).expect("parses");
+        assert_eq!((ping.path.as_str(), ping.ops.len()), ("", 0));
+        assert!(!RequestMatch::op_codes([2, 14]).under("").matches(&ping));
+    }
+
+    #[test]
+    fn the_oldest_matching_armed_cut_fires_first() {
+        let mut state = State::default();
+        let mut receivers = Vec::new();
+        for matcher in [RequestMatch::multi(), RequestMatch::delete(), RequestMatch::delete().under("/b")] {
+            let (sender, receiver) = oneshot::channel();
+            state.armed_cuts.push_back(ArmedCut { matcher, sender });
+            receivers.push(receiver);
+        }
+        let delete_b = parse_request(&frame(&create_payload(1, 2, "/b/x"))).expect("parses");
+        let fired = state.take_armed_cut(&delete_b).expect("a delete cut");
+        assert_eq!(fired.matcher, RequestMatch::delete(), "the older of the two delete cuts");
+        let create = parse_request(&frame(&create_payload(2, 1, "/b/x"))).expect("parses");
+        assert!(state.take_armed_cut(&create).is_none(), "no cut armed for creates");
+        drop(receivers.remove(2)); // disarmed by dropping its handle
+        assert!(state.take_armed_cut(&delete_b).is_none());
+        assert_eq!(state.armed_cuts.len(), 1, "only the multi cut is left");
     }
 }

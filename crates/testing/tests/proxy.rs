@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::{connect, create, wait_for_state, within, START, STEP};
-use zk_recipes_testing::{FaultProxy, TestingServer};
+use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 use zookeeper_client::{Acls, CreateMode, SessionState};
 
 #[tokio::test]
@@ -103,4 +103,52 @@ async fn cut_after_next_create_loses_the_reply_of_a_create_that_happened() {
         within(STEP, "retrying the create", client.create("/parent/child", b"data", &persistent)).await;
     assert_eq!(again.err(), Some(zookeeper_client::Error::NodeExists), "a blind retry finds its own node");
     assert_eq!(proxy.stats().cut, 1);
+}
+
+#[tokio::test]
+async fn cut_after_next_reply_loses_the_reply_of_a_committed_multi_and_of_a_delete() {
+    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let proxy = within(STEP, "starting the proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let client = connect(&proxy.connect_string(), Duration::from_secs(10)).await;
+    let direct = connect(&server.connect_string(), Duration::from_secs(10)).await;
+    for path in ["/multi", "/multi/item", "/multi/lock", "/other", "/deletes", "/deletes/a"] {
+        create(&client, path, b"").await;
+    }
+    let mut states = client.state_watcher();
+
+    // Only a multi touching /multi: a plain delete elsewhere passes untouched first.
+    let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/multi"));
+    within(STEP, "an unmatched delete", client.delete("/other", None)).await.expect("not cut");
+    let mut multi = client.new_multi_writer();
+    multi.add_check_version("/multi/lock", -1).expect("check");
+    multi.add_delete("/multi/item", None).expect("delete");
+    multi.add_delete("/multi/lock", None).expect("delete");
+    let result = within(STEP, "the cut multi", multi.commit()).await;
+    assert!(
+        matches!(result, Err(zookeeper_client::MultiWriteError::RequestFailed { .. })),
+        "expected a connection loss, got {result:?}"
+    );
+    let cut = within(STEP, "the cut", cut).await.expect("cut happened");
+    assert_eq!(cut.op_code, 14);
+    assert_eq!(cut.path, "/multi/lock");
+    assert_eq!(
+        cut.ops,
+        vec![(13, "/multi/lock".to_owned()), (2, "/multi/item".to_owned()), (2, "/multi/lock".to_owned())]
+    );
+    let left = within(STEP, "listing directly", direct.list_children("/multi")).await.expect("list");
+    assert!(left.is_empty(), "the server committed the multi: {left:?}");
+    wait_for_state(&mut states, SessionState::SyncConnected, STEP).await;
+
+    let cut = proxy.cut_after_next_reply(RequestMatch::delete().under("/deletes/"));
+    let result = within(STEP, "the cut delete", client.delete("/deletes/a", None)).await;
+    assert!(result.is_err(), "expected a connection loss, got {result:?}");
+    let cut = within(STEP, "the cut", cut).await.expect("cut happened");
+    assert_eq!((cut.op_code, cut.path.as_str(), cut.server_error), (2, "/deletes/a", 0));
+    assert!(cut.ops.is_empty());
+    let stat = within(STEP, "checking directly", direct.check_stat("/deletes/a")).await.expect("check");
+    assert!(stat.is_none(), "the server deleted the node");
+    wait_for_state(&mut states, SessionState::SyncConnected, STEP).await;
+    let again = within(STEP, "a blind retry", client.delete("/deletes/a", None)).await;
+    assert_eq!(again.err(), Some(zookeeper_client::Error::NoNode), "a blind retry finds its own delete done");
+    assert_eq!(proxy.stats().cut, 2);
 }

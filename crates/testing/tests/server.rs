@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use common::{connect, create, wait_for_state, within, START, STEP};
 use zk_recipes_testing::{
-    ClusterMember, CutAfterCreate, FaultProxy, ServerMode, ServerSlot, TestingCluster, TestingError,
-    TestingServer,
+    ClusterMember, CutAfterCreate, CutAfterReply, FaultProxy, ServerMode, ServerSlot, TestingCluster,
+    TestingError, TestingServer,
 };
 use zookeeper_client::SessionState;
 
@@ -22,6 +22,7 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<ClusterMember>();
     assert_send_sync::<FaultProxy>();
     assert_send_sync::<CutAfterCreate>();
+    assert_send_sync::<CutAfterReply>();
     assert_send_sync::<ServerSlot>();
     assert_send_sync::<TestingError>();
 }
