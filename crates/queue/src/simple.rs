@@ -15,7 +15,9 @@ use crate::DEFAULT_MAX_NODE_BYTES;
 /// A FIFO queue of byte strings on ZooKeeper — ZooKeeper's own queue recipe, Curator's
 /// `SimpleDistributedQueue`, with the same nodes: `<path>/qn-<seq>`, PERSISTENT_SEQUENTIAL,
 /// holding the item's raw bytes. The directory is a container node (the server deletes it once
-/// it is empty), created again whenever it is missing.
+/// it is empty), created again by the next offer. Readers never create it (Curator's do): they
+/// wait for it, so a reaped directory is never made again only to stay behind, empty and
+/// childless, which the server would never reap.
 ///
 /// Taking an item reads the head and deletes it: whoever deletes it first gets it
 /// (delete-to-claim), so an item is handed out at most once. If the connection breaks while the
@@ -170,11 +172,16 @@ impl SimpleQueue {
         self.claim_first(children, remove, deadline).await
     }
 
-    /// The sorted `qn-` children (creating the container when it is missing), and a children
-    /// watch when asked for.
+    /// The sorted `qn-` children, and a watch when asked for: on the children, or, while the
+    /// directory is missing, on its creation.
+    ///
+    /// A missing directory is never created here (Curator's consumers create it): an empty
+    /// container that never had a child is never reaped, so a reader that re-created its reaped
+    /// directory would leave it behind for good. Producers create it.
     async fn list(&self, watch: bool, deadline: Deadline) -> Result<(Vec<String>, Option<OneshotWatcher>)> {
-        let (dir, framework) = (&*self.path, &self.framework);
-        let (mut children, watcher) = framework
+        let dir = &*self.path;
+        let (mut children, watcher) = self
+            .framework
             .retry(deadline, |session| async move {
                 loop {
                     let listed = if watch {
@@ -183,10 +190,17 @@ impl SimpleQueue {
                         session.client().list_children(dir).await.map(|c| (c, None))
                     };
                     match listed {
-                        Err(zookeeper_client::Error::NoNode) => {
-                            debug!(path = dir, "queue directory missing (container reaped?): creating it");
-                            framework.ensure_path(dir, deadline).await?;
+                        Err(zookeeper_client::Error::NoNode) if watch => {
+                            debug!(
+                                path = dir,
+                                "queue directory missing: waiting for a producer to create it"
+                            );
+                            match session.client().check_and_watch_stat(dir).await? {
+                                (None, created) => return Ok((Vec::new(), Some(created))),
+                                (Some(_), _) => continue,
+                            }
                         }
+                        Err(zookeeper_client::Error::NoNode) => return Ok((Vec::new(), None)),
                         other => return Ok(other?),
                     }
                 }

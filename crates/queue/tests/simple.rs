@@ -81,34 +81,48 @@ async fn take_waits_and_wakes_on_offer_and_times_out() {
     assert_eq!(within("taker", taker).await.expect("task").expect("take").as_deref(), Some(&b"in time"[..]));
 }
 
+/// Whether some session watches `path` on `server`.
+async fn watched(server: &zk_recipes_testing::TestingServer, path: &str) -> bool {
+    let watches = within("wchc", server.watches()).await.expect("wchc");
+    watches.values().any(|paths| paths.iter().any(|watched| watched == path))
+}
+
+async fn exists(framework: &zk_recipes_framework::Framework, path: &str) -> bool {
+    let session = framework.session(Deadline::after(STEP)).await.expect("session");
+    within("exists", session.client().check_stat(path)).await.expect("exists").is_some()
+}
+
 #[tokio::test]
-async fn take_survives_the_container_being_reaped() {
-    let (_server, framework) = server_and_framework().await;
-    let queue = SimpleQueue::new(&framework, "/simple/reaped/dir").expect("queue");
+async fn take_survives_the_container_being_reaped_and_never_recreates_it() {
+    let (server, framework) = server_and_framework().await;
+    let dir = "/simple/reaped/dir";
+    let queue = SimpleQueue::new(&framework, dir).expect("queue");
     within("offer", queue.offer(b"one")).await.expect("offer");
     assert_eq!(within("take", queue.take()).await.expect("take"), b"one");
     // The directory (a container) had a child and is empty again: the server reaps it.
-    eventually("the container is reaped", || async {
-        let session = framework.session(Deadline::after(STEP)).await.expect("session");
-        session.client().check_stat("/simple/reaped/dir").await.expect("exists").is_none()
-    })
-    .await;
-    // A take on the missing directory creates it again and waits; an offer wakes it.
+    eventually("the container is reaped", || async { !exists(&framework, dir).await }).await;
+
+    // Readers never create a missing directory: an empty container that never had a child would
+    // never be reaped. A poll finds nothing; a take waits (a watch on the directory's creation).
+    assert_eq!(within("poll", queue.poll()).await.expect("poll"), None);
     let taker_queue = queue.clone();
     let taker = tokio::spawn(async move { taker_queue.take().await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually("the taker watches the missing directory", || watched(&server, dir)).await;
+    assert!(!exists(&framework, dir).await, "the taker did not create the directory");
     within("offer", queue.offer(b"two")).await.expect("offer");
     assert_eq!(within("taker", taker).await.expect("task").expect("take"), b"two");
 
-    // Reaped while a taker waits on it: the taker re-creates it and still gets the next item.
+    // Reaped while a taker waits on it: the taker waits on and still gets the next item.
     let taker_queue = queue.clone();
     let taker = tokio::spawn(async move { taker_queue.take().await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let session = framework.session(Deadline::after(STEP)).await.expect("session");
-    within("delete dir", session.client().delete("/simple/reaped/dir", None)).await.expect("delete");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    eventually("the taker watches the directory", || watched(&server, dir)).await;
+    eventually("the container is reaped", || async { !exists(&framework, dir).await }).await;
+    eventually("the taker watches the missing directory", || watched(&server, dir)).await;
+    assert!(!taker.is_finished(), "nothing to take yet");
     within("offer", queue.offer(b"three")).await.expect("offer");
     assert_eq!(within("taker", taker).await.expect("task").expect("take"), b"three");
+    // Nothing left behind: the emptied directory is reaped again.
+    eventually("the container is reaped", || async { !exists(&framework, dir).await }).await;
 }
 
 #[tokio::test]
