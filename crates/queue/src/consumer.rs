@@ -1120,12 +1120,8 @@ impl<T: Send + 'static> Claimer<T> {
                         }
                     }
                     Err(err) => {
-                        if err != zookeeper_client::Error::NoNode {
-                            self.must_relist = true;
-                        }
-                        // Gone (acknowledged by another consumer meanwhile), or unread: let go.
                         trace!(item = %name, %err, "locked alone but unread");
-                        inner.submit(release_job(claim, false));
+                        self.let_go_unread(name, claim, err);
                     }
                 },
                 Err(zookeeper_client::Error::NodeExists) => {
@@ -1201,41 +1197,63 @@ impl<T: Send + 'static> Claimer<T> {
                     }
                 }
                 Err(err) => {
-                    if err != zookeeper_client::Error::NoNode {
-                        self.must_relist = true;
-                    }
                     trace!(item = %name, %err, "locked together but unread");
-                    inner.submit(release_job(claim, false));
+                    self.let_go_unread(name, claim, err);
                 }
             }
         }
         Some(taken)
     }
 
-    /// Lock creates whose outcome was unknown: ours if the node exists with our session as owner
-    /// (no other consumer of this process can have it: see the lock registry).
+    /// We hold the lock on an item whose read failed. Gone (acknowledged by another consumer
+    /// meanwhile) or unreadable: let the lock go in the background. Unread for connection
+    /// trouble: release it before the next take (see [`resolve_uncertain`](Self::resolve_uncertain))
+    /// and try the item again.
+    fn let_go_unread(&mut self, name: &str, claim: &LockClaim, err: zookeeper_client::Error) {
+        if err == zookeeper_client::Error::NoNode {
+            self.inner.submit(release_job(claim, false));
+            return;
+        }
+        self.must_relist = true;
+        if FrameworkError::from(err).is_retryable() {
+            self.uncertain.push((name.to_owned(), claim.clone()));
+        } else {
+            self.inner.submit(release_job(claim, false));
+        }
+    }
+
+    /// Lock creates whose outcome was unknown, and locks we hold on items we could not read: ours
+    /// if the node exists with our session as owner (no other consumer of this process can have
+    /// it: see the lock registry). Ours are deleted here, before the item is tried again: a lock
+    /// still registered keeps the item out of the next listing, and nothing would wake this
+    /// consumer once a background release finished on a quiet queue.
     async fn resolve_uncertain(&mut self) -> Result<()> {
         if self.uncertain.is_empty() {
             return Ok(());
         }
         let session = self.inner.framework.session(Deadline::never()).await?;
-        for (name, claim) in std::mem::take(&mut self.uncertain) {
+        while let Some((name, claim)) = self.uncertain.pop() {
             if session.generation() != claim.generation {
                 // That session is gone, and its ephemeral node with it.
                 unregister_lock(claim.session_id, &claim.lock_node);
                 continue;
             }
-            match session.client().check_stat(&claim.lock_node).await {
+            let released = match session.client().check_stat(&claim.lock_node).await {
                 Ok(Some(stat)) if session.owns(stat.ephemeral_owner) => {
-                    debug!(item = %name, "our interrupted lock create did go through; releasing it");
-                    self.inner.submit(release_job(&claim, true));
+                    debug!(item = %name, "our lock on an item we did not take is there; releasing it");
+                    match session.client().delete(&claim.lock_node, None).await {
+                        Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+                        Err(err) => Err(err),
+                    }
                 }
-                Ok(_) => unregister_lock(claim.session_id, &claim.lock_node),
-                Err(err) => {
-                    self.uncertain.push((name, claim));
-                    return Err(FrameworkError::from(err).into());
-                }
+                Ok(_) => Ok(()),
+                Err(err) => Err(err),
+            };
+            if let Err(err) = released {
+                self.uncertain.push((name, claim));
+                return Err(FrameworkError::from(err).into());
             }
+            unregister_lock(claim.session_id, &claim.lock_node);
             self.pending.push_front(name);
         }
         Ok(())
@@ -1278,7 +1296,7 @@ impl<T: Send + 'static> Claimer<T> {
     /// to go, the delay head to become due, or the connection to change. `false` to stop.
     async fn wait_for_work(&mut self) -> bool {
         self.watch_locks().await;
-        if !self.pending.is_empty() || self.must_relist {
+        if !self.pending.is_empty() || self.must_relist || !self.uncertain.is_empty() {
             return true;
         }
         if self.children_changed {
