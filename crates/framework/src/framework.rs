@@ -81,6 +81,7 @@ pub(crate) struct Core {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Snapshot {
     pub(crate) state: Option<ConnectionState>,
+    pub(crate) since: Option<Instant>,
     pub(crate) session: Option<Session>,
     pub(crate) generation: u64,
     pub(crate) closed: bool,
@@ -130,6 +131,7 @@ impl Framework {
         let snapshot = self.core().snapshot.borrow();
         ConnectionSnapshot {
             state: snapshot.state,
+            since: snapshot.since,
             session_id: snapshot.session.as_ref().map(Session::id),
             generation: snapshot.generation,
             session_timeout: snapshot.session.as_ref().map(Session::timeout),
@@ -368,13 +370,15 @@ impl Core {
         session: Option<Session>,
     ) {
         info!(?state, session = %session_id, generation, "connection state");
+        let at = Instant::now();
         self.snapshot.send_modify(|snapshot| {
             snapshot.state = Some(state);
+            snapshot.since = Some(at);
             snapshot.generation = generation;
             snapshot.session = session;
         });
         // No subscriber is not an error.
-        let _ = self.events.send(ConnectionEvent { state, session_id, generation });
+        let _ = self.events.send(ConnectionEvent { state, session_id, generation, at });
     }
 }
 

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use futures::Stream;
 use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
 use zookeeper_client::SessionId;
 
 use crate::framework::Snapshot;
@@ -72,6 +73,9 @@ pub struct ConnectionEvent {
     pub session_id: SessionId,
     /// Counts sessions: 1 for the first, bumped for each new session after a `Lost`.
     pub generation: u64,
+    /// When the framework saw the transition. A subscriber that reads the event later still
+    /// measures from here: for example how long the connection has been suspended.
+    pub at: Instant,
 }
 
 /// What a subscriber receives: a transition, or word that it fell behind and missed some.
@@ -93,6 +97,15 @@ impl ConnectionUpdate {
         match self {
             Self::Changed(event) => event.state,
             Self::Lagged { .. } => ConnectionState::Lost,
+        }
+    }
+
+    /// When the framework saw the transition; `None` for a lag (the missed transitions' times are
+    /// unknown).
+    pub fn at(&self) -> Option<Instant> {
+        match self {
+            Self::Changed(event) => Some(event.at),
+            Self::Lagged { .. } => None,
         }
     }
 }
@@ -165,6 +178,8 @@ impl ConnectionEvents {
 pub struct ConnectionSnapshot {
     /// The latest state; `None` before the first session was established.
     pub state: Option<ConnectionState>,
+    /// When the framework saw the latest transition (the one into `state`).
+    pub since: Option<Instant>,
     /// The current session's id, if there is a session.
     pub session_id: Option<SessionId>,
     /// The current session's generation (0 before the first session).

@@ -22,9 +22,12 @@ async fn restart_suspends_and_reconnects_the_same_session() {
 
     let restart_started = Instant::now();
     within("server stop", server.stop()).await.expect("stop");
-    let (state, suspended_session, _) = next_state(&mut events).await;
-    assert_eq!(state, ConnectionState::Suspended);
-    assert_eq!(suspended_session, session_id);
+    let suspended = next_event(&mut events).await;
+    assert_eq!(suspended.state, ConnectionState::Suspended);
+    assert_eq!(suspended.session_id.0, session_id);
+    assert!(suspended.at >= restart_started, "stamped when the framework saw it, after the stop began");
+    let snapshot = framework.current();
+    assert_eq!((snapshot.state, snapshot.since), (Some(ConnectionState::Suspended), Some(suspended.at)));
     within("server restart", server.restart()).await.expect("restart");
     let restart_time = restart_started.elapsed();
     assert!(
@@ -32,12 +35,14 @@ async fn restart_suspends_and_reconnects_the_same_session() {
         "the test needs a session timeout of at least 3x the restart time ({restart_time:?})"
     );
 
-    let (state, reconnected_session, generation) = next_state(&mut events).await;
-    assert_eq!(state, ConnectionState::Reconnected);
-    assert_eq!(reconnected_session, session_id, "the session survived the restart");
-    assert_eq!(generation, 1, "no new session");
+    let reconnected = next_event(&mut events).await;
+    assert_eq!(reconnected.state, ConnectionState::Reconnected);
+    assert_eq!(reconnected.session_id.0, session_id, "the session survived the restart");
+    assert_eq!(reconnected.generation, 1, "no new session");
+    assert!(reconnected.at > suspended.at, "transitions are stamped in order");
     let snapshot = framework.current();
     assert_eq!(snapshot.state, Some(ConnectionState::Reconnected));
+    assert_eq!(snapshot.since, Some(reconnected.at));
     assert_eq!(snapshot.session_id.map(|id| id.0), Some(session_id));
     within("close", framework.close()).await;
 }

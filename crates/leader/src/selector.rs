@@ -682,9 +682,15 @@ impl Shared {
                         if reason != CancelReason::Connection(ConnectionState::Suspended) {
                             break End::Dropped(reason);
                         }
-                        expiry_at.get_or_insert_with(|| Instant::now() + self.grace_after_suspension());
+                        // From when the framework saw the suspension, not from when we heard.
+                        let current = self.framework.current();
+                        let suspended_at = match (current.state, current.since) {
+                            (Some(ConnectionState::Suspended), Some(since)) => since,
+                            _ => Instant::now(),
+                        };
+                        expiry_at.get_or_insert(suspended_at + self.grace_after_suspension());
                     }
-                    update = events.next() => match update.map(|update| update.state()) {
+                    update = events.next() => match update.as_ref().map(|update| update.state()) {
                         None => {
                             self.cancel(&cancel, CancelReason::Closed);
                             break End::Dropped(CancelReason::Closed);
@@ -698,7 +704,8 @@ impl Shared {
                         }
                         // Under any policy: no later than the server may expire the session.
                         Some(ConnectionState::Suspended) => {
-                            expiry_at.get_or_insert_with(|| Instant::now() + self.grace_after_suspension());
+                            let suspended_at = update.and_then(|update| update.at()).unwrap_or_else(Instant::now);
+                            expiry_at.get_or_insert(suspended_at + self.grace_after_suspension());
                         }
                         // Back on the same session in time (SessionOnly: never cancelled).
                         Some(_) => {
