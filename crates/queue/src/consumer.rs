@@ -1048,8 +1048,10 @@ impl<T: Send + 'static> Claimer<T> {
                 }
                 (_, Err(err)) => {
                     // The delete's outcome is unknown: the item is either still there (someone
-                    // takes it later) or gone (at most once).
-                    debug!(item = %name, %err, "take interrupted; item left to its fate");
+                    // takes it later) or gone, by our delete or another consumer's. Handing it
+                    // out could deliver it twice, so it is not (at most once): if our delete went
+                    // through, it is lost.
+                    warn!(item = %name, %err, "take interrupted by connection trouble: not delivered; lost if our delete went through");
                     self.must_relist = true;
                 }
                 (Err(err), Ok(())) => {

@@ -336,11 +336,14 @@ pub(crate) async fn create_persistent(
 ///
 /// # Connection loss and session expiry
 /// Every call retries per the framework's retry policy. A put whose create was in flight when the
-/// connection broke may be stored twice (at least once). In lock-safe mode, a session loss frees
-/// every item its consumers held: their acks fail with [`QueueError::LockLost`] and the items are
-/// delivered again. [`crate::Delivery::lost`] tells a handler that its lock can no longer be
-/// trusted, and [`Consumer::on_connection_state`] tells a consumer about every connection change
-/// (Curator never calls its consumers' `stateChanged`: CURATOR-336).
+/// connection broke may be stored twice (at least once). Without a lock path, an item whose delete
+/// (the take) was in flight when the connection broke is not handed out, since another consumer
+/// may have taken it: if our delete went through, the item is lost, with a warning naming it. In
+/// lock-safe mode, a session loss frees every item its consumers held: their acks fail with
+/// [`QueueError::LockLost`] and the items are delivered again. [`crate::Delivery::lost`] tells a
+/// handler that its lock can no longer be trusted, and [`Consumer::on_connection_state`] tells a
+/// consumer about every connection change (Curator never calls its consumers' `stateChanged`:
+/// CURATOR-336).
 ///
 /// # Limits
 /// A consumer lists the whole queue path: ZooKeeper refuses to send a listing larger than
