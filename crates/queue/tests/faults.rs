@@ -415,6 +415,7 @@ async fn lock_safe_an_expired_consumers_item_goes_to_another_and_its_late_ack_is
 
     // Another consumer waits for the item (it meets the lock and watches it).
     let survivor = connect(&server).await;
+    let survivor_session = session_id(&survivor).await;
     let mut survivor_consumer = queue_on(&survivor, QUEUE, Some(LOCKS)).consumer().prefetch(1);
     let waiting = tokio::spawn(async move {
         let delivery = survivor_consumer.next().await.expect("open").expect("delivery");
@@ -429,7 +430,7 @@ async fn lock_safe_an_expired_consumers_item_goes_to_another_and_its_late_ack_is
     let (taken, survivor_consumer) = within("the other consumer gets the item", waiting).await.expect("task");
     assert_eq!((taken.name(), taken.items()), (first.as_str(), &["first".to_string()][..]));
     let (_, stat) = data(&observer, &lock_node).await;
-    assert_ne!(stat.ephemeral_owner, doomed_session, "the lock is the survivor's now");
+    assert_eq!(stat.ephemeral_owner, survivor_session, "the lock is the survivor's now");
     proxy.heal();
 
     // The doomed handler finishes and acks: refused, nothing committed, the survivor's lock and the
@@ -438,7 +439,7 @@ async fn lock_safe_an_expired_consumers_item_goes_to_another_and_its_late_ack_is
     assert!(matches!(late, Err(QueueError::LockLost { .. })), "{late:?}");
     assert_eq!(children(&observer, QUEUE).await, vec![first.clone()], "the item is still there");
     let (_, stat) = data(&observer, &lock_node).await;
-    assert_ne!(stat.ephemeral_owner, doomed_session, "the survivor still holds the lock");
+    assert_eq!(stat.ephemeral_owner, survivor_session, "the survivor still holds the lock");
     assert_ne!(session_id(&doomed).await, doomed_session, "the doomed framework has a new session");
 
     within("the survivor's ack", taken.ack()).await.expect("the survivor acks");
