@@ -5,7 +5,8 @@
 //!   free loopback port with a temp data dir; stop, kill, restart on the same port, pause.
 //! * [`TestingCluster`]: an ensemble of `n` members; kill the leader, restart a member.
 //! * [`FaultProxy`]: a TCP proxy between one client and a server that cuts connections,
-//!   black-holes them (targeted session expiry) or cuts right after a create reached the server.
+//!   black-holes them (targeted session expiry) or cuts right after a chosen request (a create,
+//!   a delete, a multi, ...) reached the server, before its reply reaches the client.
 //! * Four-letter words ([`four_letter_word`], `mntr`, `wchc`, `srvr` helpers) to assert on
 //!   server-side state such as leftover watches and znodes.
 //!
