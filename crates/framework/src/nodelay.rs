@@ -182,4 +182,35 @@ mod tests {
         default.close().await;
         plain.close().await;
     }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn nagle_is_turned_off_again_on_the_socket_of_a_reconnection() {
+        use std::time::{Duration, Instant};
+        let mut server = zk_recipes_testing::TestingServer::start().await.unwrap();
+        let connect = server.connect_string();
+        let framework = crate::Framework::builder(connect.as_str())
+            .session_timeout(Duration::from_secs(20))
+            .start()
+            .unwrap();
+        let mut events = framework.connection_events();
+        framework.session(crate::Deadline::after(Duration::from_secs(20))).await.unwrap();
+        assert_eq!(all_without_nagle(&connect), Some(true));
+        let step = Duration::from_secs(30);
+        tokio::time::timeout(step, server.restart()).await.expect("restart in time").unwrap();
+        // Same session, new socket (zookeeper-client reconnects by itself).
+        loop {
+            let update = tokio::time::timeout(step, events.next()).await.expect("an event in time");
+            if update.expect("open").state() == crate::ConnectionState::Reconnected {
+                break;
+            }
+        }
+        // The pass after a reconnection runs in the background: poll until it has, with a deadline.
+        let deadline = Instant::now() + step;
+        while all_without_nagle(&connect) != Some(true) {
+            assert!(Instant::now() < deadline, "TCP_NODELAY set on the new socket within {step:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        framework.close().await;
+    }
 }
