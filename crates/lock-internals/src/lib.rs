@@ -34,6 +34,10 @@ pub mod futures_compat {
 }
 pub use multi::{DistributedGuard, DistributedLock, MultiGuard, MultiLock};
 
+/// How long a recipe's `release().await` (and an explicit give-back of a lease it did not want)
+/// tries before it gives up and leaves the delete to the framework's cleanup worker.
+pub const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[cfg(test)]
 mod tests {
     use super::*;

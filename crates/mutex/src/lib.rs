@@ -40,16 +40,12 @@ use std::time::Duration;
 use zk_recipes_framework::{local_address, Deadline, Framework};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
-    DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait,
+    DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait, RELEASE_TIMEOUT,
 };
 pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
 
 /// The lock name Curator's mutex gives its nodes.
 pub const LOCK_NAME: &str = "lock-";
-
-/// How long [`MutexGuard::release`] and an explicit give-back try before leaving the delete to
-/// the background cleanup worker.
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A distributed mutex on one ZooKeeper path (Curator's `InterProcessMutex`).
 ///
@@ -237,7 +233,8 @@ impl MutexGuard {
     /// gone with its session).
     ///
     /// # Errors
-    /// The delete failed within 30 s; the cleanup worker goes on deleting it in the background.
+    /// The delete failed within [`RELEASE_TIMEOUT`] (30 s); the cleanup worker goes on deleting it
+    /// in the background.
     pub async fn release(self) -> Result<()> {
         match Arc::try_unwrap(self.held) {
             Ok(held) => held.release(Deadline::after(RELEASE_TIMEOUT)).await,

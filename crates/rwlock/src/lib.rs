@@ -48,12 +48,12 @@ use std::time::Duration;
 use tracing::debug;
 use zk_recipes_framework::{local_address, path, Deadline, Framework};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
-use zk_recipes_lock_internals::{DistributedGuard, DistributedLock, HeldLease, LockInternals, Wait};
+use zk_recipes_lock_internals::{
+    DistributedGuard, DistributedLock, HeldLease, LockInternals, Wait, RELEASE_TIMEOUT,
+};
 pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
 
 pub use driver::{ReadDriver, WriteDriver, READ_LOCK_NAME, WRITE_LOCK_NAME};
-
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A distributed read-write lock on one path (Curator's `InterProcessReadWriteLock`).
 ///
@@ -320,7 +320,8 @@ impl RwLockReadGuard {
     /// Releases this guard; the last guard of the hold deletes the read node.
     ///
     /// # Errors
-    /// The delete failed within 30 s; the cleanup worker goes on in the background.
+    /// The delete failed within [`RELEASE_TIMEOUT`] (30 s); the cleanup worker goes on in the
+    /// background.
     pub async fn release(self) -> Result<()> {
         match Arc::try_unwrap(self.hold) {
             Ok(hold) => hold.held.release(Deadline::after(RELEASE_TIMEOUT)).await,
@@ -436,7 +437,8 @@ impl RwLockWriteGuard {
     /// Releases this guard; the last guard of the hold deletes the write node.
     ///
     /// # Errors
-    /// The delete failed within 30 s; the cleanup worker goes on in the background.
+    /// The delete failed within [`RELEASE_TIMEOUT`] (30 s); the cleanup worker goes on in the
+    /// background.
     pub async fn release(self) -> Result<()> {
         match Arc::try_unwrap(self.held) {
             Ok(held) => held.release(Deadline::after(RELEASE_TIMEOUT)).await,

@@ -41,7 +41,7 @@ use zk_recipes_framework::zookeeper_client;
 use zk_recipes_framework::{local_address, path, Deadline, Error as FrameworkError, Framework, OwnedNode};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
-    DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait,
+    DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait, RELEASE_TIMEOUT,
 };
 pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason};
 
@@ -53,8 +53,6 @@ pub const LEASES_DIR: &str = "leases";
 pub const LOCK_NAME: &str = "lock-";
 /// The lease nodes' name.
 pub const LEASE_NAME: &str = "lease-";
-
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What can go wrong with a semaphore.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -375,7 +373,8 @@ impl Lease {
     /// Releases the lease: deletes its node and reports the outcome.
     ///
     /// # Errors
-    /// The delete failed within 30 s; the cleanup worker goes on in the background.
+    /// The delete failed within [`RELEASE_TIMEOUT`] (30 s); the cleanup worker goes on in the
+    /// background.
     pub async fn release(self) -> Result<()> {
         Ok(self.held.release(Deadline::after(RELEASE_TIMEOUT)).await?)
     }
