@@ -459,7 +459,10 @@ async fn connect(core: &Core) -> Result<Client> {
     #[cfg(not(feature = "tls"))]
     let client = connector.connect(&core.config.connect_string).await?;
     if core.config.tcp_nodelay {
-        crate::nodelay::disable_nagle_in_background(core.config.connect_string.clone()).await;
+        // Before the session is announced, so the first requests already go out without Nagle;
+        // but never held up for long (the names are resolved again): after 1 s it finishes alone.
+        let tuning = crate::nodelay::disable_nagle_in_background(core.config.connect_string.clone());
+        let _ = tokio::time::timeout(Duration::from_secs(1), tuning).await;
     }
     let Some(namespace) = core.config.namespace_path() else {
         return Ok(client);
