@@ -167,34 +167,40 @@ mod tests {
     #[tokio::test]
     async fn the_framework_turns_nagle_off_on_its_connection_unless_told_not_to() {
         use std::time::Duration;
-        let server = zk_recipes_testing::TestingServer::start().await.unwrap();
+        use zk_recipes_testing::{within, within_for, SERVER_START};
+        let server = within_for(SERVER_START, "server start", zk_recipes_testing::TestingServer::start())
+            .await
+            .unwrap();
         let connect = server.connect_string();
         let deadline = crate::Deadline::after(Duration::from_secs(20));
 
         let plain = crate::Framework::builder(connect.as_str()).tcp_nodelay(false).start().unwrap();
-        plain.session(deadline).await.unwrap();
+        within("session", plain.session(deadline)).await.unwrap();
         assert_eq!(all_without_nagle(&connect), Some(false), "tcp_nodelay(false) leaves Nagle on");
 
         let default = crate::Framework::builder(connect.as_str()).start().unwrap();
-        default.session(deadline).await.unwrap();
+        within("session", default.session(deadline)).await.unwrap();
         // `session` returns once connected; the option is set before that.
         assert_eq!(all_without_nagle(&connect), Some(true), "the default sets TCP_NODELAY (on both)");
-        default.close().await;
-        plain.close().await;
+        within("close", default.close()).await;
+        within("close", plain.close()).await;
     }
 
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn nagle_is_turned_off_again_on_the_socket_of_a_reconnection() {
         use std::time::{Duration, Instant};
-        let mut server = zk_recipes_testing::TestingServer::start().await.unwrap();
+        use zk_recipes_testing::{within, within_for, SERVER_START};
+        let mut server = within_for(SERVER_START, "server start", zk_recipes_testing::TestingServer::start())
+            .await
+            .unwrap();
         let connect = server.connect_string();
         let framework = crate::Framework::builder(connect.as_str())
             .session_timeout(Duration::from_secs(20))
             .start()
             .unwrap();
         let mut events = framework.connection_events();
-        framework.session(crate::Deadline::after(Duration::from_secs(20))).await.unwrap();
+        within("session", framework.session(crate::Deadline::after(Duration::from_secs(20)))).await.unwrap();
         assert_eq!(all_without_nagle(&connect), Some(true));
         let step = Duration::from_secs(30);
         tokio::time::timeout(step, server.restart()).await.expect("restart in time").unwrap();
@@ -211,6 +217,6 @@ mod tests {
             assert!(Instant::now() < deadline, "TCP_NODELAY set on the new socket within {step:?}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        framework.close().await;
+        within("close", framework.close()).await;
     }
 }
