@@ -59,7 +59,10 @@ pub use error::{Result, TestingError};
 pub use four_letter::{
     four_letter_word, parse_mntr, parse_srvr_mode, parse_wchc, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,
 };
-pub use proxy::{CutAfterCreate, CutAfterReply, CutCreate, CutReply, FaultProxy, ProxyStats, RequestMatch};
+pub use proxy::{
+    BlackHoleAtRequest, CutAfterCreate, CutAfterReply, CutCreate, CutReply, FaultProxy, HeldRequest,
+    ProxyStats, RequestMatch,
+};
 pub use server::{TestingServer, TestingServerBuilder};
 pub use slot::ServerSlot;
 pub use wait::{eventually, init_tracing, within, within_for, SERVER_START, STEP};

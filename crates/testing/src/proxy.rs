@@ -51,6 +51,9 @@ const PATH_FIRST_OP_CODES: [i32; 20] =
 ///   reply and close the connection — the server did it (a multi committed, a node was deleted)
 ///   but the client got a connection loss.
 /// * [`cut_after_next_create`](Self::cut_after_next_create): the same for the next create.
+/// * [`black_hole_at_next_request`](Self::black_hole_at_next_request): start a black hole the
+///   moment the next request that matches arrives, before it reaches the server — the client's
+///   request is in flight, and stays so, while the partition lasts.
 ///
 /// Dropping the proxy closes every connection and stops listening.
 ///
@@ -213,6 +216,43 @@ impl Future for CutAfterReply {
     }
 }
 
+/// The request that started a [`FaultProxy::black_hole_at_next_request`] black hole; it never
+/// reached the server.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldRequest {
+    /// The request's op code (see [`RequestMatch`]).
+    pub op_code: i32,
+    /// The request's xid.
+    pub xid: i32,
+    /// The path the request acts on, as the client sent it; for a multi, its first operation's.
+    pub path: String,
+    /// A multi's operations in order, as (op code, path); empty for other requests.
+    pub ops: Vec<(i32, String)>,
+}
+
+/// Resolves once [`FaultProxy::black_hole_at_next_request`] has started its black hole, with the
+/// request that started it. Dropping it disarms the trigger if it has not fired yet.
+///
+/// # Errors
+/// [`TestingError::ProxyClosed`] if the proxy is dropped first.
+///
+/// # Cancel safety
+/// Cancel safe; cancelling disarms.
+#[derive(Debug)]
+#[must_use = "the trigger is disarmed when this is dropped"]
+pub struct BlackHoleAtRequest {
+    receiver: oneshot::Receiver<HeldRequest>,
+}
+
+impl Future for BlackHoleAtRequest {
+    type Output = Result<HeldRequest>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.receiver).poll(cx).map(|result| result.map_err(|_| TestingError::ProxyClosed))
+    }
+}
+
 /// Resolves once [`FaultProxy::cut_after_next_create`] has cut a connection, with the create it
 /// hit. Dropping it disarms the cut if it has not happened yet.
 ///
@@ -271,7 +311,16 @@ struct State {
     black_hole_generation: u64,
     /// In the order armed; each waits for the next request it matches.
     armed_cuts: VecDeque<ArmedCut>,
+    /// In the order armed; each starts a black hole at the next request it matches.
+    armed_black_holes: VecDeque<ArmedBlackHole>,
     closed: bool,
+}
+
+#[derive(Debug)]
+struct ArmedBlackHole {
+    matcher: RequestMatch,
+    duration: Duration,
+    sender: oneshot::Sender<HeldRequest>,
 }
 
 #[derive(Debug)]
@@ -290,6 +339,41 @@ impl State {
 }
 
 impl Shared {
+    /// Starts a black hole that ends (closing every connection open during it) after `duration`,
+    /// unless a later one replaced it. The caller holds the state lock.
+    fn start_black_hole(self: &Arc<Self>, state: &mut State, duration: Duration) {
+        state.black_holed = true;
+        state.black_hole_generation += 1;
+        let generation = state.black_hole_generation;
+        self.black_hole.send_replace(true);
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(duration).await;
+            shared.end_black_hole(Some(generation));
+        });
+    }
+
+    /// Starts the black hole armed for `request`, if one is: returns whether it did.
+    fn black_hole_if_armed(self: &Arc<Self>, request: &Request) -> bool {
+        let mut state = self.state.lock();
+        state.armed_black_holes.retain(|armed| !armed.sender.is_closed());
+        let Some(index) = state.armed_black_holes.iter().position(|armed| armed.matcher.matches(request))
+        else {
+            return false;
+        };
+        let armed = state.armed_black_holes.remove(index).expect("the index was just found");
+        self.start_black_hole(&mut state, armed.duration);
+        drop(state);
+        tracing::debug!(op_code = request.op_code, path = %request.path, "fault proxy black hole at a request");
+        let _ = armed.sender.send(HeldRequest {
+            op_code: request.op_code,
+            xid: request.xid,
+            path: request.path.clone(),
+            ops: request.ops.clone(),
+        });
+        true
+    }
+
     fn cut_all(&self, state: &mut State) -> usize {
         let count = state.connections.len();
         state.connections.clear();
@@ -385,18 +469,9 @@ impl FaultProxy {
     /// accepted but not forwarded. When it ends, every connection open during it is closed and
     /// traffic flows again. A new call while one is active replaces its end time.
     pub fn black_hole(&self, duration: Duration) {
-        let generation = {
-            let mut state = self.shared.state.lock();
-            state.black_holed = true;
-            state.black_hole_generation += 1;
-            self.shared.black_hole.send_replace(true);
-            state.black_hole_generation
-        };
-        let shared = self.shared.clone();
-        self.runtime.spawn(async move {
-            tokio::time::sleep(duration).await;
-            shared.end_black_hole(Some(generation));
-        });
+        let _runtime = self.runtime.enter();
+        let mut state = self.shared.state.lock();
+        self.shared.start_black_hole(&mut state, duration);
     }
 
     /// Ends a black hole early (closing its connections, as at its normal end).
@@ -448,6 +523,37 @@ impl FaultProxy {
     pub fn cut_after_next_create(&self) -> CutAfterCreate {
         CutAfterCreate { reply: self.cut_after_next_reply(RequestMatch::create()) }
     }
+
+    /// Arms a black hole of `duration` that starts when the next request that `matcher` matches
+    /// arrives, on any connection: that request is not forwarded (nor anything after it), so the
+    /// client has it in flight with no answer, and everything goes silent as with
+    /// [`black_hole`](Self::black_hole) — whose end closes every connection, the held request's
+    /// too (it never reaches the server). Await the returned handle to learn which request
+    /// started it.
+    ///
+    /// Each call arms one trigger; a request fires the oldest armed trigger it matches.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn demo(proxy: &zk_recipes_testing::FaultProxy) -> Result<(), zk_recipes_testing::TestingError> {
+    /// use std::time::Duration;
+    /// use zk_recipes_testing::RequestMatch;
+    ///
+    /// // The client's next create under /app/leases never arrives; its session expires meanwhile.
+    /// let held = proxy.black_hole_at_next_request(RequestMatch::create().under("/app/leases"), Duration::from_secs(30));
+    /// // ... the client sends the create ...
+    /// assert!(held.await?.path.starts_with("/app/leases"));
+    /// # Ok(()) }
+    /// ```
+    pub fn black_hole_at_next_request(
+        &self,
+        matcher: RequestMatch,
+        duration: Duration,
+    ) -> BlackHoleAtRequest {
+        let (sender, receiver) = oneshot::channel();
+        self.shared.state.lock().armed_black_holes.push_back(ArmedBlackHole { matcher, duration, sender });
+        BlackHoleAtRequest { receiver }
+    }
 }
 
 impl Drop for FaultProxy {
@@ -456,6 +562,7 @@ impl Drop for FaultProxy {
         let mut state = self.shared.state.lock();
         state.closed = true;
         state.armed_cuts.clear();
+        state.armed_black_holes.clear();
         state.connections.clear();
     }
 }
@@ -543,7 +650,7 @@ impl Drop for PendingCut<'_> {
 
 /// Forwards both ways until a side closes or a cut happens (then returns the cut).
 async fn pump(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     client: TcpStream,
     server: TcpStream,
 ) -> Option<(oneshot::Sender<CutReply>, CutReply)> {
@@ -573,10 +680,19 @@ async fn pump(
                 };
                 requests.feed(&up[..count]);
                 let mut out = Vec::with_capacity(count);
+                let mut held = false;
                 while let Some(piece) = requests.next_piece() {
                     if let Piece::Frame(frame) = &piece {
+                        let request = parse_request(frame);
+                        if let Some(request) = &request {
+                            if shared.black_hole_if_armed(request) {
+                                // This request and everything after it stay with the proxy.
+                                held = true;
+                                break;
+                            }
+                        }
                         if pending.is_none() {
-                            if let Some(request) = parse_request(frame) {
+                            if let Some(request) = request {
                                 if let Some(armed) = shared.state.lock().take_armed_cut(&request) {
                                     pending = Some(PendingCut { shared, request, armed: Some(armed) });
                                 }
@@ -590,6 +706,10 @@ async fn pump(
                         return None;
                     }
                     shared.bytes_to_server.fetch_add(out.len() as u64, Ordering::Relaxed);
+                }
+                if held {
+                    // Forward nothing more; the end of the black hole closes this connection.
+                    std::future::pending::<()>().await;
                 }
             }
             read = server_read.read(&mut down) => {

@@ -152,3 +152,26 @@ async fn cut_after_next_reply_loses_the_reply_of_a_committed_multi_and_of_a_dele
     assert_eq!(again.err(), Some(zookeeper_client::Error::NoNode), "a blind retry finds its own delete done");
     assert_eq!(proxy.stats().cut, 2);
 }
+
+#[tokio::test]
+async fn black_hole_at_next_request_holds_that_request_back_from_the_server() {
+    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let proxy = within(STEP, "starting the proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let client = connect(&proxy.connect_string(), Duration::from_secs(6)).await;
+    let bystander = connect(&server.connect_string(), Duration::from_secs(6)).await;
+    create(&client, "/held", b"").await;
+    let held = proxy
+        .black_hole_at_next_request(RequestMatch::create().under("/held/"), Duration::from_millis(1_500));
+    // A create elsewhere goes through; the matching one starts the black hole and never arrives.
+    create(&client, "/elsewhere", b"").await;
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let create = client.create("/held/child", b"", &persistent);
+    let request = within(STEP, "the black hole starting", held).await.expect("held");
+    assert_eq!((request.op_code, request.path.as_str()), (15, "/held/child"));
+    assert!(proxy.is_black_holed());
+    let outcome = within(STEP, "the held create failing", create).await;
+    assert!(outcome.is_err(), "the create never reached the server: {outcome:?}");
+    assert!(!proxy.is_black_holed(), "the black hole has ended");
+    let found = within(STEP, "looking", bystander.check_stat("/held/child")).await.expect("check");
+    assert!(found.is_none(), "the held create must not have reached the server");
+}
