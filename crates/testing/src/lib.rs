@@ -65,4 +65,6 @@ pub use proxy::{
 };
 pub use server::{TestingServer, TestingServerBuilder};
 pub use slot::ServerSlot;
-pub use wait::{eventually, init_tracing, within, within_for, SERVER_START, STEP};
+pub use wait::{
+    capture_warnings, eventually, init_tracing, within, within_for, CapturedLogs, SERVER_START, STEP,
+};

@@ -1,6 +1,7 @@
 //! Deadlines for tests: every await in a test that talks to a server gets one.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The default deadline for one step of a test (a connect, a lock, a release): generous, since
@@ -65,4 +66,71 @@ pub fn init_tracing() {
         )
         .with_test_writer()
         .try_init();
+}
+
+/// Captures what `tracing` logs at WARN and above on this thread while the returned guard lives
+/// (a thread-local default subscriber, so run it in a current-thread test: `#[tokio::test]`), for
+/// tests that assert a warning is — or is not — logged.
+///
+/// # Example
+/// ```
+/// let logs = zk_recipes_testing::capture_warnings();
+/// tracing::warn!(path = "/app/lock", "something to see");
+/// assert!(logs.contains("something to see"));
+/// assert_eq!(logs.count("/app/lock"), 1);
+/// ```
+pub fn capture_warnings() -> CapturedLogs {
+    let buffer = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let writer = CaptureWriter(buffer.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let guard = tracing::subscriber::set_default(subscriber);
+    CapturedLogs { buffer, _guard: guard }
+}
+
+/// What [`capture_warnings`] captured; capturing stops when this is dropped.
+#[must_use = "capturing stops when this is dropped"]
+pub struct CapturedLogs {
+    buffer: Arc<parking_lot::Mutex<Vec<u8>>>,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+impl CapturedLogs {
+    /// Everything captured so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.buffer.lock()).into_owned()
+    }
+
+    /// Whether `needle` was logged.
+    pub fn contains(&self, needle: &str) -> bool {
+        self.text().contains(needle)
+    }
+
+    /// How many captured lines contain `needle`.
+    pub fn count(&self, needle: &str) -> usize {
+        self.text().lines().filter(|line| line.contains(needle)).count()
+    }
+}
+
+impl std::fmt::Debug for CapturedLogs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CapturedLogs").field("text", &self.text()).finish()
+    }
+}
+
+#[derive(Clone)]
+struct CaptureWriter(Arc<parking_lot::Mutex<Vec<u8>>>);
+
+impl std::io::Write for CaptureWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
