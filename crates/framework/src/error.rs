@@ -60,6 +60,14 @@ pub enum Error {
     #[error("the ZooKeeper session was lost")]
     SessionLost,
 
+    /// The node this call builds on is gone: its session was lost (the node went with it), or it
+    /// was deleted. Nothing was done, and nothing was tried on a newer session.
+    #[error("the node {path} is gone (its session was lost, or it was deleted)")]
+    NodeLost {
+        /// The node's path.
+        path: String,
+    },
+
     /// The server answered with an error, or the connection failed while a request was in flight.
     #[error("ZooKeeper: {0}")]
     ZooKeeper(#[from] zookeeper_client::Error),

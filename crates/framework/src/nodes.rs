@@ -5,7 +5,7 @@ use std::fmt;
 
 use parking_lot::Mutex;
 use tracing::debug;
-use zookeeper_client::{CreateMode, Stat};
+use zookeeper_client::{CheckWriteError, CreateMode, MultiWriteResult, Stat};
 
 use crate::cleanup::CleanupTask;
 use crate::deadline::Deadline;
@@ -77,10 +77,8 @@ impl Framework {
         data: &[u8],
         deadline: Deadline,
     ) -> Result<OwnedNode> {
-        Ok(self
-            .create_protected_inner(parent, name, data, CreateMode::EphemeralSequential, deadline, false)
-            .await?
-            .0)
+        let request = ProtectedCreate::new(parent, name, data, CreateMode::EphemeralSequential);
+        Ok(self.create_protected_inner(request, deadline).await?.0)
     }
 
     /// Creates `<parent>/_c_<uuid>-<name>` as a plain EPHEMERAL node (no sequence appended), with
@@ -100,7 +98,8 @@ impl Framework {
         data: &[u8],
         deadline: Deadline,
     ) -> Result<OwnedNode> {
-        Ok(self.create_protected_inner(parent, name, data, CreateMode::Ephemeral, deadline, false).await?.0)
+        let request = ProtectedCreate::new(parent, name, data, CreateMode::Ephemeral);
+        Ok(self.create_protected_inner(request, deadline).await?.0)
     }
 
     /// As [`create_protected`](Self::create_protected), and lists the parent's children in the same
@@ -120,18 +119,19 @@ impl Framework {
         data: &[u8],
         deadline: Deadline,
     ) -> Result<(OwnedNode, Option<Vec<String>>)> {
-        self.create_protected_inner(parent, name, data, CreateMode::EphemeralSequential, deadline, true).await
+        let request = ProtectedCreate {
+            list_siblings: true,
+            ..ProtectedCreate::new(parent, name, data, CreateMode::EphemeralSequential)
+        };
+        self.create_protected_inner(request, deadline).await
     }
 
     async fn create_protected_inner(
         &self,
-        parent: &str,
-        name: &str,
-        data: &[u8],
-        mode: CreateMode,
+        request: ProtectedCreate<'_>,
         deadline: Deadline,
-        list_siblings: bool,
     ) -> Result<(OwnedNode, Option<Vec<String>>)> {
+        let ProtectedCreate { parent, name, data, .. } = request;
         validate(parent)?;
         let candidate = path::join(parent, name);
         if name.contains('/') {
@@ -142,26 +142,59 @@ impl Framework {
 
         let attempt = Mutex::new(ProtectedAttempt::new(self.clone(), parent));
         let attempt = &attempt;
-        let created = self
-            .retry_across_sessions(deadline, |session| async move {
-                let (prefix, search_first) = attempt.lock().prefix_for(&session);
-                let request = CreateRequest { parent, name, prefix: &prefix, data, mode, list_siblings };
-                let outcome = create_or_find(&session, request, search_first).await;
-                if let Err(err) = &outcome {
-                    if !is_connection_error_or_lost(err) {
-                        // The server answered: nothing was created by this try.
-                        attempt.lock().settle();
-                    }
+        let try_once = |session: Session| async move {
+            let (prefix, search_first) = attempt.lock().prefix_for(&session);
+            let outcome = create_or_find(&session, &request, &prefix, search_first).await;
+            if let Err(err) = &outcome {
+                if !is_connection_error_or_lost(err) {
+                    // The server answered: nothing was created by this try.
+                    attempt.lock().settle();
                 }
-                outcome.map(|created| (created, session))
-            })
-            .await;
+            }
+            outcome.map(|created| (created, session))
+        };
+        let created = match request.anchor {
+            // A fresh node: after a lost session, start over on the next one.
+            None => self.retry_across_sessions(deadline, try_once).await,
+            // Built on an existing node: on its session, or not at all.
+            Some(anchor) => match self.retry_on_session(anchor.generation, deadline, try_once).await {
+                Err(Error::SessionLost) => Err(Error::NodeLost { path: anchor.path.to_owned() }),
+                other => other,
+            },
+        };
         let (mut created, session) = created?;
         attempt.lock().settle();
         debug!(path = %created.path, session = %session.id(), "protected node created");
         let siblings = created.siblings.take();
         Ok((OwnedNode::new(self.clone(), created, &session), siblings))
     }
+}
+
+/// What one protected create asks for, the same on every try.
+#[derive(Clone, Copy)]
+struct ProtectedCreate<'a> {
+    parent: &'a str,
+    name: &'a str,
+    data: &'a [u8],
+    mode: CreateMode,
+    /// List the parent's children right behind the create.
+    list_siblings: bool,
+    /// The existing node this create builds on: the create runs only on its session, in one
+    /// multi with a check that it still exists.
+    anchor: Option<Anchor<'a>>,
+}
+
+impl<'a> ProtectedCreate<'a> {
+    fn new(parent: &'a str, name: &'a str, data: &'a [u8], mode: CreateMode) -> Self {
+        Self { parent, name, data, mode, list_siblings: false, anchor: None }
+    }
+}
+
+/// An existing node of ours, on the session of `generation`.
+#[derive(Clone, Copy)]
+struct Anchor<'a> {
+    path: &'a str,
+    generation: u64,
 }
 
 impl Framework {
@@ -215,8 +248,9 @@ impl Framework {
     }
 
     /// A data watch on `path` (get-data, not exists: no watch is left on a missing node), set on
-    /// the session of `generation`; `None` if `path` does not exist. The watch fires when the node
-    /// changes or is deleted, or when the session ends.
+    /// the session of `generation`, with the node's `Stat` as the watch was set; `None` if `path`
+    /// does not exist. The watch fires when the node changes or is deleted, or when the session
+    /// ends.
     ///
     /// # Errors
     /// [`Error::SessionLost`] once that session is gone; otherwise as [`retry`](Self::retry).
@@ -225,10 +259,10 @@ impl Framework {
         generation: u64,
         path: &str,
         deadline: Deadline,
-    ) -> Result<Option<zookeeper_client::OneshotWatcher>> {
+    ) -> Result<Option<(Stat, zookeeper_client::OneshotWatcher)>> {
         self.retry_on_session(generation, deadline, |session| async move {
             match session.client().get_and_watch_data(path).await {
-                Ok((_, _, watcher)) => Ok(Some(watcher)),
+                Ok((_, stat, watcher)) => Ok(Some((stat, watcher))),
                 Err(zookeeper_client::Error::NoNode) => Ok(None),
                 Err(err) => Err(err.into()),
             }
@@ -362,29 +396,23 @@ struct Created {
     siblings: Option<Vec<String>>,
 }
 
-/// What one protected create asks for.
-struct CreateRequest<'a> {
-    parent: &'a str,
-    name: &'a str,
-    prefix: &'a str,
-    data: &'a [u8],
-    mode: CreateMode,
-    list_siblings: bool,
-}
-
 /// One try: find a node of ours from an earlier try on this session, else create one.
 async fn create_or_find(
     session: &Session,
-    request: CreateRequest<'_>,
+    request: &ProtectedCreate<'_>,
+    prefix: &str,
     search_first: bool,
 ) -> Result<Created> {
-    let CreateRequest { parent, name, prefix, data, mode, list_siblings } = request;
+    let ProtectedCreate { parent, name, data, mode, list_siblings, anchor } = *request;
     if search_first {
         if let Some(found) = find_protected(session, parent, prefix, name).await? {
             return Ok(found);
         }
     }
     let node_path = path::join(parent, &format!("{prefix}{name}"));
+    if let Some(anchor) = anchor {
+        return create_while_exists(session, anchor, parent, &node_path, name, data, mode).await;
+    }
     let options = session.create_options(mode);
     // Both requests go on the wire now, back to back; the server runs them in order.
     let create = session.client().create(&node_path, data, &options);
@@ -412,6 +440,55 @@ async fn create_or_find(
         None => None,
     };
     Ok(Created { path, stat, sequence, siblings })
+}
+
+/// One multi on `session`: check that the anchor exists, create `node_path`. Creates a missing
+/// parent (as containers) and tries once more.
+async fn create_while_exists(
+    session: &Session,
+    anchor: Anchor<'_>,
+    parent: &str,
+    node_path: &str,
+    name: &str,
+    data: &[u8],
+    mode: CreateMode,
+) -> Result<Created> {
+    let options = session.create_options(mode);
+    let mut parent_created = false;
+    let (path, stat) = loop {
+        let mut writer = session.client().new_check_writer(anchor.path, None)?;
+        writer.add_create(node_path, data, &options)?;
+        match writer.commit().await {
+            Ok(mut results) => match results.pop() {
+                Some(MultiWriteResult::Create { path, stat }) => break (path, stat),
+                other => {
+                    let message = format!("a checked create answered {other:?}");
+                    return Err(zookeeper_client::Error::UnexpectedError(message).into());
+                }
+            },
+            Err(CheckWriteError::CheckFailed { .. }) => {
+                return Err(Error::NodeLost { path: anchor.path.to_owned() })
+            }
+            Err(CheckWriteError::OperationFailed { source: zookeeper_client::Error::NoNode, .. })
+                if !parent_created =>
+            {
+                ensure_containers(session, parent).await?;
+                parent_created = true;
+            }
+            Err(
+                CheckWriteError::OperationFailed { source, .. } | CheckWriteError::RequestFailed { source },
+            ) => return Err(source.into()),
+        }
+    };
+    // Servers before 3.7.2 / 3.8.2 answer a multi's create without a stat (ZOOKEEPER-4026): read
+    // it on the same session, which sees our create.
+    let stat = if stat.is_invalid() {
+        session.client().check_stat(&path).await?.ok_or(zookeeper_client::Error::NoNode)?
+    } else {
+        stat
+    };
+    let sequence = path::sequence_after(path::name(&path), name);
+    Ok(Created { path, stat, sequence, siblings: None })
 }
 
 /// Our node from an earlier try of this session, if the server has it.
@@ -514,11 +591,13 @@ impl OwnedNode {
         &self.framework
     }
 
-    /// Deletes the node now and reports the outcome. A node already gone counts as deleted.
+    /// Deletes the node now and reports the outcome, on the node's own session: a node already
+    /// gone from a live session counts as deleted.
     ///
     /// # Errors
-    /// As [`Framework::retry`]; on an error the node is handed to the cleanup worker, which goes on
-    /// trying in the background.
+    /// [`Error::NodeLost`] if the node's session is gone (the node went with it; nothing is sent on
+    /// a newer session); otherwise as [`Framework::retry`]. On an error the node is handed to the
+    /// cleanup worker, which goes on trying in the background.
     ///
     /// # Cancel safety
     /// Cancel safe: if dropped, the cleanup worker deletes the node.
@@ -526,7 +605,7 @@ impl OwnedNode {
         let path = self.path.clone();
         let result = self
             .framework
-            .retry(deadline, |session| {
+            .retry_on_session(self.generation, deadline, |session| {
                 let path = &path;
                 async move {
                     match session.client().delete(path, None).await {
@@ -536,10 +615,65 @@ impl OwnedNode {
                 }
             })
             .await;
-        if result.is_ok() {
-            self.armed = false;
+        match result {
+            Ok(()) => {
+                self.armed = false;
+                Ok(())
+            }
+            Err(Error::SessionLost) => Err(Error::NodeLost { path }),
+            Err(err) => Err(err),
         }
-        result
+    }
+
+    /// Creates `<parent>/_c_<uuid>-<name>` with Curator's protection, as
+    /// [`Framework::create_protected`] does, but built on this node: on this node's session only,
+    /// in one transaction with a check that this node still exists. Nothing is created unless this
+    /// node is there at that moment, and nothing is ever created on a newer session. For a node
+    /// that continues a hold: the read node of a read-write lock's downgrade, a lease taken under
+    /// a semaphore's internal lock.
+    ///
+    /// `mode` is [`CreateMode::Ephemeral`] or [`CreateMode::EphemeralSequential`]. A lost
+    /// connection is retried on the same session; a node created by a try whose reply was lost is
+    /// found again by its prefix. Missing parents are created as containers.
+    ///
+    /// # Errors
+    /// [`Error::NodeLost`] (with this node's path) if this node is gone, or its session is; nothing
+    /// was created. [`Error::InvalidPath`], [`Error::InvalidArgument`] (a persistent `mode`) and
+    /// [`Error::DataTooLarge`] before anything is sent; otherwise as [`Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call leaves no node behind (the cleanup worker deletes it).
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+    /// use std::time::Duration;
+    /// use zk_recipes_framework::zookeeper_client::CreateMode;
+    /// use zk_recipes_framework::{Deadline, Error};
+    ///
+    /// let deadline = Deadline::after(Duration::from_secs(5));
+    /// let holder = framework.create_protected("/app/lock", "lock-", b"", deadline).await?;
+    /// match holder.create_protected_while_exists("/app/leases", "lease-", b"", CreateMode::EphemeralSequential, deadline).await {
+    ///     Ok(lease) => println!("{} created while {} held", lease.path(), holder.path()),
+    ///     Err(Error::NodeLost { path }) => println!("{path} is gone: nothing was created"),
+    ///     Err(err) => return Err(err),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_protected_while_exists(
+        &self,
+        parent: &str,
+        name: &str,
+        data: &[u8],
+        mode: CreateMode,
+        deadline: Deadline,
+    ) -> Result<OwnedNode> {
+        if !matches!(mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential) {
+            return Err(Error::InvalidArgument(format!("a protected node is ephemeral, not {mode:?}")));
+        }
+        let anchor = Anchor { path: &self.path, generation: self.generation };
+        let request =
+            ProtectedCreate { anchor: Some(anchor), ..ProtectedCreate::new(parent, name, data, mode) };
+        Ok(self.framework.create_protected_inner(request, deadline).await?.0)
     }
 
     /// Gives up ownership without deleting: the node stays until its session ends. Returns its path.

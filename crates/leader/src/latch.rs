@@ -769,7 +769,8 @@ impl Shared {
     /// A data watch on `watched` (get-data, so no watch is left on a missing node), on our node's
     /// session; `None` if the node is gone.
     async fn watch(&self, node: &OurNode, watched: &str) -> Result<Option<OneshotWatcher>, FrameworkError> {
-        self.framework.watch_data_on_session(node.generation, watched, Deadline::never()).await
+        let watch = self.framework.watch_data_on_session(node.generation, watched, Deadline::never()).await;
+        Ok(watch?.map(|(_, watcher)| watcher))
     }
 }
 

@@ -12,8 +12,9 @@ use zk_recipes_framework::Error as FrameworkError;
 #[non_exhaustive]
 pub enum LockError {
     /// From the framework: invalid path, timeout, closed framework, connection or server errors.
+    /// (The framework's [`FrameworkError::NodeLost`] becomes [`LockError::NodeLost`].)
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
+    Framework(FrameworkError),
     /// `max_leases` (or a lease count) of zero; nothing was sent.
     #[error("max_leases must be at least 1")]
     ZeroLeases,
@@ -50,6 +51,15 @@ impl LockError {
     /// Whether the caller's deadline passed.
     pub fn is_timeout(&self) -> bool {
         matches!(self, LockError::Framework(FrameworkError::Timeout { .. }))
+    }
+}
+
+impl From<FrameworkError> for LockError {
+    fn from(err: FrameworkError) -> Self {
+        match err {
+            FrameworkError::NodeLost { path } => LockError::NodeLost { path },
+            other => LockError::Framework(other),
+        }
     }
 }
 

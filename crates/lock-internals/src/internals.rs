@@ -2,9 +2,13 @@
 
 use std::sync::Arc;
 
-use tracing::{debug, debug_span, Instrument};
+use std::time::{Duration, Instant};
+
+use tracing::{debug, debug_span, warn, Instrument};
 use zk_recipes_framework::zookeeper_client::{self, EventType, SessionState};
-use zk_recipes_framework::{path, ConnectionState, Deadline, Error as FrameworkError, Framework, OwnedNode};
+use zk_recipes_framework::{
+    path, ConnectionState, ConnectionUpdate, Deadline, Error as FrameworkError, Framework, OwnedNode,
+};
 
 use crate::driver::{sort_children_by, LockDriver};
 use crate::error::{LockError, Result};
@@ -51,6 +55,7 @@ pub struct LockInternals {
     driver: Arc<dyn LockDriver>,
     max_leases: u32,
     revocable: bool,
+    same_session_warning: Arc<SameSessionWarning>,
 }
 
 impl LockInternals {
@@ -69,7 +74,14 @@ impl LockInternals {
         if max_leases == 0 {
             return Err(LockError::ZeroLeases);
         }
-        Ok(Self { framework: framework.clone(), dir: dir.to_owned(), driver, max_leases, revocable: false })
+        Ok(Self {
+            framework: framework.clone(),
+            dir: dir.to_owned(),
+            driver,
+            max_leases,
+            revocable: false,
+            same_session_warning: Arc::default(),
+        })
     }
 
     /// Makes our nodes revocable, as Curator's `makeRevocable`: they are created with empty data,
@@ -183,23 +195,36 @@ impl LockInternals {
         deadline: Deadline,
     ) -> Result<Watched> {
         let generation = node.generation();
-        let watcher = self.framework.watch_data_on_session(generation, watched_path, deadline).await;
-        let watcher = match watcher {
-            Ok(Some(watcher)) => watcher,
+        let watch = self.framework.watch_data_on_session(generation, watched_path, deadline).await;
+        let watcher = match watch {
+            Ok(Some((stat, watcher))) => {
+                if stat.ephemeral_owner == node.session_id().0 {
+                    self.same_session_warning.warn(&self.dir, watched_path);
+                }
+                watcher
+            }
             Ok(None) => return Ok(Watched::Deleted),
             Err(FrameworkError::SessionLost) => {
                 return Err(LockError::NodeLost { path: node.path().to_owned() })
             }
             Err(err) => return Err(err.into()),
         };
+        // Only the loss of our node's session (or a later one) ends the wait: a `Lost` of an
+        // earlier session may have been buffered before our node was created on the next one.
         let lost = async {
             loop {
-                match events.next().await {
+                let ours_lost = match events.next().await {
                     None => return LockError::Framework(FrameworkError::Closed),
-                    Some(update) if update.state() == ConnectionState::Lost => {
-                        return LockError::NodeLost { path: node.path().to_owned() }
+                    Some(ConnectionUpdate::Changed(event)) => {
+                        event.state == ConnectionState::Lost && event.generation >= generation
                     }
-                    Some(_) => {}
+                    Some(ConnectionUpdate::Lagged { .. }) => {
+                        let now = self.framework.current();
+                        now.generation != generation || now.state == Some(ConnectionState::Lost)
+                    }
+                };
+                if ours_lost {
+                    return LockError::NodeLost { path: node.path().to_owned() };
                 }
             }
         };
@@ -319,6 +344,42 @@ pub(crate) async fn wait_for_revocation(
         if watcher.changed().await.event_type == EventType::Session {
             return Err(lost());
         }
+    }
+}
+
+/// The warning for an acquire that waits behind a node of its own session: a second `lock()` in
+/// the task that holds the lock waits for ever. It is not an error (other tasks of the process may
+/// wait behind each other on purpose), so it is logged: the first time at once, then at most once
+/// a minute per lock (its clones share this), with a count of the ones left out.
+#[derive(Debug, Default)]
+struct SameSessionWarning {
+    /// When the last warning was logged, and how many were left out since.
+    last: parking_lot::Mutex<Option<(Instant, u64)>>,
+}
+
+impl SameSessionWarning {
+    const INTERVAL: Duration = Duration::from_secs(60);
+
+    fn warn(&self, dir: &str, watched_path: &str) {
+        let mut last = self.last.lock();
+        let left_out = match &mut *last {
+            Some((at, left_out)) if at.elapsed() < Self::INTERVAL => {
+                *left_out += 1;
+                return;
+            }
+            Some((_, left_out)) => *left_out,
+            None => 0,
+        };
+        *last = Some((Instant::now(), 0));
+        drop(last);
+        warn!(
+            lock = dir,
+            watched = watched_path,
+            left_out,
+            "this acquire waits behind a node of its own session: if the task that holds this lock \
+             locks it again, it waits for ever; take another guard of the hold with guard.reenter() \
+             instead (other tasks of this process waiting their turn is fine)"
+        );
     }
 }
 

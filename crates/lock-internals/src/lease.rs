@@ -59,13 +59,21 @@ pub enum LostReason {
 #[must_use = "dropping a HeldLease releases it"]
 pub struct HeldLease {
     node: OwnedNode,
+    fencing_token: i64,
 }
 
 impl HeldLease {
     /// Wraps a node that holds a lease (for recipes that decide holding by their own rule, such as
     /// the semaphore's lease count).
     pub fn new(node: OwnedNode) -> Self {
-        Self { node }
+        let fencing_token = node.stat().czxid;
+        Self { node, fencing_token }
+    }
+
+    /// Wraps a node that continues an earlier hold, with that hold's fencing token: the read node
+    /// of a downgrade carries the writer's token.
+    pub fn continuing(node: OwnedNode, fencing_token: i64) -> Self {
+        Self { node, fencing_token }
     }
 
     /// Our node's full path.
@@ -78,10 +86,17 @@ impl HeldLease {
         self.node.name()
     }
 
-    /// A fencing token: our node's creation zxid (`czxid`). Every later holder's token is larger,
-    /// since a later holder's node was created after ours was.
+    /// A fencing token: our node's creation zxid (`czxid`), or the token of the hold this one
+    /// continues ([`continuing`](Self::continuing)). Every later holder's token is larger, since a
+    /// later holder's node was created after ours was.
     pub fn fencing_token(&self) -> i64 {
-        self.node.stat().czxid
+        self.fencing_token
+    }
+
+    /// The generation of the session that owns our node (see
+    /// [`zk_recipes_framework::Session::generation`]).
+    pub fn generation(&self) -> u64 {
+        self.node.generation()
     }
 
     /// The session that owns our node.
@@ -94,13 +109,50 @@ impl HeldLease {
         self.node.framework()
     }
 
-    /// Releases: deletes our node and reports the outcome (a node already gone counts as
-    /// released). On an error the cleanup worker goes on deleting it in the background.
+    /// Releases: deletes our node on its own session and reports the outcome (a node already gone
+    /// from a live session counts as released). On an error the cleanup worker goes on deleting it
+    /// in the background.
     ///
     /// # Errors
-    /// As [`OwnedNode::delete`].
+    /// [`LockError::NodeLost`] if our node's session is gone: the hold was lost before this
+    /// release. Otherwise as [`OwnedNode::delete`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if dropped, the cleanup worker deletes the node.
     pub async fn release(self, deadline: Deadline) -> Result<()> {
         Ok(self.node.delete(deadline).await?)
+    }
+
+    /// Creates a protected node that builds on this hold (a downgrade's read node, a lease taken
+    /// under an internal lock): on our node's session only, in one transaction with a check that
+    /// our node still exists. See [`OwnedNode::create_protected_while_exists`].
+    ///
+    /// # Errors
+    /// [`LockError::NodeLost`] (our node's path) if our node is gone or its session is: nothing
+    /// was created, and nothing is tried on a newer session. Otherwise framework errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call leaves no node behind.
+    ///
+    /// ```no_run
+    /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
+    /// use std::time::Duration;
+    /// use zk_recipes_framework::{zookeeper_client::CreateMode, Deadline};
+    ///
+    /// let deadline = Deadline::after(Duration::from_secs(5));
+    /// let lease = held.create_while_held("/app/sem/leases", "lease-", b"", CreateMode::EphemeralSequential, deadline).await?;
+    /// println!("{} created while {} was held", lease.path(), held.path());
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_while_held(
+        &self,
+        parent: &str,
+        name: &str,
+        data: &[u8],
+        mode: CreateMode,
+        deadline: Deadline,
+    ) -> Result<OwnedNode> {
+        Ok(self.node.create_protected_while_exists(parent, name, data, mode, deadline).await?)
     }
 
     /// Commits `ops` atomically and only if our lock node still exists: one multi that checks our

@@ -17,6 +17,7 @@
 
 mod driver;
 mod error;
+mod hold;
 mod internals;
 mod lease;
 mod multi;
@@ -25,6 +26,7 @@ pub use driver::{
     sort_children, sort_children_by, sort_key, Decision, LockDriver, OurNodeMissing, StandardDriver,
 };
 pub use error::{LockError, Result};
+pub use hold::SharedHold;
 pub use internals::{revoke, LockInternals, Wait, REVOKE_MESSAGE};
 pub use lease::{GuardedOp, HeldLease, LostReason};
 /// The boxed-future type the lock traits use, re-exported so implementors need no `futures`
@@ -48,6 +50,7 @@ mod tests {
     fn public_types_are_send_and_sync() {
         assert_send_sync::<LockInternals>();
         assert_send_sync::<HeldLease>();
+        assert_send_sync::<SharedHold>();
         assert_send_sync::<LockError>();
         assert_send_sync::<StandardDriver>();
     }

@@ -11,7 +11,14 @@
 //! Curator's mutex is reentrant per thread. Async tasks hop threads, so here reentrancy is
 //! explicit: [`MutexGuard::reenter`] gives another guard for the same hold, with no ZooKeeper
 //! traffic, and the node is deleted when the last of them is released. [`Mutex::lock`] always
-//! queues, so tasks sharing one `Mutex` (say in an `Arc`) exclude each other, like tokio's `Mutex`.
+//! queues, so tasks sharing one `Mutex` (say in an `Arc`) exclude each other, like tokio's `Mutex`
+//! — and a second `lock` in the task that holds the lock waits for ever (a WARN says so; see
+//! [`Mutex::lock`]).
+//!
+//! ## Holds belong to their session
+//! Whatever builds on a hold runs on the session that owns the lock node, or fails with
+//! [`LockError::NodeLost`]: releasing a hold whose session was lost reports the loss and sends
+//! nothing on the newer session.
 //!
 //! ## Connection loss and session expiry
 //! A waiter waits out a suspended connection; if the session is lost its node is gone and `lock`
@@ -40,7 +47,7 @@ use std::time::Duration;
 use zk_recipes_framework::{local_address, Deadline, Framework};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
-    DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait, RELEASE_TIMEOUT,
+    DistributedGuard, DistributedLock, LockInternals, SharedHold, StandardDriver, Wait, RELEASE_TIMEOUT,
 };
 pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
 
@@ -98,6 +105,13 @@ impl Mutex {
 
     /// Waits for the lock as long as it takes.
     ///
+    /// Every call queues, even from the task that holds the lock: a second `lock` there waits for
+    /// ever behind its own node. Take another guard of the hold with [`MutexGuard::reenter`]
+    /// instead. When an acquire finds that the node it must wait behind belongs to this same
+    /// framework's session, it logs a WARN naming the lock's path and pointing to `reenter` (first
+    /// time at once, then at most once a minute per `Mutex` and its clones). It is not an error:
+    /// other tasks of the process may legitimately wait their turn behind each other.
+    ///
     /// # Errors
     /// [`LockError::NodeLost`] if the session is lost while waiting; framework errors (closed,
     /// connection errors the retry policy gave up on).
@@ -129,8 +143,8 @@ impl Mutex {
     /// Cancel safe.
     pub async fn lock_until(&self, deadline: Deadline) -> Result<MutexGuard> {
         let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
-        let held = held.ok_or_else(|| LockError::Framework(deadline.timeout_error()))?;
-        Ok(MutexGuard::new(held))
+        let held = held.ok_or_else(|| LockError::from(deadline.timeout_error()))?;
+        Ok(MutexGuard { hold: SharedHold::new(held) })
     }
 
     /// Takes the lock if nobody holds it or waits for it now; `Ok(None)` otherwise. Costs a create,
@@ -143,7 +157,7 @@ impl Mutex {
     /// Cancel safe.
     pub async fn try_lock(&self) -> Result<Option<MutexGuard>> {
         let held = self.internals.acquire(&self.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
-        Ok(held.map(MutexGuard::new))
+        Ok(held.map(|held| MutexGuard { hold: SharedHold::new(held) }))
     }
 
     /// The contenders in queue order (the holder first), with their node data.
@@ -162,34 +176,36 @@ impl Mutex {
 #[must_use = "if unused the lock is immediately released"]
 #[derive(Debug)]
 pub struct MutexGuard {
-    held: Arc<HeldLease>,
+    hold: SharedHold,
 }
 
 impl MutexGuard {
-    fn new(held: HeldLease) -> Self {
-        Self { held: Arc::new(held) }
-    }
-
     /// Another guard for the same hold, with no ZooKeeper traffic: the async counterpart of
     /// Curator's per-thread reentrancy. The node is deleted when the last guard is released.
     pub fn reenter(&self) -> MutexGuard {
-        MutexGuard { held: self.held.clone() }
+        MutexGuard { hold: self.hold.reenter() }
     }
 
     /// How many guards share this hold.
     pub fn hold_count(&self) -> usize {
-        Arc::strong_count(&self.held)
+        self.hold.hold_count()
+    }
+
+    /// The generation of the session that owns the lock node: the hold lasts as long as that
+    /// session (compare with [`zk_recipes_framework::ConnectionSnapshot::generation`]).
+    pub fn session_generation(&self) -> u64 {
+        self.hold.generation()
     }
 
     /// The lock node's full path.
     pub fn node_path(&self) -> &str {
-        self.held.path()
+        self.hold.path()
     }
 
     /// A token that grows strictly from one holder to the next (our node's `czxid`). Hand it to
     /// the store you write to, and have it reject tokens lower than the highest it has seen.
     pub fn fencing_token(&self) -> i64 {
-        self.held.fencing_token()
+        self.hold.fencing_token()
     }
 
     /// Resolves when someone asks us to let go (only for a mutex made revocable). The holder
@@ -201,7 +217,7 @@ impl MutexGuard {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn revocation_requested(&self) -> Result<()> {
-        self.held.revocation_requested().await
+        self.hold.revocation_requested().await
     }
 
     /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
@@ -217,7 +233,7 @@ impl MutexGuard {
         ops: &[GuardedOp],
         deadline: Deadline,
     ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
-        self.held.write_guarded(ops, deadline).await
+        self.hold.write_guarded(ops, deadline).await
     }
 
     /// Resolves when the lock can no longer be trusted. See [`HeldLease::lost`].
@@ -225,21 +241,23 @@ impl MutexGuard {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) -> LostReason {
-        self.held.lost().await
+        self.hold.lost().await
     }
 
-    /// Releases this guard. If it is the last guard of the hold, deletes the lock node and reports
-    /// the outcome; local ownership ends only when the delete succeeded (or the node was already
-    /// gone with its session).
+    /// Releases this guard. If it is the last guard of the hold, deletes the lock node (on the
+    /// session that owns it) and reports the outcome; local ownership ends only when the delete
+    /// succeeded (or the node was already gone from a live session). Guards released at once from
+    /// several threads: exactly one is the last, and it awaits the delete.
     ///
     /// # Errors
-    /// The delete failed within [`RELEASE_TIMEOUT`] (30 s); the cleanup worker goes on deleting it
-    /// in the background.
+    /// From the last guard only: [`LockError::NodeLost`] if the node's session is gone (the hold
+    /// was lost before this release; nothing is sent on a newer session); the delete failed within
+    /// [`RELEASE_TIMEOUT`] (30 s): the cleanup worker goes on deleting it in the background.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if dropped, the cleanup worker deletes the node.
     pub async fn release(self) -> Result<()> {
-        match Arc::try_unwrap(self.held) {
-            Ok(held) => held.release(Deadline::after(RELEASE_TIMEOUT)).await,
-            Err(_shared) => Ok(()),
-        }
+        self.hold.release().await
     }
 }
 

@@ -18,7 +18,11 @@
 //!
 //! ## Reentrancy
 //! As the mutex: explicit, through the guard ([`RwLockReadGuard::reenter`],
-//! [`RwLockWriteGuard::reenter`]).
+//! [`RwLockWriteGuard::reenter`]); every `read`/`write` call queues.
+//!
+//! ## Holds belong to their session
+//! A downgrade and a release build on a hold: they run on the session that owns its node, or fail
+//! with [`LockError::NodeLost`]. They are never retried on a newer session.
 //!
 //! ## Connection loss and session expiry
 //! As the mutex: a waiter waits out a suspended connection and fails with
@@ -46,10 +50,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::debug;
+use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{local_address, path, Deadline, Framework};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
-    DistributedGuard, DistributedLock, HeldLease, LockInternals, Wait, RELEASE_TIMEOUT,
+    DistributedGuard, DistributedLock, HeldLease, LockInternals, SharedHold, Wait, RELEASE_TIMEOUT,
 };
 pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
 
@@ -156,7 +161,7 @@ impl RwLock {
     pub async fn try_read(&self) -> Result<Option<RwLockReadGuard>> {
         let read = &self.write.read;
         let held = read.internals.acquire(&read.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
-        Ok(held.map(RwLockReadGuard::new))
+        Ok(held.map(|held| RwLockReadGuard { hold: SharedHold::new(held) }))
     }
 
     /// Waits for the write hold as long as it takes.
@@ -194,7 +199,7 @@ impl RwLock {
             .internals
             .acquire(&self.write.data, Wait::No(Deadline::after(RELEASE_TIMEOUT)))
             .await?;
-        Ok(held.map(|held| RwLockWriteGuard::new(held, self.write.read.clone())))
+        Ok(held.map(|held| RwLockWriteGuard { hold: SharedHold::new(held), read: self.write.read.clone() }))
     }
 
     /// Every contender, readers and writers, in queue order, with node data.
@@ -216,8 +221,8 @@ impl ReadLock {
     /// Cancel safe.
     pub async fn read_until(&self, deadline: Deadline) -> Result<RwLockReadGuard> {
         let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
-        let held = held.ok_or_else(|| LockError::Framework(deadline.timeout_error()))?;
-        Ok(RwLockReadGuard::new(held))
+        let held = held.ok_or_else(|| LockError::from(deadline.timeout_error()))?;
+        Ok(RwLockReadGuard { hold: SharedHold::new(held) })
     }
 }
 
@@ -231,16 +236,9 @@ impl WriteLock {
     /// Cancel safe.
     pub async fn write_until(&self, deadline: Deadline) -> Result<RwLockWriteGuard> {
         let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
-        let held = held.ok_or_else(|| LockError::Framework(deadline.timeout_error()))?;
-        Ok(RwLockWriteGuard::new(held, self.read.clone()))
+        let held = held.ok_or_else(|| LockError::from(deadline.timeout_error()))?;
+        Ok(RwLockWriteGuard { hold: SharedHold::new(held), read: self.read.clone() })
     }
-}
-
-/// A read hold of the same node, with the token it carries.
-#[derive(Debug)]
-struct ReadHold {
-    held: HeldLease,
-    fencing_token: i64,
 }
 
 /// Proof of a read hold. Released by [`release`](Self::release), or in the background when the
@@ -248,28 +246,23 @@ struct ReadHold {
 #[must_use = "if unused the lock is immediately released"]
 #[derive(Debug)]
 pub struct RwLockReadGuard {
-    hold: Arc<ReadHold>,
+    hold: SharedHold,
 }
 
 impl RwLockReadGuard {
-    fn new(held: HeldLease) -> Self {
-        let fencing_token = held.fencing_token();
-        Self { hold: Arc::new(ReadHold { held, fencing_token }) }
-    }
-
     /// Another guard for the same read hold, with no ZooKeeper traffic.
     pub fn reenter(&self) -> RwLockReadGuard {
-        RwLockReadGuard { hold: self.hold.clone() }
+        RwLockReadGuard { hold: self.hold.reenter() }
     }
 
     /// The read node's full path.
     pub fn node_path(&self) -> &str {
-        self.hold.held.path()
+        self.hold.path()
     }
 
     /// The node's `czxid`; after a downgrade, the writer's (the read hold continues the write hold).
     pub fn fencing_token(&self) -> i64 {
-        self.hold.fencing_token
+        self.hold.fencing_token()
     }
 
     /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
@@ -285,7 +278,7 @@ impl RwLockReadGuard {
         ops: &[GuardedOp],
         deadline: Deadline,
     ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
-        self.hold.held.write_guarded(ops, deadline).await
+        self.hold.write_guarded(ops, deadline).await
     }
 
     /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].
@@ -293,7 +286,7 @@ impl RwLockReadGuard {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) -> LostReason {
-        self.hold.held.lost().await
+        self.hold.lost().await
     }
 
     /// Resolves when someone asks us to let go (revocable locks only).
@@ -304,7 +297,7 @@ impl RwLockReadGuard {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn revocation_requested(&self) -> Result<()> {
-        self.hold.held.revocation_requested().await
+        self.hold.revocation_requested().await
     }
 
     /// Refused: upgrading a read hold to a write hold would deadlock once two readers try it (each
@@ -317,16 +310,17 @@ impl RwLockReadGuard {
         Err(UpgradeRefused { guard: self })
     }
 
-    /// Releases this guard; the last guard of the hold deletes the read node.
+    /// Releases this guard; the last guard of the hold deletes the read node, on the session that
+    /// owns it (see [`SharedHold::release`]).
     ///
     /// # Errors
-    /// The delete failed within [`RELEASE_TIMEOUT`] (30 s); the cleanup worker goes on in the
-    /// background.
+    /// From the last guard only: [`LockError::NodeLost`] if the node's session is gone; the delete
+    /// failed within [`RELEASE_TIMEOUT`] (30 s): the cleanup worker goes on in the background.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
     pub async fn release(self) -> Result<()> {
-        match Arc::try_unwrap(self.hold) {
-            Ok(hold) => hold.held.release(Deadline::after(RELEASE_TIMEOUT)).await,
-            Err(_shared) => Ok(()),
-        }
+        self.hold.release().await
     }
 }
 
@@ -343,28 +337,24 @@ pub struct UpgradeRefused {
 #[must_use = "if unused the lock is immediately released"]
 #[derive(Debug)]
 pub struct RwLockWriteGuard {
-    held: Arc<HeldLease>,
+    hold: SharedHold,
     read: ReadLock,
 }
 
 impl RwLockWriteGuard {
-    fn new(held: HeldLease, read: ReadLock) -> Self {
-        Self { held: Arc::new(held), read }
-    }
-
     /// Another guard for the same write hold, with no ZooKeeper traffic.
     pub fn reenter(&self) -> RwLockWriteGuard {
-        RwLockWriteGuard { held: self.held.clone(), read: self.read.clone() }
+        RwLockWriteGuard { hold: self.hold.reenter(), read: self.read.clone() }
     }
 
     /// The write node's full path.
     pub fn node_path(&self) -> &str {
-        self.held.path()
+        self.hold.path()
     }
 
     /// The write node's `czxid`: strictly increasing from one writer to the next.
     pub fn fencing_token(&self) -> i64 {
-        self.held.fencing_token()
+        self.hold.fencing_token()
     }
 
     /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
@@ -380,7 +370,7 @@ impl RwLockWriteGuard {
         ops: &[GuardedOp],
         deadline: Deadline,
     ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
-        self.held.write_guarded(ops, deadline).await
+        self.hold.write_guarded(ops, deadline).await
     }
 
     /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].
@@ -388,7 +378,7 @@ impl RwLockWriteGuard {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) -> LostReason {
-        self.held.lost().await
+        self.hold.lost().await
     }
 
     /// Resolves when someone asks us to let go (revocable locks only).
@@ -399,7 +389,7 @@ impl RwLockWriteGuard {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn revocation_requested(&self) -> Result<()> {
-        self.held.revocation_requested().await
+        self.hold.revocation_requested().await
     }
 
     /// Turns this write hold into a read hold with no writer slipping in between: creates the read
@@ -407,26 +397,32 @@ impl RwLockWriteGuard {
     /// releases the write hold (if this is its last guard). The read guard keeps the writer's
     /// fencing token.
     ///
+    /// The read node builds on the write hold, so it is created on the write node's own session,
+    /// in one transaction with a check that the write node still exists: a writer whose session
+    /// was lost (and whose place another writer may have taken) gets [`LockError::NodeLost`], and
+    /// no read node is created anywhere.
+    ///
     /// # Errors
-    /// Creating the read node failed (the write hold is released all the same, by dropping it).
+    /// [`LockError::NodeLost`] if the write node or its session is gone; otherwise creating the read
+    /// node failed. Either way no read node exists and the write hold is released all the same (by
+    /// dropping it).
     ///
     /// # Cancel safety
     /// Not cancel safe in one respect: if dropped after the read node was created, the read node is
     /// deleted (by the cleanup worker) and the write hold released — the caller holds nothing.
     pub async fn downgrade(self) -> Result<RwLockReadGuard> {
         let deadline = Deadline::after(RELEASE_TIMEOUT);
-        let write_name = path::name(self.held.path());
+        let write_name = path::name(self.hold.path());
         let sequence = zk_recipes_lock_internals::sort_key(write_name, WRITE_LOCK_NAME);
         let read_name = format!("{READ_LOCK_NAME}{sequence}");
         let data: &[u8] = if self.read.internals.is_revocable() { &[] } else { &self.read.data };
-        let framework = self.read.internals.framework();
-        let node = framework
-            .create_protected_ephemeral(self.read.internals.dir(), &read_name, data, deadline)
+        let node = self
+            .hold
+            .create_while_held(self.read.internals.dir(), &read_name, data, CreateMode::Ephemeral, deadline)
             .await?;
-        let read = RwLockReadGuard {
-            hold: Arc::new(ReadHold { held: HeldLease::new(node), fencing_token: self.held.fencing_token() }),
-        };
-        if let Ok(write) = Arc::try_unwrap(self.held) {
+        let read =
+            RwLockReadGuard { hold: SharedHold::new(HeldLease::continuing(node, self.hold.fencing_token())) };
+        if let Some(write) = self.hold.into_last() {
             if let Err(err) = write.release(deadline).await {
                 debug!(%err, "releasing the write node after a downgrade failed; the cleanup worker deletes it");
             }
@@ -434,16 +430,17 @@ impl RwLockWriteGuard {
         Ok(read)
     }
 
-    /// Releases this guard; the last guard of the hold deletes the write node.
+    /// Releases this guard; the last guard of the hold deletes the write node, on the session
+    /// that owns it (see [`SharedHold::release`]).
     ///
     /// # Errors
-    /// The delete failed within [`RELEASE_TIMEOUT`] (30 s); the cleanup worker goes on in the
-    /// background.
+    /// From the last guard only: [`LockError::NodeLost`] if the node's session is gone; the delete
+    /// failed within [`RELEASE_TIMEOUT`] (30 s): the cleanup worker goes on in the background.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
     pub async fn release(self) -> Result<()> {
-        match Arc::try_unwrap(self.held) {
-            Ok(held) => held.release(Deadline::after(RELEASE_TIMEOUT)).await,
-            Err(_shared) => Ok(()),
-        }
+        self.hold.release().await
     }
 }
 

@@ -16,7 +16,10 @@
 //!
 //! ## Connection loss and session expiry
 //! Leases are ephemeral: a crashed holder's leases go with its session. If our session is lost
-//! while acquiring, the call fails and nothing is held. A holder learns that a lease can no longer
+//! while acquiring, the call fails with [`LockError::NodeLost`] and nothing is held. A lease is
+//! created only on the internal lock's session, in one transaction with a check that the internal
+//! lock node still exists, so no lease is ever created outside the internal lock (Curator retries
+//! the lease create on a new session, which can leave its semaphore blocked for good). A holder learns that a lease can no longer
 //! be trusted from [`Lease::lost`].
 //!
 //! ```no_run
@@ -37,7 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tracing::debug;
-use zk_recipes_framework::zookeeper_client;
+use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{local_address, path, Deadline, Error as FrameworkError, Framework, OwnedNode};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
@@ -83,7 +86,7 @@ impl SemaphoreError {
 
 impl From<FrameworkError> for SemaphoreError {
     fn from(err: FrameworkError) -> Self {
-        SemaphoreError::Lock(LockError::Framework(err))
+        SemaphoreError::Lock(LockError::from(err))
     }
 }
 
@@ -239,8 +242,18 @@ impl Semaphore {
         };
         let mut leases = Vec::with_capacity(count as usize);
         for _ in 0..count {
-            let node =
-                self.framework.create_protected(&self.leases_dir, LEASE_NAME, &self.data, deadline).await?;
+            // Under the internal lock, so on its session only: a lease that landed on a newer
+            // session would sit outside the internal lock, and can leave the semaphore waiting for
+            // ever (a holder of the internal lock and this lease each waiting for the other).
+            let node = internal_lock
+                .create_while_held(
+                    &self.leases_dir,
+                    LEASE_NAME,
+                    &self.data,
+                    CreateMode::EphemeralSequential,
+                    deadline,
+                )
+                .await?;
             if !self.wait_until_within_limit(&node, matches!(wait, Wait::Until(_)), deadline).await? {
                 // Not waiting and full: give everything back (dropping the nodes deletes them).
                 drop(node);
