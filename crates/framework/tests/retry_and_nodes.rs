@@ -10,7 +10,7 @@ use common::*;
 use zk_recipes_framework::retry::RetryNTimes;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, ConnectionState, Deadline, Error, Framework, DEFAULT_MAX_NODE_DATA};
-use zk_recipes_testing::{FaultProxy, TestingServer};
+use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
 fn connection_loss() -> Error {
     Error::ZooKeeper(zookeeper_client::Error::ConnectionLoss)
@@ -387,4 +387,154 @@ async fn digest_auth_and_the_default_acl_apply_to_created_nodes() {
     for framework in [alice, stranger, alice_again] {
         within("close", framework.close()).await;
     }
+}
+
+#[tokio::test]
+async fn a_create_while_exists_runs_only_while_its_anchor_exists() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(8)).start().expect("framework");
+    let deadline = || Deadline::after(STEP);
+    let anchor = within("anchor", framework.create_protected("/anchored/locks", "lock-", b"", deadline()))
+        .await
+        .expect("anchor");
+
+    // Built on the anchor: same session, parents created, sequence and stat as for any create.
+    let built = within(
+        "create while the anchor exists",
+        anchor.create_protected_while_exists(
+            "/anchored/leases",
+            "lease-",
+            b"x",
+            CreateMode::EphemeralSequential,
+            deadline(),
+        ),
+    )
+    .await
+    .expect("created");
+    assert!(
+        built.name().starts_with("_c_") && built.name().ends_with("-lease-0000000000"),
+        "{}",
+        built.name()
+    );
+    assert_eq!(built.sequence(), Some(0));
+    assert_eq!((built.session_id(), built.generation()), (anchor.session_id(), anchor.generation()));
+    assert!(built.stat().czxid > anchor.stat().czxid, "a valid stat: {:?}", built.stat());
+
+    // A persistent node cannot be built on a hold; nothing is sent.
+    let persistent = anchor
+        .create_protected_while_exists("/anchored/leases", "lease-", b"", CreateMode::Persistent, deadline())
+        .await;
+    assert!(matches!(persistent, Err(Error::InvalidArgument(_))), "{persistent:?}");
+
+    // Someone deletes the anchor (on a live session): nothing more is created.
+    let anchor_path = anchor.path().to_owned();
+    let session = within("session", framework.session(deadline())).await.expect("session");
+    within("delete the anchor", session.client().delete(&anchor_path, None)).await.expect("delete");
+    let refused = within(
+        "create without the anchor",
+        anchor.create_protected_while_exists(
+            "/anchored/leases",
+            "lease-",
+            b"",
+            CreateMode::EphemeralSequential,
+            deadline(),
+        ),
+    )
+    .await;
+    assert!(matches!(&refused, Err(Error::NodeLost { path }) if *path == anchor_path), "{refused:?}");
+    assert_eq!(
+        children(&framework, "/anchored/leases").await,
+        vec![built.name().to_owned()],
+        "nothing created"
+    );
+    drop(session);
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn a_create_while_exists_whose_reply_was_cut_finds_its_node_on_the_same_session() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), Duration::from_secs(8)).start().expect("framework");
+    let anchor = within(
+        "anchor",
+        framework.create_protected("/anchored-cut/locks", "lock-", b"", Deadline::after(STEP)),
+    )
+    .await
+    .expect("anchor");
+    within("ensure parent", framework.ensure_path("/anchored-cut/leases", Deadline::after(STEP)))
+        .await
+        .expect("parent");
+
+    let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/anchored-cut/leases"));
+    let built = within(
+        "create while the anchor exists",
+        anchor.create_protected_while_exists(
+            "/anchored-cut/leases",
+            "lease-",
+            b"",
+            CreateMode::EphemeralSequential,
+            Deadline::after(STEP),
+        ),
+    )
+    .await
+    .expect("the create survives the cut");
+    let cut = within("the cut", cut).await.expect("the proxy cut the multi's reply");
+    assert_eq!(
+        cut.ops.iter().map(|(op_code, _)| *op_code).collect::<Vec<_>>(),
+        vec![13, 15],
+        "check, then create"
+    );
+    assert_eq!(cut.ops[0].1, anchor.path(), "the check is on the anchor");
+    assert_eq!(
+        children(&framework, "/anchored-cut/leases").await,
+        vec![built.name().to_owned()],
+        "exactly one node, found again by its prefix"
+    );
+    assert_eq!(built.generation(), anchor.generation(), "on the anchor's session");
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn deleting_a_node_whose_session_was_lost_reports_node_lost() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+    let node = within(
+        "create",
+        framework.create_protected("/delete-lost/members", "member-", b"", Deadline::after(STEP)),
+    )
+    .await
+    .expect("node");
+    let anchored_path = node.path().to_owned();
+    let mut events = framework.connection_events();
+    let negotiated = framework.current().session_timeout.expect("session");
+    proxy.black_hole(negotiated * 3);
+    within("Lost, then a new session", async {
+        let mut lost = false;
+        while let Some(update) = events.next().await {
+            lost |= update.state() == ConnectionState::Lost;
+            if lost && update.state() == ConnectionState::Reconnected {
+                return;
+            }
+        }
+    })
+    .await;
+    let built = node
+        .create_protected_while_exists(
+            "/delete-lost/leases",
+            "lease-",
+            b"",
+            CreateMode::Ephemeral,
+            Deadline::after(STEP),
+        )
+        .await;
+    assert!(matches!(&built, Err(Error::NodeLost { path }) if *path == anchored_path), "{built:?}");
+    let deleted = within("delete", node.delete(Deadline::after(STEP))).await;
+    assert!(matches!(&deleted, Err(Error::NodeLost { path }) if *path == anchored_path), "{deleted:?}");
+    assert!(children(&framework, "/delete-lost/leases").await.is_empty(), "nothing on the new session");
+    within("close", framework.close()).await;
 }

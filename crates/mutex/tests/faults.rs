@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use common::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
-use zk_recipes_framework::{path, Deadline, Framework};
-use zk_recipes_mutex::{Mutex, MutexGuard};
-use zk_recipes_testing::{TestingCluster, TestingServer};
+use zk_recipes_framework::{path, ConnectionState, Deadline, Framework};
+use zk_recipes_mutex::{LockError, Mutex, MutexGuard};
+use zk_recipes_testing::{capture_warnings, FaultProxy, TestingCluster, TestingServer};
 
 /// Inside the critical section: an ephemeral marker that must not exist yet (or only as ours,
 /// when a connection loss hid the reply to our own create).
@@ -215,4 +215,171 @@ async fn a_thousand_waiters_on_one_session_are_woken_one_per_release_in_order() 
         "server packets per hand-off must not grow with the number of waiters: 10 waiters {small_packets:?}, \
          1,000 waiters {large_packets:?}"
     );
+}
+
+/// Issue 11 (2): a `Lost` of an earlier session, buffered while an acquire waited for a
+/// connection, must not fail that acquire once its node is queued on the new session.
+#[tokio::test]
+async fn a_lost_of_an_earlier_session_does_not_fail_an_acquire_queued_on_the_new_one() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let holder_framework =
+        builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let waiter_framework =
+        builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+    let path = "/stale-lost/lock";
+    let holder =
+        within("lock", Mutex::new(&holder_framework, path).expect("mutex").lock()).await.expect("lock");
+    within("connect", waiter_framework.block_until_connected(STEP)).await.expect("connected");
+    let mut events = waiter_framework.connection_events();
+    let negotiated = waiter_framework.current().session_timeout.expect("session");
+
+    // The outage begins: the acquire starts while the connection is suspended.
+    proxy.black_hole(negotiated * 3);
+    eventually("suspended", || async {
+        waiter_framework.current().state == Some(ConnectionState::Suspended)
+    })
+    .await;
+    let waiter_mutex = Mutex::new(&waiter_framework, path).expect("mutex");
+    let waiter = tokio::spawn(async move { waiter_mutex.lock_timeout(Duration::from_secs(60)).await });
+    within("Lost, then a new session", async {
+        let mut lost = false;
+        while let Some(update) = events.next().await {
+            lost |= update.state() == ConnectionState::Lost;
+            if lost && update.state() == ConnectionState::Reconnected {
+                return;
+            }
+        }
+    })
+    .await;
+    eventually("the waiter queued behind the holder on its new session (or gave up)", || async {
+        waiter.is_finished() || children(&holder_framework, path).await.len() == 2
+    })
+    .await;
+    if waiter.is_finished() {
+        let result = within("result", waiter).await.expect("task");
+        panic!("the waiter, queued on its new session, must go on waiting: {result:?}");
+    }
+
+    within("release", holder.release()).await.expect("release");
+    let guard = within("the waiter's turn", waiter).await.expect("task").expect("the waiter acquires");
+    within("release", guard.release()).await.expect("release");
+    within("close", waiter_framework.close()).await;
+    within("close", holder_framework.close()).await;
+}
+
+/// Issue 11 (4): two reentered guards released at once from two threads: exactly one of them
+/// awaits the delete, so the node is gone (not merely handed to the cleanup worker) when both
+/// calls have returned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_reentered_guards_released_at_once_await_the_delete_exactly_once() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let mutex = Mutex::new(&framework, "/concurrent-release/lock").expect("mutex");
+    let runtime = tokio::runtime::Handle::current();
+    for round in 0..300 {
+        let first = within("lock", mutex.lock()).await.expect("lock");
+        let second = first.reenter();
+        let node = first.node_path().to_owned();
+        let ready = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let releases: Vec<_> = [first, second]
+            .into_iter()
+            .map(|guard| {
+                let (runtime, ready) = (runtime.clone(), ready.clone());
+                std::thread::spawn(move || {
+                    // Both threads spin until both are here, then release together.
+                    ready.fetch_add(1, Ordering::SeqCst);
+                    while ready.load(Ordering::SeqCst) < 2 {
+                        std::hint::spin_loop();
+                    }
+                    runtime.block_on(guard.release())
+                })
+            })
+            .collect();
+        let results: Vec<_> = within("both releases", async {
+            let mut results = Vec::new();
+            for release in releases {
+                results.push(
+                    tokio::task::spawn_blocking(move || release.join()).await.expect("join").expect("thread"),
+                );
+            }
+            results
+        })
+        .await;
+        let handed_over = framework.pending_cleanups();
+        let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
+        let exists = within("check", session.client().check_stat(&node)).await.expect("check").is_some();
+        assert!(results.iter().all(Result::is_ok), "round {round}: {results:?}");
+        assert!(
+            handed_over == 0 && !exists,
+            "round {round}: the last release must await the delete itself (cleanups handed over: {handed_over}, node exists: {exists})"
+        );
+    }
+    within("close", framework.close()).await;
+}
+
+/// Issue 11 (rule): releasing a hold whose session is gone runs on no other session: it reports
+/// `NodeLost`, once, from the guard that was last.
+#[tokio::test]
+async fn releasing_a_hold_whose_session_was_lost_reports_node_lost_once() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+    let first = within("lock", Mutex::new(&framework, "/release-lost/lock").expect("mutex").lock())
+        .await
+        .expect("lock");
+    let second = first.reenter();
+    let mut events = framework.connection_events();
+    let negotiated = framework.current().session_timeout.expect("session");
+    proxy.black_hole(negotiated * 3);
+    within("Lost, then a new session", async {
+        let mut lost = false;
+        while let Some(update) = events.next().await {
+            lost |= update.state() == ConnectionState::Lost;
+            if lost && update.state() == ConnectionState::Reconnected {
+                return;
+            }
+        }
+    })
+    .await;
+    let (first, second) =
+        within("both releases", async { tokio::join!(first.release(), second.release()) }).await;
+    let lost =
+        [&first, &second].iter().filter(|result| matches!(result, Err(LockError::NodeLost { .. }))).count();
+    let fine = [&first, &second].iter().filter(|result| result.is_ok()).count();
+    assert_eq!(
+        (lost, fine),
+        (1, 1),
+        "one guard was not the last, the last reports the loss: {first:?} {second:?}"
+    );
+    within("close", framework.close()).await;
+}
+
+/// Issue 11 (7): a second `lock()` in the task that holds the lock waits for ever behind its own
+/// node; the acquire notices that the node it watches is this session's and logs one WARN naming
+/// the path and `reenter()`, and a timed acquire still times out cleanly.
+#[tokio::test]
+async fn locking_twice_on_one_session_warns_and_times_out_cleanly() {
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let path = "/double-lock/lock";
+    let mutex = Mutex::new(&framework, path).expect("mutex");
+    let logs = capture_warnings();
+    let held = within("lock", mutex.lock()).await.expect("lock");
+    assert_eq!(logs.count("reenter"), 0, "no warning for a plain lock: {logs:?}");
+    let again = within("the second lock", mutex.lock_timeout(Duration::from_secs(1))).await;
+    assert!(matches!(&again, Err(err) if err.is_timeout()), "{again:?}");
+    assert_eq!(logs.count("reenter"), 1, "one warning naming reenter(): {logs:?}");
+    assert!(logs.text().lines().any(|line| line.contains("WARN") && line.contains(path)), "{logs:?}");
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert_eq!(
+        children(&framework, path).await,
+        vec![path::name(held.node_path()).to_owned()],
+        "nothing left behind"
+    );
+    within("release", held.release()).await.expect("release");
+    within("close", framework.close()).await;
 }

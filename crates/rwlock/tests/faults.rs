@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use zk_recipes_rwlock::{LostReason, RwLock};
+use zk_recipes_framework::ConnectionState;
+use zk_recipes_rwlock::{LockError, LostReason, RwLock, READ_LOCK_NAME};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 #[tokio::test]
@@ -99,4 +100,55 @@ async fn a_server_restart_with_readers_and_writers_queued_keeps_exclusion() {
     assert_eq!(done.load(Ordering::SeqCst), 4, "everyone acquired eventually");
     assert_eq!(violations.load(Ordering::SeqCst), 0, "a writer shared the lock");
     within("close", holder_framework.close()).await;
+}
+
+/// Issue 11 (1): a downgrade builds on the write hold, so it runs on the write node's session or
+/// not at all. After that session expired and another writer got in, it must fail with `NodeLost`
+/// and create no read node (which would sort before the new writer: a reader beside a writer).
+#[tokio::test]
+async fn a_downgrade_after_the_write_session_expired_fails_and_creates_no_read_node() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let first_framework =
+        builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+    let second_framework =
+        builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let path = "/downgrade-after-expiry/lock";
+    let first =
+        within("write", RwLock::new(&first_framework, path).expect("rwlock").write()).await.expect("write");
+    let mut events = first_framework.connection_events();
+    let negotiated = first_framework.current().session_timeout.expect("session");
+
+    proxy.black_hole(negotiated * 3);
+    let mut states = Vec::new();
+    within("Lost, then a new session", async {
+        while let Some(update) = events.next().await {
+            states.push(update.state());
+            if update.state() == ConnectionState::Reconnected && states.contains(&ConnectionState::Lost) {
+                return;
+            }
+        }
+    })
+    .await;
+    let second = within(
+        "the second writer",
+        RwLock::new(&second_framework, path).expect("rwlock").write_timeout(STEP),
+    )
+    .await
+    .expect("the expired writer's node is gone, so the second writer gets in");
+
+    let downgraded = within("downgrade", first.downgrade()).await;
+    assert!(
+        matches!(downgraded, Err(LockError::NodeLost { .. })),
+        "a downgrade of a hold whose session is gone must fail with NodeLost: {downgraded:?}"
+    );
+    let nodes = children(&second_framework, path).await;
+    assert!(
+        nodes.iter().all(|node| !node.contains(READ_LOCK_NAME)),
+        "no read node may exist beside the second writer: {nodes:?}"
+    );
+    within("release", second.release()).await.expect("release");
+    within("close", first_framework.close()).await;
+    within("close", second_framework.close()).await;
 }
