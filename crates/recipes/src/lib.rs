@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | [`framework`] | `zk-recipes-framework` | session owner: connection states, session re-creation, retry policies, paths, protected creates |
 //! | `lock_internals` (feature `lock-internals`) | `zk-recipes-lock-internals` | the one lock driver: Curator's contender order, one watched predecessor |
-//! | `mutex` (feature `mutex`, default) | `zk-recipes-mutex` | reentrant mutex, Curator's `InterProcessMutex` |
+//! | `mutex` (feature `mutex`, default) | `zk-recipes-mutex` | mutex, Curator's `InterProcessMutex`; reentrant through `guard.reenter()` (every `lock()` queues) |
 //! | `semaphore` (feature `semaphore`, default) | `zk-recipes-semaphore` | semaphore and semaphore mutex, Curator's `InterProcessSemaphoreV2` / `InterProcessSemaphoreMutex` |
 //! | `rwlock` (feature `rwlock`, default) | `zk-recipes-rwlock` | read-write lock, Curator's `InterProcessReadWriteLock`, with a safe downgrade |
 //! | `leader` (feature `leader`, default) | `zk-recipes-leader` | leader latch and leader selector, Curator's `LeaderLatch` / `LeaderSelector` |
