@@ -513,16 +513,7 @@ async fn deleting_a_node_whose_session_was_lost_reports_node_lost() {
     let mut events = framework.connection_events();
     let negotiated = framework.current().session_timeout.expect("session");
     proxy.black_hole(negotiated * 3);
-    within("Lost, then a new session", async {
-        let mut lost = false;
-        while let Some(update) = events.next().await {
-            lost |= update.state() == ConnectionState::Lost;
-            if lost && update.state() == ConnectionState::Reconnected {
-                return;
-            }
-        }
-    })
-    .await;
+    lost_then_reconnected(&mut events).await;
     let built = node
         .create_protected_while_exists(
             "/delete-lost/leases",

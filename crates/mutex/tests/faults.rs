@@ -243,16 +243,7 @@ async fn a_lost_of_an_earlier_session_does_not_fail_an_acquire_queued_on_the_new
     .await;
     let waiter_mutex = Mutex::new(&waiter_framework, path).expect("mutex");
     let waiter = tokio::spawn(async move { waiter_mutex.lock_timeout(Duration::from_secs(60)).await });
-    within("Lost, then a new session", async {
-        let mut lost = false;
-        while let Some(update) = events.next().await {
-            lost |= update.state() == ConnectionState::Lost;
-            if lost && update.state() == ConnectionState::Reconnected {
-                return;
-            }
-        }
-    })
-    .await;
+    lost_then_reconnected(&mut events).await;
     eventually("the waiter queued behind the holder on its new session (or gave up)", || async {
         waiter.is_finished() || children(&holder_framework, path).await.len() == 2
     })
@@ -335,16 +326,7 @@ async fn releasing_a_hold_whose_session_was_lost_reports_node_lost_once() {
     let mut events = framework.connection_events();
     let negotiated = framework.current().session_timeout.expect("session");
     proxy.black_hole(negotiated * 3);
-    within("Lost, then a new session", async {
-        let mut lost = false;
-        while let Some(update) = events.next().await {
-            lost |= update.state() == ConnectionState::Lost;
-            if lost && update.state() == ConnectionState::Reconnected {
-                return;
-            }
-        }
-    })
-    .await;
+    lost_then_reconnected(&mut events).await;
     let (first, second) =
         within("both releases", async { tokio::join!(first.release(), second.release()) }).await;
     let lost =

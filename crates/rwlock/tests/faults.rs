@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use zk_recipes_framework::ConnectionState;
 use zk_recipes_rwlock::{LockError, LostReason, RwLock, READ_LOCK_NAME};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
@@ -121,16 +120,7 @@ async fn a_downgrade_after_the_write_session_expired_fails_and_creates_no_read_n
     let negotiated = first_framework.current().session_timeout.expect("session");
 
     proxy.black_hole(negotiated * 3);
-    let mut states = Vec::new();
-    within("Lost, then a new session", async {
-        while let Some(update) = events.next().await {
-            states.push(update.state());
-            if update.state() == ConnectionState::Reconnected && states.contains(&ConnectionState::Lost) {
-                return;
-            }
-        }
-    })
-    .await;
+    lost_then_reconnected(&mut events).await;
     let second = within(
         "the second writer",
         RwLock::new(&second_framework, path).expect("rwlock").write_timeout(STEP),

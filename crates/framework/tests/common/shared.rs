@@ -33,3 +33,20 @@ pub async fn children(framework: &Framework, path: &str) -> Vec<String> {
         Err(err) => panic!("list {path}: {err}"),
     }
 }
+
+/// Waits (within [`STEP`]) until `events` shows the session lost and then a new session: `Lost`,
+/// then `Reconnected`.
+pub async fn lost_then_reconnected(events: &mut zk_recipes_framework::ConnectionEvents) {
+    use zk_recipes_framework::ConnectionState;
+    within("Lost, then a new session", async {
+        let mut lost = false;
+        while let Some(update) = events.next().await {
+            lost |= update.state() == ConnectionState::Lost;
+            if lost && update.state() == ConnectionState::Reconnected {
+                return;
+            }
+        }
+        panic!("the framework closed");
+    })
+    .await;
+}
