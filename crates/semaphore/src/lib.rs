@@ -240,6 +240,22 @@ impl Semaphore {
         let Some(internal_lock) = self.internal_lock.acquire(&local_address(), wait).await? else {
             return Ok(None);
         };
+        let taken = self.take_leases(&internal_lock, count, wait, deadline).await;
+        // Given back whatever happened (on an error, the leases taken so far were dropped, and so
+        // deleted, already).
+        release_quietly(internal_lock).await;
+        taken
+    }
+
+    /// Creates and waits for `count` leases while `internal_lock` is held: all of them, or none
+    /// (`Ok(None)` when not waiting and the semaphore is full).
+    async fn take_leases(
+        &self,
+        internal_lock: &HeldLease,
+        count: u32,
+        wait: Wait,
+        deadline: Deadline,
+    ) -> Result<Option<Vec<Lease>>> {
         let mut leases = Vec::with_capacity(count as usize);
         for _ in 0..count {
             // Under the internal lock, so on its session only: a lease that landed on a newer
@@ -256,14 +272,10 @@ impl Semaphore {
                 .await?;
             if !self.wait_until_within_limit(&node, matches!(wait, Wait::Until(_)), deadline).await? {
                 // Not waiting and full: give everything back (dropping the nodes deletes them).
-                drop(node);
-                drop(leases);
-                release_quietly(internal_lock).await;
                 return Ok(None);
             }
             leases.push(Lease { held: HeldLease::new(node) });
         }
-        release_quietly(internal_lock).await;
         Ok(Some(leases))
     }
 
