@@ -26,9 +26,10 @@ pub(crate) enum Lifecycle {
 
 impl Lifecycle {
     /// Whether `start` may go on: [`LeaderError::AlreadyStarted`] the second time,
-    /// [`LeaderError::Closed`] after close.
-    pub(crate) fn check_start(self) -> Result<()> {
+    /// [`LeaderError::Closed`] after close or once the framework is closed.
+    pub(crate) fn check_start(self, framework_closed: bool) -> Result<()> {
         match self {
+            Lifecycle::Latent if framework_closed => Err(LeaderError::Closed),
             Lifecycle::Latent => Ok(()),
             Lifecycle::Started => Err(LeaderError::AlreadyStarted),
             Lifecycle::Closed => Err(LeaderError::Closed),
@@ -66,6 +67,8 @@ pub(crate) struct HandleView<'a> {
     pub(crate) status: &'a watch::Sender<Status>,
     pub(crate) path: &'a str,
     pub(crate) id: &'a str,
+    /// Whether the participant's framework was closed (which closes the participant too).
+    pub(crate) framework_closed: bool,
 }
 
 /// The state behind a [`Handle`].
@@ -80,7 +83,7 @@ pub(crate) trait HandleTarget {
 
 /// A cheap handle on a participant's shared state. Clones are counted; dropping them does not
 /// close the participant (like dropping a tokio `JoinHandle`), but the last one to go while it
-/// runs logs a warning. Derefs to the state's `Arc`, which background tasks hold without
+/// runs (and its framework is open) logs a warning. Derefs to the state's `Arc`, which background tasks hold without
 /// counting as handles.
 pub(crate) struct Handle<S: HandleTarget> {
     shared: Arc<S>,
@@ -113,6 +116,7 @@ impl<S: HandleTarget> Drop for Handle<S> {
         let view = self.shared.handle_view();
         if view.handles.fetch_sub(1, Ordering::AcqRel) == 1
             && view.status.borrow().lifecycle == Lifecycle::Started
+            && !view.framework_closed
         {
             warn!(
                 path = %view.path,
@@ -182,7 +186,13 @@ mod tests {
         const KIND: &'static str = "target";
 
         fn handle_view(&self) -> HandleView<'_> {
-            HandleView { handles: &self.handles, status: &self.status, path: "/target", id: "target-1" }
+            HandleView {
+                handles: &self.handles,
+                status: &self.status,
+                path: "/target",
+                id: "target-1",
+                framework_closed: false,
+            }
         }
     }
 
@@ -222,8 +232,9 @@ mod tests {
 
     #[test]
     fn only_a_latent_participant_may_start() {
-        assert!(Lifecycle::Latent.check_start().is_ok());
-        assert!(matches!(Lifecycle::Started.check_start(), Err(LeaderError::AlreadyStarted)));
-        assert!(matches!(Lifecycle::Closed.check_start(), Err(LeaderError::Closed)));
+        assert!(Lifecycle::Latent.check_start(false).is_ok());
+        assert!(matches!(Lifecycle::Latent.check_start(true), Err(LeaderError::Closed)));
+        assert!(matches!(Lifecycle::Started.check_start(false), Err(LeaderError::AlreadyStarted)));
+        assert!(matches!(Lifecycle::Closed.check_start(false), Err(LeaderError::Closed)));
     }
 }

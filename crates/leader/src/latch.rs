@@ -270,7 +270,7 @@ impl LeaderLatch {
         handle::require_runtime("LeaderLatch::start must be called within a tokio runtime")?;
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        shared.status.borrow().lifecycle.check_start()?;
+        shared.status.borrow().lifecycle.check_start(shared.framework.is_closed())?;
         shared.status.send_modify(|status| status.lifecycle = Lifecycle::Started);
         // Subscribe before the task runs, so no transition between now and then is missed.
         let events = shared.framework.connection_events();
@@ -295,7 +295,7 @@ impl LeaderLatch {
     /// Whether the latch was closed (by [`close`](Self::close), a drop guard, or because its
     /// framework was closed).
     pub fn is_closed(&self) -> bool {
-        self.shared.status.borrow().lifecycle == Lifecycle::Closed
+        self.shared.status.borrow().lifecycle == Lifecycle::Closed || self.shared.framework.is_closed()
     }
 
     /// Our node's path, if we have one now. Reference only: it changes when the node is created
@@ -544,7 +544,13 @@ impl HandleTarget for Shared {
     const KIND: &'static str = "latch";
 
     fn handle_view(&self) -> HandleView<'_> {
-        HandleView { handles: &self.handles, status: &self.status, path: &self.path, id: &self.id }
+        HandleView {
+            handles: &self.handles,
+            status: &self.status,
+            path: &self.path,
+            id: &self.id,
+            framework_closed: self.framework.is_closed(),
+        }
     }
 }
 

@@ -275,14 +275,25 @@ impl LeaderSelectorBuilder {
 /// is cancelled and the future dropped together, so a leadership never outlives the point where
 /// the server may have expired the session, under either policy.
 ///
+/// The timer belongs to the session that owns our lock node: it starts from that session's state
+/// when the leadership begins, so a `Suspended` published between the grant and the start is
+/// counted from when the framework saw it, and a leadership whose session is already gone is never
+/// started.
+///
 /// [`interrupt_leadership`](Self::interrupt_leadership) cancels the token and lets the future
 /// return by itself (our node is still valid); [`close`](Self::close) cancels it and drops it
-/// after the close grace.
+/// after the close grace ([`close_grace`](LeaderSelectorBuilder::close_grace), default 5 s).
 ///
 /// # Handles, closing, dropping
 /// `LeaderSelector` is a cheap handle. Dropping handles does not close it (like a tokio
 /// `JoinHandle`: it runs on until closed or until its framework is closed with
 /// [`Framework::close`]); [`drop_guard`](Self::drop_guard) returns a guard that closes it when dropped.
+///
+/// Closing the framework closes the selector as [`close`](Self::close) does: a running
+/// leadership's token is cancelled with [`CancelReason::Closed`] first, and its future is polled
+/// on for the close grace so that code after `leadership.cancelled().await` runs (as Curator's
+/// interrupt lets `finally` blocks run); then it is dropped. [`is_closed`](Self::is_closed) is
+/// `true` from then on, and dropping the last handle logs no warning.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -375,11 +386,11 @@ impl LeaderSelector {
     /// Joins the election (on the current tokio runtime).
     ///
     /// # Errors
-    /// [`LeaderError::AlreadyStarted`] the second time, [`LeaderError::Closed`] after close,
+    /// [`LeaderError::AlreadyStarted`] the second time, [`LeaderError::Closed`] after close (or once its framework is closed),
     /// [`LeaderError::Framework`] outside a tokio runtime.
     pub fn start(&self) -> Result<()> {
         let mut state = self.shared.state.lock();
-        self.shared.status.borrow().lifecycle.check_start()?;
+        self.shared.status.borrow().lifecycle.check_start(self.shared.framework.is_closed())?;
         require_runtime()?;
         self.shared.status.send_modify(|status| status.lifecycle = Lifecycle::Started);
         self.shared.spawn_round(&mut state);
@@ -457,9 +468,10 @@ impl LeaderSelector {
         Ok(self.participants().await?.into_iter().next())
     }
 
-    /// Whether the selector was closed.
+    /// Whether the selector was closed: by [`close`](Self::close), a drop guard, or because its
+    /// framework was closed (whether or not it was started).
     pub fn is_closed(&self) -> bool {
-        self.shared.status.borrow().lifecycle == Lifecycle::Closed
+        self.shared.status.borrow().lifecycle == Lifecycle::Closed || self.shared.framework.is_closed()
     }
 
     /// Leaves the election: cancels a running leadership ([`CancelReason::Closed`]), waits up to
@@ -563,7 +575,13 @@ impl HandleTarget for Shared {
     const KIND: &'static str = "selector";
 
     fn handle_view(&self) -> HandleView<'_> {
-        HandleView { handles: &self.handles, status: &self.status, path: &self.path, id: &self.id }
+        HandleView {
+            handles: &self.handles,
+            status: &self.status,
+            path: &self.path,
+            id: &self.id,
+            framework_closed: self.framework.is_closed(),
+        }
     }
 }
 
@@ -648,6 +666,16 @@ impl Shared {
         debug!(node = %guard.node_path(), fencing_token, "taking leadership");
         let leadership =
             Leadership { cancel: cancel_receiver, fencing_token, node_path: guard.node_path().into() };
+        // The leadership stands on the session that owns our lock node: its timer starts from the
+        // state of that session now, whatever was published between the grant and the
+        // subscription above (a Suspended, under SessionOnly, reaches us no other way).
+        let now = self.framework.current();
+        let hold_gone =
+            now.generation != guard.session_generation() || now.state == Some(ConnectionState::Lost);
+        let suspended_since = match (now.state, now.since) {
+            (Some(ConnectionState::Suspended), Some(since)) => Some(since),
+            _ => None,
+        };
         // A panic in take_leadership ends the leadership like a return (Curator catches what
         // takeLeadership throws), instead of killing the selector with the lock held.
         let mut work = AssertUnwindSafe((self.take_leadership)(leadership)).catch_unwind();
@@ -655,17 +683,37 @@ impl Shared {
             let lost = guard.lost();
             tokio::pin!(lost);
             let mut lost_seen = false;
+            let mut events_ended = false;
             let mut cancelled = false;
             // When the server may expire our session (set on Suspended), and when a close's grace
             // ends: the future is dropped at the earlier one.
-            let mut expiry_at: Option<Instant> = None;
+            let mut expiry_at: Option<Instant> =
+                suspended_since.map(|since| since + self.grace_after_suspension());
             let mut close_at: Option<Instant> = None;
+            if hold_gone {
+                // Lost before the leadership began: never polled.
+                let reason = CancelReason::Connection(ConnectionState::Lost);
+                self.cancel(&cancel, reason);
+                expiry_at = Some(Instant::now());
+            }
             loop {
                 let drop_at = match (expiry_at, close_at) {
                     (Some(expiry), Some(close)) => Some(expiry.min(close)),
                     (expiry, close) => expiry.or(close),
                 };
                 tokio::select! {
+                    biased;
+                    () = sleep_until_some(drop_at) => {
+                        let reason = if close_at == drop_at {
+                            CancelReason::Closed
+                        } else if hold_gone {
+                            CancelReason::Connection(ConnectionState::Lost)
+                        } else {
+                            CancelReason::Connection(ConnectionState::Suspended)
+                        };
+                        self.cancel(&cancel, reason);
+                        break End::Dropped(reason);
+                    }
                     outcome = &mut work => {
                         if outcome.is_err() {
                             warn!("take_leadership panicked; the leadership is over");
@@ -679,21 +727,30 @@ impl Shared {
                         let reason = CancelReason::from(reason);
                         self.cancel(&cancel, reason);
                         cancelled = true;
-                        if reason != CancelReason::Connection(ConnectionState::Suspended) {
-                            break End::Dropped(reason);
+                        match reason {
+                            // The framework was closed: as a close, the future gets the grace.
+                            CancelReason::Closed => {
+                                close_at.get_or_insert(Instant::now() + self.close_grace);
+                            }
+                            CancelReason::Connection(ConnectionState::Suspended) => {
+                                // From when the framework saw the suspension, not from when we heard.
+                                let current = self.framework.current();
+                                let suspended_at = match (current.state, current.since) {
+                                    (Some(ConnectionState::Suspended), Some(since)) => since,
+                                    _ => Instant::now(),
+                                };
+                                expiry_at.get_or_insert(suspended_at + self.grace_after_suspension());
+                            }
+                            other => break End::Dropped(other),
                         }
-                        // From when the framework saw the suspension, not from when we heard.
-                        let current = self.framework.current();
-                        let suspended_at = match (current.state, current.since) {
-                            (Some(ConnectionState::Suspended), Some(since)) => since,
-                            _ => Instant::now(),
-                        };
-                        expiry_at.get_or_insert(suspended_at + self.grace_after_suspension());
                     }
-                    update = events.next() => match update.as_ref().map(|update| update.state()) {
+                    update = events.next(), if !events_ended => match update.as_ref().map(|update| update.state()) {
+                        // The framework was closed: as a close, the future gets the grace.
                         None => {
+                            events_ended = true;
                             self.cancel(&cancel, CancelReason::Closed);
-                            break End::Dropped(CancelReason::Closed);
+                            cancelled = true;
+                            close_at.get_or_insert(Instant::now() + self.close_grace);
                         }
                         // Lost (or a lag, taken as lost): the session is gone. Read-only: we reach
                         // no quorum, which may expire the session at any time.
@@ -714,15 +771,6 @@ impl Shared {
                             }
                         }
                     },
-                    () = sleep_until_some(drop_at) => {
-                        let reason = if close_at == drop_at {
-                            CancelReason::Closed
-                        } else {
-                            CancelReason::Connection(ConnectionState::Suspended)
-                        };
-                        self.cancel(&cancel, reason);
-                        break End::Dropped(reason);
-                    }
                     () = wait_closed(status), if close_at.is_none() => {
                         self.cancel(&cancel, CancelReason::Closed);
                         cancelled = true;
@@ -793,6 +841,10 @@ async fn run(shared: Arc<Shared>, round: u64) {
             break;
         }
     }
+    if shared.framework.is_closed() {
+        // Closed with its framework: say so (no warning when the last handle goes).
+        drop(shared.mark_closed());
+    }
     shared.round_done(round);
 }
 
@@ -835,5 +887,80 @@ mod tests {
         assert_eq!(orphan.cancel_reason(), Some(CancelReason::Closed));
         assert_eq!(orphan.cancelled().await, CancelReason::Closed);
         assert_eq!(orphan.fencing_token(), 7);
+    }
+}
+
+/// The selector's own timing, on a real server: `lead` is called directly, so a test can put a
+/// connection state exactly between the grant and the leadership's start.
+#[cfg(test)]
+mod timing_tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use zk_recipes_framework::ErrorPolicy;
+    use zk_recipes_testing::{eventually, within, within_for, FaultProxy, TestingServer, SERVER_START};
+
+    use super::*;
+
+    /// Sets its flag when dropped: tells when a leadership's future was dropped.
+    struct SetOnDrop(Arc<AtomicBool>);
+
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Issue 11 (5): under `SessionOnly`, a `Suspended` published between the grant and the
+    /// leadership's start (here: before it) must still bound the leadership to Suspended + 7/20·T −
+    /// margin, not let it run until the session is declared lost (Suspended + T).
+    #[tokio::test]
+    async fn a_suspension_published_before_the_leadership_began_still_bounds_it() {
+        let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+        let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+        let framework = Framework::builder(proxy.connect_string())
+            .session_timeout(Duration::from_secs(4))
+            .connection_timeout(Duration::from_secs(5))
+            .error_policy(ErrorPolicy::SessionOnly)
+            .start()
+            .expect("framework");
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = dropped.clone();
+        let selector = LeaderSelector::builder(&framework, "/suspended-at-grant/leader")
+            .build(move |_leadership| {
+                let on_drop = SetOnDrop(flag.clone());
+                async move {
+                    let _on_drop = on_drop;
+                    // Ignores its token: only dropping it ends it.
+                    std::future::pending::<()>().await;
+                }
+            })
+            .expect("selector");
+        let shared = Arc::clone(&selector.shared);
+        shared.status.send_modify(|status| status.lifecycle = Lifecycle::Started);
+        let guard = within("the grant", shared.mutex.lock()).await.expect("lock");
+
+        proxy.black_hole(Duration::from_secs(30));
+        eventually("suspended", || async { framework.current().state == Some(ConnectionState::Suspended) })
+            .await;
+        let current = framework.current();
+        let since = current.since.expect("since");
+        let timeout = current.session_timeout.expect("session timeout");
+        let grace = selector.grace_after_suspension();
+        let mut status = shared.status.subscribe();
+        let leading = tokio::spawn(async move { shared.lead(guard, &mut status).await });
+        within("the leadership dropped", async {
+            while !dropped.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        let dropped_after = since.elapsed();
+        assert!(
+            dropped_after < grace + (timeout - grace) / 2,
+            "dropped {dropped_after:?} after Suspended: the bound is {grace:?}, the session is declared lost at {timeout:?}"
+        );
+        within("the leadership over", leading).await.expect("lead");
+        proxy.heal();
+        within("close", framework.close()).await;
     }
 }
