@@ -14,7 +14,7 @@ use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{local_address, ConnectionState, Deadline, ErrorPolicy, Framework};
 use zk_recipes_leader::{CancelReason, LeaderError, LeaderSelector, Leadership};
 use zk_recipes_mutex::Mutex as ZkMutex;
-use zk_recipes_testing::{FaultProxy, TestingServer};
+use zk_recipes_testing::{capture_warnings, FaultProxy, TestingServer};
 
 const SESSION: Duration = Duration::from_secs(10);
 
@@ -375,4 +375,92 @@ async fn a_panicking_take_leadership_ends_its_leadership_and_the_selector_goes_o
     within("close", selector.close()).await.expect("close");
     assert_clean(&framework, &[path], || watch_count(&server)).await;
     within("close", framework.close()).await;
+}
+
+/// Issue 11 (6): closing the framework closes the selector as `close` does: the token is cancelled
+/// first and `take_leadership` is polled on (within the close grace), so code after
+/// `leadership.cancelled().await` runs.
+#[tokio::test]
+async fn closing_the_framework_lets_take_leadership_finish_after_its_cancellation() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let (started, leading) = oneshot::channel();
+    let (finished, finished_receiver) = oneshot::channel();
+    let senders = Arc::new(Mutex::new(Some((started, finished))));
+    let selector = LeaderSelector::builder(&framework, "/framework-close/leader")
+        .close_grace(Duration::from_secs(5))
+        .build(move |leadership| {
+            let senders = senders.lock().take();
+            async move {
+                let Some((started, finished)) = senders else { return };
+                let _ = started.send(());
+                let reason = leadership.cancelled().await;
+                // What a `finally` block does in Curator: runs after the interruption.
+                let _ = finished.send(reason);
+            }
+        })
+        .expect("selector");
+    selector.start().expect("start");
+    within("leading", leading).await.expect("take_leadership started");
+
+    within("close the framework", framework.close()).await;
+    let reason = within("the code after cancelled()", finished_receiver)
+        .await
+        .expect("take_leadership must run on after its cancellation, not be dropped");
+    assert_eq!(reason, CancelReason::Closed);
+    eventually("the selector closed with its framework", || async { selector.is_closed() }).await;
+}
+
+/// Issue 11 (6): a selector is closed once its framework is, started or not.
+#[tokio::test]
+async fn a_selector_is_closed_once_its_framework_is() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let path = "/closed-with-framework/leader";
+    let never_started = LeaderSelector::builder(&framework, path).build(|_| async {}).expect("selector");
+    let leading = LeaderSelector::builder(&framework, path)
+        .build(|leadership| async move {
+            leadership.cancelled().await;
+        })
+        .expect("selector");
+    leading.start().expect("start");
+    eventually("leading", || async { leading.has_leadership() }).await;
+    assert!(!never_started.is_closed() && !leading.is_closed());
+
+    within("close the framework", framework.close()).await;
+    assert!(never_started.is_closed(), "a selector never started is closed with its framework");
+    assert!(leading.is_closed(), "a leading selector is closed with its framework");
+    assert!(matches!(never_started.start(), Err(LeaderError::Closed)), "a closed selector does not start");
+}
+
+/// Issue 11 (6): dropping the last handle of a started selector warns that it runs on — but not
+/// once its framework was closed, which closed it.
+#[tokio::test]
+async fn dropping_a_selector_warns_only_while_its_framework_is_open() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let logs = capture_warnings();
+    let warning = "dropped without close";
+
+    let open = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let selector =
+        LeaderSelector::builder(&open, "/drop-warning/open").build(|_| async {}).expect("selector");
+    selector.start().expect("start");
+    drop(selector);
+    assert_eq!(logs.count(warning), 1, "the warning is logged while the framework is open: {logs:?}");
+    within("close", open.close()).await;
+
+    let closing = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let selector = LeaderSelector::builder(&closing, "/drop-warning/closed")
+        .build(|leadership| async move {
+            leadership.cancelled().await;
+        })
+        .expect("selector");
+    selector.start().expect("start");
+    eventually("leading", || async { selector.has_leadership() }).await;
+    within("close the framework", closing.close()).await;
+    drop(selector);
+    assert_eq!(logs.count(warning), 1, "no warning once the framework was closed: {logs:?}");
 }
