@@ -141,7 +141,7 @@ async fn run_task(framework: &Framework, task: CleanupTask) {
                 return;
             }
             Err(err) if err.is_retryable() || err.is_session_lost() => {
-                debug!(?task, %err, ?backoff, "cleanup will retry");
+                debug!(?task, %err, backoff = %crate::ReadableDuration(backoff), "cleanup will retry");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
             }

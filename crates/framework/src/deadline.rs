@@ -73,7 +73,7 @@ impl Deadline {
 
     /// The error to return when this deadline passes.
     pub fn timeout_error(&self) -> Error {
-        Error::Timeout { waited: self.elapsed() }
+        Error::Timeout { waited: self.elapsed(), last_connection_failure: None }
     }
 
     /// Runs `future` until this deadline; [`Error::Timeout`] if it passes first.

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::duration::ReadableDuration;
 use crate::path::PathError;
 
 /// Everything that can go wrong in the framework (and, wrapped, in the recipes built on it).
@@ -9,8 +10,9 @@ use crate::path::PathError;
 /// ```
 /// use zk_recipes_framework::Error;
 ///
-/// let err = Error::Timeout { waited: std::time::Duration::from_secs(1) };
+/// let err = Error::Timeout { waited: std::time::Duration::from_secs(1), last_connection_failure: None };
 /// assert!(!err.is_retryable());
+/// assert_eq!(err.to_string(), "timed out after 1 s");
 /// assert!(Error::ZooKeeper(zookeeper_client::Error::ConnectionLoss).is_retryable());
 /// ```
 #[derive(Debug, Clone, thiserror::Error)]
@@ -45,10 +47,15 @@ pub enum Error {
     },
 
     /// The caller's deadline passed (waiting for a connection, retrying, or waiting on the server).
-    #[error("timed out after {waited:?}")]
+    /// When it passed while no session could be opened, the last failed attempt is the source and
+    /// the message names it.
+    #[error("timed out after {}{}", ReadableDuration(*.waited), FailureSuffix(.last_connection_failure.as_ref()))]
     Timeout {
         /// How long the call had been running.
         waited: Duration,
+        /// Why the last attempt to open a session failed, if the call was waiting for one.
+        #[source]
+        last_connection_failure: Option<ConnectionFailure>,
     },
 
     /// The framework was closed (or every handle to it dropped).
@@ -117,6 +124,43 @@ impl Error {
 
     pub(crate) fn invalid_path(path: &str, reason: PathError) -> Error {
         Error::InvalidPath { path: path.to_owned(), reason }
+    }
+}
+
+/// Why an attempt to open a session failed: each server of the connect string, and what went
+/// wrong with it (its name does not resolve, the connection was refused, it answered but gave no
+/// session, ...).
+///
+/// ```
+/// use zk_recipes_framework::ConnectionFailure;
+///
+/// let failure = ConnectionFailure {
+///     connect_string: "127.0.0.1:2999".into(),
+///     cause: "127.0.0.1:2999: Connection refused (os error 111)".into(),
+/// };
+/// assert_eq!(
+///     failure.to_string(),
+///     "no session with 127.0.0.1:2999: 127.0.0.1:2999: Connection refused (os error 111)"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no session with {connect_string}: {cause}")]
+pub struct ConnectionFailure {
+    /// The connect string tried.
+    pub connect_string: String,
+    /// What went wrong, server by server.
+    pub cause: String,
+}
+
+/// `; the last connection attempt failed: ...` when there is a failure to name.
+struct FailureSuffix<'a>(Option<&'a ConnectionFailure>);
+
+impl std::fmt::Display for FailureSuffix<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(failure) => write!(f, "; the last connection attempt failed: {failure}"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -14,7 +14,8 @@ use zookeeper_client::{Acl, Client, SessionId, SessionState};
 use crate::builder::FrameworkBuilder;
 use crate::cleanup::CleanupQueue;
 use crate::deadline::Deadline;
-use crate::error::{Error, Result};
+use crate::diagnose::{diagnose, FailureWarnings};
+use crate::error::{ConnectionFailure, Error, Result};
 use crate::retry::RetryPolicy;
 use crate::session::Session;
 use crate::state::{ConnectionEvent, ConnectionEvents, ConnectionSnapshot, ConnectionState, ErrorPolicy};
@@ -75,6 +76,8 @@ pub(crate) struct Core {
     events: broadcast::Sender<ConnectionEvent>,
     pub(crate) cleanup: CleanupQueue,
     supervisor: Mutex<Option<JoinHandle<()>>>,
+    /// Why the last attempt to open a session failed, until one succeeds.
+    last_connection_failure: Mutex<Option<ConnectionFailure>>,
 }
 
 /// The state shared through a `watch`: what is current, for waiters and snapshots.
@@ -109,6 +112,7 @@ impl Framework {
             events,
             cleanup: CleanupQueue::new(),
             supervisor: Mutex::new(None),
+            last_connection_failure: Mutex::new(None),
         });
         let span = info_span!("zk_framework", connect = %core.config.connect_string);
         let supervisor = tokio::spawn(supervise(core.clone()).instrument(span.clone()));
@@ -167,7 +171,8 @@ impl Framework {
     /// Waits until a session is connected, at most `timeout`.
     ///
     /// # Errors
-    /// [`Error::Timeout`] if none is by then; [`Error::Closed`] if the framework is closed.
+    /// [`Error::Timeout`] if none is by then, naming why the last attempt to open one failed (its
+    /// source is that [`ConnectionFailure`]); [`Error::Closed`] if the framework is closed.
     pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
         self.session(Deadline::after(timeout)).await.map(drop)
     }
@@ -193,7 +198,10 @@ impl Framework {
             None => wait.await,
             Some(at) => match tokio::time::timeout_at(at, wait).await {
                 Ok(ready) => ready,
-                Err(_) => return Err(deadline.timeout_error()),
+                Err(_) => {
+                    let last_connection_failure = self.core().last_connection_failure.lock().clone();
+                    return Err(Error::Timeout { waited: deadline.elapsed(), last_connection_failure });
+                }
             },
         };
         let ready = ready.map_err(|_| Error::Closed)?;
@@ -299,7 +307,7 @@ impl Framework {
                         debug!(retry_count, error = %err, "retry budget spent");
                         return self.finish_error(Err(err));
                     };
-                    debug!(retry_count, ?sleep, error = %err, "retrying");
+                    debug!(retry_count, sleep = %crate::ReadableDuration(sleep), error = %err, "retrying");
                     retry_count += 1;
                     if retry_on_new_session {
                         min_generation = generation + 1;
@@ -393,6 +401,7 @@ async fn supervise(core: Arc<Core>) {
     let mut closed = core.subscribe();
     let mut generation = 0u64;
     let mut backoff = Duration::from_millis(50);
+    let mut warnings = FailureWarnings::default();
     loop {
         let connected = tokio::select! {
             _ = closed.wait_for(|snapshot| snapshot.closed) => return,
@@ -401,7 +410,12 @@ async fn supervise(core: Arc<Core>) {
         let client = match connected {
             Ok(client) => client,
             Err(err) => {
-                debug!(%err, ?backoff, "no session yet");
+                let failure = tokio::select! {
+                    _ = closed.wait_for(|snapshot| snapshot.closed) => return,
+                    failure = diagnose(&core.config.connect_string, &err) => failure,
+                };
+                warnings.failed(&failure, backoff);
+                *core.last_connection_failure.lock() = Some(failure);
                 tokio::select! {
                     _ = closed.wait_for(|snapshot| snapshot.closed) => return,
                     _ = tokio::time::sleep(backoff) => {}
@@ -411,6 +425,8 @@ async fn supervise(core: Arc<Core>) {
             }
         };
         backoff = Duration::from_millis(50);
+        warnings.connected();
+        core.last_connection_failure.lock().take();
         generation += 1;
         let session = Session::new(client, generation, core.default_acl.clone());
         let first_state = match session.client().state() {
@@ -485,7 +501,7 @@ async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Recei
         tokio::select! {
             _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
             _ = sleep_until_some(lost_at) => {
-                warn!(session = %session_id, timeout = ?session.timeout(), "suspended for the session timeout: session lost");
+                warn!(session = %session_id, timeout = %crate::ReadableDuration(session.timeout()), "suspended for the session timeout: session lost");
                 return SessionEnd::Lost;
             }
             state = states.changed() => match state {

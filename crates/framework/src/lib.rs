@@ -44,6 +44,8 @@
 mod builder;
 mod cleanup;
 mod deadline;
+mod diagnose;
+mod duration;
 mod error;
 mod framework;
 mod host;
@@ -58,7 +60,8 @@ pub use builder::{
     FrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_NODE_DATA, DEFAULT_SESSION_TIMEOUT,
 };
 pub use deadline::Deadline;
-pub use error::{Error, Result};
+pub use duration::ReadableDuration;
+pub use error::{ConnectionFailure, Error, Result};
 pub use framework::Framework;
 pub use host::local_address;
 pub use nodes::OwnedNode;
@@ -82,6 +85,7 @@ mod tests {
         assert_send_sync::<OwnedNode>();
         assert_send_sync::<Error>();
         assert_send_sync::<Deadline>();
+        assert_send_sync::<ConnectionFailure>();
         assert_send_sync::<ConnectionEvents>();
         assert_send_sync::<ConnectionSnapshot>();
     }

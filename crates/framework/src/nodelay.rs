@@ -20,26 +20,34 @@ use tracing::debug;
 /// The servers named by a connect string (`host:port,tcp+tls://host:port/chroot`), resolved;
 /// names that do not resolve are left out.
 pub(crate) fn server_addresses(connect_string: &str) -> Vec<SocketAddr> {
-    let mut addresses: Vec<SocketAddr> = connect_string
+    let mut addresses: Vec<SocketAddr> = server_entries(connect_string)
+        .iter()
+        .flat_map(|entry| entry.to_socket_addrs().into_iter().flatten())
+        .map(unmapped)
+        .collect();
+    addresses.sort_unstable();
+    addresses.dedup();
+    addresses
+}
+
+/// The `host:port` entries of a connect string, without schemes or chroot (port 2181 where none
+/// is given).
+pub(crate) fn server_entries(connect_string: &str) -> Vec<String> {
+    connect_string
         .split(',')
         .map(|entry| {
             let without_scheme = entry.split_once("://").map_or(entry, |(_, rest)| rest);
             without_scheme.split('/').next().unwrap_or_default().trim()
         })
         .filter(|host| !host.is_empty())
-        .flat_map(|host| {
-            let with_port = if host.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok()) {
+        .map(|host| {
+            if host.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok()) {
                 host.to_owned()
             } else {
                 format!("{host}:2181")
-            };
-            with_port.to_socket_addrs().into_iter().flatten()
+            }
         })
-        .map(unmapped)
-        .collect();
-    addresses.sort_unstable();
-    addresses.dedup();
-    addresses
+        .collect()
 }
 
 /// An IPv4 address written as IPv4-mapped IPv6 (a dual-stack socket's peer) as plain IPv4.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zk_recipes_framework::Error as FrameworkError;
+use zk_recipes_framework::{Error as FrameworkError, ReadableDuration};
 use zk_recipes_lock_internals::LockError;
 
 /// What can go wrong in a [`crate::LeaderLatch`] or a [`crate::LeaderSelector`].
@@ -34,7 +34,7 @@ pub enum LeaderError {
     #[error("closed")]
     Closed,
     /// The caller's timeout passed before the awaited event.
-    #[error("timed out after {waited:?}")]
+    #[error("timed out after {}", ReadableDuration(*.waited))]
     Timeout {
         /// How long the call waited.
         waited: Duration,

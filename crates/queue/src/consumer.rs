@@ -833,7 +833,7 @@ impl<T: Send + 'static> Claimer<T> {
                     self.errors += 1;
                     self.must_relist = true;
                     let backoff = Duration::from_millis(50 << self.errors.min(5));
-                    debug!(%err, ?backoff, "consumer error");
+                    debug!(%err, backoff = %zk_recipes_framework::ReadableDuration(backoff), "consumer error");
                     if self.sender.send(Err(err)).await.is_err() {
                         break;
                     }

@@ -135,7 +135,9 @@ impl SimpleQueue {
     pub async fn take(&self) -> Result<Vec<u8>> {
         let span = info_span!("simple_queue_take", path = %self.path);
         let taken = self.take_until(Deadline::never()).instrument(span).await?;
-        taken.ok_or_else(|| FrameworkError::Timeout { waited: Duration::ZERO }.into())
+        taken.ok_or_else(|| {
+            FrameworkError::Timeout { waited: Duration::ZERO, last_connection_failure: None }.into()
+        })
     }
 
     /// As [`take`](Self::take), but gives up after `timeout` and returns `None` (Curator's

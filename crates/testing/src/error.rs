@@ -73,7 +73,7 @@ pub enum TestingError {
     },
 
     /// The server (or ensemble) did not become ready before the deadline.
-    #[error("ZooKeeper on port {port} did not serve within {timeout:?}; last log lines:\n{log_tail}")]
+    #[error("ZooKeeper on port {port} did not serve within {:.1} s; last log lines:\n{log_tail}", .timeout.as_secs_f64())]
     StartTimeout {
         /// The client port that was probed.
         port: u16,
@@ -84,7 +84,7 @@ pub enum TestingError {
     },
 
     /// Some other wait did not finish in time.
-    #[error("timed out after {timeout:?} while {what}")]
+    #[error("timed out after {:.1} s while {what}", .timeout.as_secs_f64())]
     Timeout {
         /// What was being waited for.
         what: String,

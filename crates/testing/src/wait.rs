@@ -70,7 +70,8 @@ pub fn init_tracing() {
 
 /// Captures what `tracing` logs at WARN and above on this thread while the returned guard lives
 /// (a thread-local default subscriber, so run it in a current-thread test: `#[tokio::test]`), for
-/// tests that assert a warning is — or is not — logged.
+/// tests that assert a warning is — or is not — logged. Installs [`init_tracing`]'s global
+/// subscriber first, so that other tests' threads never make a callsite skip this one.
 ///
 /// # Example
 /// ```
@@ -80,6 +81,9 @@ pub fn init_tracing() {
 /// assert_eq!(logs.count("/app/lock"), 1);
 /// ```
 pub fn capture_warnings() -> CapturedLogs {
+    // With no global subscriber, a callsite first reached on another thread may cache "never
+    // interesting" and skip this thread's subscriber too: install the global one first.
+    init_tracing();
     let buffer = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let writer = CaptureWriter(buffer.clone());
     let subscriber = tracing_subscriber::fmt()
