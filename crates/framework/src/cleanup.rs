@@ -22,6 +22,8 @@ use crate::session::Session;
 pub(crate) enum CleanupTask {
     /// Delete this exact path (any version).
     Node { path: String },
+    /// A guaranteed delete: `path` at `version`, and its descendants first if `with_children`.
+    Guaranteed { path: String, version: Option<i32>, with_children: bool },
     /// Delete every child of `parent` whose name starts with `prefix` (a protected create whose
     /// outcome is unknown: the prefix holds a UUID of ours, so whatever carries it is ours).
     Protected { parent: String, prefix: String },
@@ -70,6 +72,16 @@ impl Framework {
     /// the framework is closed. For nodes with a unique name (every protected node is).
     pub fn delete_in_background(&self, path: impl Into<String>) {
         self.core().cleanup.submit(CleanupTask::Node { path: path.into() });
+    }
+
+    /// Hands a guaranteed delete ([`crate::DeleteBuilder::guaranteed`]) to the worker.
+    pub(crate) fn delete_in_background_guaranteed(
+        &self,
+        path: String,
+        version: Option<i32>,
+        with_children: bool,
+    ) {
+        self.core().cleanup.submit(CleanupTask::Guaranteed { path, version, with_children });
     }
 
     /// How many background deletions are not finished yet.
@@ -156,6 +168,22 @@ async fn run_task(framework: &Framework, task: CleanupTask) {
 async fn perform(session: &Session, task: &CleanupTask) -> Result<()> {
     match task {
         CleanupTask::Node { path } => delete_if_exists(session, path).await,
+        CleanupTask::Guaranteed { path, version, with_children } => {
+            if *with_children {
+                let children = match session.client().list_children(path).await {
+                    Ok(children) => children,
+                    Err(zookeeper_client::Error::NoNode) => return Ok(()),
+                    Err(err) => return Err(err.into()),
+                };
+                for child in children {
+                    crate::nodes::delete_tree(session, &path::join(path, &child)).await?;
+                }
+            }
+            match session.client().delete(path, *version).await {
+                Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+                Err(err) => Err(Error::from(err)),
+            }
+        }
         CleanupTask::Protected { parent, prefix } => {
             let children = match session.client().list_children(parent).await {
                 Ok(children) => children,

@@ -75,6 +75,15 @@ pub enum Error {
         path: String,
     },
 
+    /// One operation of a transaction failed, so none was committed.
+    #[error("transaction operation number {index} failed, nothing was committed: {source}")]
+    TransactionFailed {
+        /// Which operation (0 is the first).
+        index: usize,
+        /// What the server said of it.
+        source: zookeeper_client::Error,
+    },
+
     /// The server answered with an error, or the connection failed while a request was in flight.
     #[error("ZooKeeper: {0}")]
     ZooKeeper(#[from] zookeeper_client::Error),

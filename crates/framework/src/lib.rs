@@ -41,6 +41,7 @@
 //! # Ok(()) }
 //! ```
 
+mod api;
 mod builder;
 mod cleanup;
 mod deadline;
@@ -56,6 +57,10 @@ pub mod retry;
 mod session;
 mod state;
 
+pub use api::{
+    CreateBuilder, Created, DeleteBuilder, NodeData, Transaction, TransactionOp, TransactionResult,
+    DEFAULT_OPERATION_TIMEOUT, MAX_TTL,
+};
 pub use builder::{
     FrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_NODE_DATA, DEFAULT_SESSION_TIMEOUT,
 };
@@ -64,7 +69,7 @@ pub use duration::ReadableDuration;
 pub use error::{ConnectionFailure, Error, Result};
 pub use framework::Framework;
 pub use host::local_address;
-pub use nodes::OwnedNode;
+pub use nodes::{OwnedNode, ParentMode};
 pub use session::Session;
 pub use state::{
     ConnectionEvent, ConnectionEvents, ConnectionSnapshot, ConnectionState, ConnectionUpdate, ErrorPolicy,

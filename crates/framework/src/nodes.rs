@@ -23,8 +23,19 @@ impl Framework {
     /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
     pub async fn ensure_path(&self, path: &str, deadline: Deadline) -> Result<()> {
         validate(path)?;
-        self.retry_across_sessions(deadline, |session| async move { ensure_containers(&session, path).await })
-            .await
+        if path == "/" {
+            return Ok(());
+        }
+        let created = self
+            .create(path)
+            .mode(CreateMode::Container)
+            .creating_parents(ParentMode::Container)
+            .deadline(deadline)
+            .await;
+        match created {
+            Err(err) if !err.is_node_exists() => Err(err),
+            _ => Ok(()),
+        }
     }
 
     /// Deletes `path` and everything below it. A missing node is not an error.
@@ -32,11 +43,7 @@ impl Framework {
     /// # Errors
     /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
     pub async fn delete_recursive(&self, path: &str, deadline: Deadline) -> Result<()> {
-        validate(path)?;
-        if path == "/" {
-            return Err(Error::InvalidArgument("refusing to delete the root".into()));
-        }
-        self.retry_across_sessions(deadline, |session| async move { delete_tree(&session, path).await }).await
+        self.delete(path).deleting_children_if_needed().quietly().deadline(deadline).await
     }
 
     /// Creates `<parent>/_c_<uuid>-<name>` as an EPHEMERAL_SEQUENTIAL node holding `data`, with
@@ -126,6 +133,26 @@ impl Framework {
         self.create_protected_inner(request, deadline).await
     }
 
+    /// A protected create as the node API's [`CreateBuilder::protected`](crate::CreateBuilder::protected)
+    /// asks for it: any mode, parents, TTL and ACL as given.
+    pub(crate) async fn create_protected_node(
+        &self,
+        parent: &str,
+        name: &str,
+        data: &[u8],
+        mode: CreateMode,
+        creation: crate::api::Creation<'_>,
+        deadline: Deadline,
+    ) -> Result<OwnedNode> {
+        let request = ProtectedCreate {
+            parents: creation.parents,
+            ttl: creation.ttl,
+            acl: creation.acl,
+            ..ProtectedCreate::new(parent, name, data, mode)
+        };
+        Ok(self.create_protected_inner(request, deadline).await?.0)
+    }
+
     async fn create_protected_inner(
         &self,
         request: ProtectedCreate<'_>,
@@ -140,7 +167,7 @@ impl Framework {
         path::validate_sequential(&candidate).map_err(|reason| Error::invalid_path(&candidate, reason))?;
         self.check_data_size(data.len())?;
 
-        let attempt = Mutex::new(ProtectedAttempt::new(self.clone(), parent));
+        let attempt = Mutex::new(ProtectedAttempt::new(self.clone(), parent, !request.is_ephemeral()));
         let attempt = &attempt;
         let try_once = |session: Session| async move {
             let (prefix, search_first) = attempt.lock().prefix_for(&session);
@@ -182,12 +209,53 @@ struct ProtectedCreate<'a> {
     /// The existing node this create builds on: the create runs only on its session, in one
     /// multi with a check that it still exists.
     anchor: Option<Anchor<'a>>,
+    /// How missing parents are created; `None`: a missing parent fails the create.
+    parents: Option<ParentMode>,
+    /// A TTL (persistent modes only).
+    ttl: Option<std::time::Duration>,
+    /// The node's ACL, instead of the framework's default.
+    acl: Option<&'a [zookeeper_client::Acl]>,
 }
 
 impl<'a> ProtectedCreate<'a> {
     fn new(parent: &'a str, name: &'a str, data: &'a [u8], mode: CreateMode) -> Self {
-        Self { parent, name, data, mode, list_siblings: false, anchor: None }
+        Self {
+            parent,
+            name,
+            data,
+            mode,
+            list_siblings: false,
+            anchor: None,
+            parents: Some(ParentMode::Container),
+            ttl: None,
+            acl: None,
+        }
     }
+
+    fn is_ephemeral(&self) -> bool {
+        matches!(self.mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+    }
+
+    fn options(&self, session: &'a Session) -> zookeeper_client::CreateOptions<'a> {
+        let options = match self.acl {
+            Some(acl) => self.mode.with_acls(zookeeper_client::Acls::new(acl)),
+            None => session.create_options(self.mode),
+        };
+        match self.ttl {
+            Some(ttl) => options.with_ttl(ttl),
+            None => options,
+        }
+    }
+}
+
+/// How a create makes missing parents (Curator's `creatingParentsIfNeeded` /
+/// `creatingParentContainersIfNeeded`): empty nodes with the framework's default ACL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParentMode {
+    /// Persistent parents: they stay until deleted.
+    Persistent,
+    /// Container parents: the server deletes each once it has had children and is empty again.
+    Container,
 }
 
 /// An existing node of ours, on the session of `generation`.
@@ -281,10 +349,18 @@ fn is_connection_error_or_lost(err: &Error) -> bool {
 
 /// Creates `path` and missing ancestors as containers on one session.
 pub(crate) async fn ensure_containers(session: &Session, path: &str) -> Result<()> {
+    ensure_parents(session, path, ParentMode::Container).await
+}
+
+/// Creates `path` and missing ancestors, empty, as `mode` says, on one session.
+pub(crate) async fn ensure_parents(session: &Session, path: &str, mode: ParentMode) -> Result<()> {
     if path == "/" {
         return Ok(());
     }
-    let options = session.create_options(CreateMode::Container);
+    let options = session.create_options(match mode {
+        ParentMode::Persistent => CreateMode::Persistent,
+        ParentMode::Container => CreateMode::Container,
+    });
     // Fast path: the node usually exists, or only it is missing.
     let missing = match session.client().create(path, &[], &options).await {
         Ok(_) | Err(zookeeper_client::Error::NodeExists) => return Ok(()),
@@ -300,7 +376,7 @@ pub(crate) async fn ensure_containers(session: &Session, path: &str) -> Result<(
     Ok(())
 }
 
-async fn delete_tree(session: &Session, root: &str) -> Result<()> {
+pub(crate) async fn delete_tree(session: &Session, root: &str) -> Result<()> {
     // Depth first, deepest nodes first; a child created meanwhile makes the parent's delete fail
     // with NotEmpty, and the next round picks it up.
     for _round in 0..16 {
@@ -337,19 +413,23 @@ struct ProtectedAttempt {
     current: Option<(String, u64)>,
     /// Whether a create with the current prefix may have reached the server.
     maybe_created: bool,
+    /// Whether the node outlives its session (persistent, container, TTL): then the prefix is
+    /// kept across sessions, and looked for on the next one.
+    outlives_session: bool,
 }
 
 impl ProtectedAttempt {
-    fn new(framework: Framework, parent: &str) -> Self {
-        Self { framework, parent: parent.to_owned(), current: None, maybe_created: false }
+    fn new(framework: Framework, parent: &str, outlives_session: bool) -> Self {
+        Self { framework, parent: parent.to_owned(), current: None, maybe_created: false, outlives_session }
     }
 
     /// The prefix to use on `session`, and whether an earlier try with it may have created a node
     /// (so look before creating): the same prefix on the same session, a fresh one on a new
-    /// session (whatever the old one created is handed to the cleanup worker).
+    /// session for an ephemeral node (whatever the old one created is handed to the cleanup
+    /// worker); a node that outlives its session keeps its prefix and is looked for.
     fn prefix_for(&mut self, session: &Session) -> (String, bool) {
         match &self.current {
-            Some((prefix, generation)) if *generation == session.generation() => {
+            Some((prefix, generation)) if *generation == session.generation() || self.outlives_session => {
                 let search_first = self.maybe_created;
                 self.maybe_created = true;
                 (prefix.clone(), search_first)
@@ -403,9 +483,9 @@ async fn create_or_find(
     prefix: &str,
     search_first: bool,
 ) -> Result<Created> {
-    let ProtectedCreate { parent, name, data, mode, list_siblings, anchor } = *request;
+    let ProtectedCreate { parent, name, data, mode, list_siblings, anchor, parents, .. } = *request;
     if search_first {
-        if let Some(found) = find_protected(session, parent, prefix, name).await? {
+        if let Some(found) = find_protected(session, parent, prefix, name, request.is_ephemeral()).await? {
             return Ok(found);
         }
     }
@@ -413,20 +493,20 @@ async fn create_or_find(
     if let Some(anchor) = anchor {
         return create_while_exists(session, anchor, parent, &node_path, name, data, mode).await;
     }
-    let options = session.create_options(mode);
+    let options = request.options(session);
     // Both requests go on the wire now, back to back; the server runs them in order.
     let create = session.client().create(&node_path, data, &options);
     let listing = list_siblings.then(|| session.client().list_children(parent));
-    let (created, listing) = match create.await {
-        Err(zookeeper_client::Error::NoNode) => {
+    let (created, listing) = match (create.await, parents) {
+        (Err(zookeeper_client::Error::NoNode), Some(parents)) => {
             // The parent is missing (or its container was reaped): the listing is worthless.
-            ensure_containers(session, parent).await?;
+            ensure_parents(session, parent, parents).await?;
             (session.client().create(&node_path, data, &options).await, None)
         }
-        other => (other, listing),
+        (other, _) => (other, listing),
     };
     let (stat, sequence) = created?;
-    let sequential = mode == CreateMode::EphemeralSequential;
+    let sequential = matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential);
     let (path, sequence) = if sequential {
         (format!("{node_path}{sequence}"), i32::try_from(sequence.into_i64()).ok())
     } else {
@@ -497,6 +577,7 @@ async fn find_protected(
     parent: &str,
     prefix: &str,
     name: &str,
+    ephemeral: bool,
 ) -> Result<Option<Created>> {
     let children = match session.client().list_children(parent).await {
         Ok(children) => children,
@@ -506,7 +587,9 @@ async fn find_protected(
     for child in children.iter().filter(|child| child.starts_with(prefix)) {
         let child_path = path::join(parent, child);
         match session.client().check_stat(&child_path).await {
-            Ok(Some(stat)) if session.owns(stat.ephemeral_owner) => {
+            // An ephemeral node of ours belongs to this session; a persistent one is ours by its
+            // prefix alone (a UUID of ours).
+            Ok(Some(stat)) if !ephemeral || session.owns(stat.ephemeral_owner) => {
                 debug!(path = %child_path, "found our protected node after a connection loss");
                 let sequence = path::sequence_after(child, name);
                 return Ok(Some(Created { path: child_path, stat, sequence, siblings: None }));

@@ -1,6 +1,6 @@
 //! Deadlines for tests: every await in a test that talks to a server gets one.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,15 +21,16 @@ pub const SERVER_START: Duration = Duration::from_secs(15 * 60);
 /// let mode = within("srvr", server.mode()).await.expect("mode");
 /// # }
 /// ```
-pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+pub async fn within<T>(what: &str, future: impl IntoFuture<Output = T>) -> T {
     within_for(STEP, what, future).await
 }
 
-/// Awaits `future` at most `limit`; panics naming `what` if it does not finish in time.
-pub async fn within_for<T>(limit: Duration, what: &str, future: impl Future<Output = T>) -> T {
+/// Awaits `future` (anything `.await` takes, such as a builder that is a future) at most `limit`;
+/// panics naming `what` if it does not finish in time.
+pub async fn within_for<T>(limit: Duration, what: &str, future: impl IntoFuture<Output = T>) -> T {
     match tokio::time::timeout(limit, future).await {
         Ok(value) => value,
-        Err(_) => panic!("timed out after {limit:?} waiting for: {what}"),
+        Err(_) => panic!("timed out after {:.1} s waiting for: {what}", limit.as_secs_f64()),
     }
 }
 
