@@ -320,3 +320,20 @@ async fn bad_input_is_refused_before_anything_is_sent() {
     let closed = within("closed", framework.create("/after-close")).await;
     assert!(matches!(closed, Err(Error::Closed)), "{closed:?}");
 }
+
+#[tokio::test]
+async fn a_server_without_ttl_nodes_refuses_them_with_a_clear_error() {
+    init_tracing();
+    let server =
+        within_for(SERVER_START, "server start", TestingServer::builder().without_extended_types().start())
+            .await
+            .expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let refused = within("ttl", framework.create("/no-ttl").ttl(Duration::from_secs(5))).await;
+    assert!(
+        matches!(&refused, Err(Error::InvalidArgument(message)) if message.contains("extendedTypesEnabled")),
+        "{refused:?}"
+    );
+    assert!(within("exists", framework.exists("/no-ttl", step())).await.expect("exists").is_none());
+    within("close", framework.close()).await;
+}

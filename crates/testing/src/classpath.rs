@@ -215,7 +215,7 @@ impl Jit {
 }
 
 /// The JVM arguments shared by every server we start (before `-cp`).
-pub(crate) fn jvm_flags(container_check_interval_ms: u128, jit: Jit) -> Vec<OsString> {
+pub(crate) fn jvm_flags(container_check_interval_ms: u128, jit: Jit, extended_types: bool) -> Vec<OsString> {
     let jit_flags = jit.flags().iter().map(|flag| (*flag).to_owned());
     ["-Xmx256m".to_owned(), "-XX:+UseSerialGC".to_owned(), "-XX:-UsePerfData".to_owned()]
         .into_iter()
@@ -224,7 +224,7 @@ pub(crate) fn jvm_flags(container_check_interval_ms: u128, jit: Jit) -> Vec<OsSt
             "-XX:+ExitOnOutOfMemoryError".to_owned(),
             "-Djava.net.preferIPv4Stack=true".to_owned(),
             "-Dzookeeper.admin.enableServer=false".to_owned(),
-            "-Dzookeeper.extendedTypesEnabled=true".to_owned(),
+            format!("-Dzookeeper.extendedTypesEnabled={extended_types}"),
             "-Dzookeeper.preAllocSize=1024".to_owned(),
             "-Dzookeeper.jmx.log4j.disable=true".to_owned(),
             format!("-Dznode.container.checkIntervalMs={container_check_interval_ms}"),

@@ -224,6 +224,7 @@ impl TestingClusterBuilder {
                     peer_ports: vec![ports[3 * index + 1], ports[3 * index + 2]],
                     container_check_interval: self.tuning.container_check_interval,
                     jit: self.tuning.jit,
+                    extended_types: self.tuning.extended_types,
                 },
                 server_id,
                 quorum_port: ports[3 * index + 1],

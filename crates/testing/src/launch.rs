@@ -34,6 +34,8 @@ pub(crate) struct Tuning {
     pub(crate) container_check_interval: Duration,
     pub(crate) start_timeout: Duration,
     pub(crate) jit: Jit,
+    /// TTL nodes allowed (`zookeeper.extendedTypesEnabled`).
+    pub(crate) extended_types: bool,
 }
 
 impl Tuning {
@@ -50,6 +52,7 @@ impl Tuning {
             container_check_interval: Self::DEFAULT_CONTAINER_CHECK_INTERVAL,
             start_timeout,
             jit: Jit::QuickStart,
+            extended_types: true,
         }
     }
 
@@ -115,6 +118,7 @@ pub(crate) struct Launch {
     pub(crate) peer_ports: Vec<u16>,
     pub(crate) container_check_interval: Duration,
     pub(crate) jit: Jit,
+    pub(crate) extended_types: bool,
 }
 
 /// Why a start-up attempt failed.
@@ -146,7 +150,8 @@ impl Launch {
     /// Spawns the JVM (no waiting). Returns the process and the log offset it started at.
     pub(crate) async fn spawn(&self) -> Result<(JvmProcess, u64)> {
         let log_from = log_len(&self.log_path);
-        let mut args: Vec<OsString> = jvm_flags(self.container_check_interval.as_millis(), self.jit);
+        let mut args: Vec<OsString> =
+            jvm_flags(self.container_check_interval.as_millis(), self.jit, self.extended_types);
         args.push("-cp".into());
         args.push(self.jvm.classpath.clone().into());
         args.push(self.main_class.into());

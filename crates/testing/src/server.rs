@@ -99,6 +99,13 @@ impl TestingServerBuilder {
         self
     }
 
+    /// Starts the server with TTL nodes refused (`-Dzookeeper.extendedTypesEnabled=false`), as
+    /// a production server is by default. Defaults to allowing them.
+    pub fn without_extended_types(mut self) -> Self {
+        self.tuning.extended_types = false;
+        self
+    }
+
     /// How often empty containers (and expired TTL nodes) are reaped
     /// (`-Dznode.container.checkIntervalMs`); defaults to 500 ms. ZooKeeper reaps a container
     /// only after it has had a child.
@@ -173,6 +180,7 @@ impl TestingServerBuilder {
                     peer_ports: Vec::new(),
                     container_check_interval: self.tuning.container_check_interval,
                     jit: self.tuning.jit,
+                    extended_types: self.tuning.extended_types,
                 },
                 data_dir: data_dir.clone(),
                 tuning: self.tuning.clone(),
