@@ -56,6 +56,7 @@ pub mod path;
 pub mod retry;
 mod session;
 mod state;
+mod watch;
 
 pub use api::{
     CreateBuilder, Created, DeleteBuilder, NodeData, Transaction, TransactionOp, TransactionResult,
@@ -74,6 +75,7 @@ pub use session::Session;
 pub use state::{
     ConnectionEvent, ConnectionEvents, ConnectionSnapshot, ConnectionState, ConnectionUpdate, ErrorPolicy,
 };
+pub use watch::{PersistentWatch, WatchEvent};
 pub use zookeeper_client;
 
 #[cfg(test)]
@@ -91,6 +93,7 @@ mod tests {
         assert_send_sync::<Error>();
         assert_send_sync::<Deadline>();
         assert_send_sync::<ConnectionFailure>();
+        assert_send_sync::<PersistentWatch>();
         assert_send_sync::<ConnectionEvents>();
         assert_send_sync::<ConnectionSnapshot>();
     }
