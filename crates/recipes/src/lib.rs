@@ -11,6 +11,7 @@
 //! | `semaphore` (feature `semaphore`, default) | `zk-recipes-semaphore` | semaphore and semaphore mutex, Curator's `InterProcessSemaphoreV2` / `InterProcessSemaphoreMutex` |
 //! | `rwlock` (feature `rwlock`, default) | `zk-recipes-rwlock` | read-write lock, Curator's `InterProcessReadWriteLock`, with a safe downgrade |
 //! | `leader` (feature `leader`, default) | `zk-recipes-leader` | leader latch and leader selector, Curator's `LeaderLatch` / `LeaderSelector` |
+//! | `cache` (feature `cache`, default) | `zk-recipes-cache` | a node or subtree cache kept by one persistent recursive watch, Curator's `CuratorCache` (and `TreeCache` / `PathChildrenCache` / `NodeCache`) |
 //! | `queue` (feature `queue`, default) | `zk-recipes-queue` | distributed, priority, delay and id queues (at most once, or lock-safe at least once) and the simple queue, Curator's `DistributedQueue` family / `SimpleDistributedQueue` |
 //!
 //! ```no_run
@@ -23,6 +24,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "cache")]
+pub use zk_recipes_cache as cache;
 pub use zk_recipes_framework as framework;
 #[cfg(feature = "leader")]
 pub use zk_recipes_leader as leader;

@@ -1,0 +1,310 @@
+//! The subtree cache on a real ZooKeeper server, against the raw floor: the same protocol on
+//! bare zookeeper-client calls in the same run.
+//!
+//! `cargo bench -p zk-recipes --bench cache` (release build). Under `cargo test` it makes a
+//! smoke run with small trees. Environment (full run defaults in brackets):
+//! - `CACHE_BENCH_CHILDREN` [100000]: children under one parent;
+//! - `CACHE_BENCH_TREE` [1000000]: nodes in a subtree (1,000 parents of 1,000 children);
+//! - `CACHE_BENCH_RATE` [10000]: sets per second while the changes are followed, for 5 s;
+//! - `CACHE_BENCH_ROUNDS` [3]: load rounds, ours and the floor interleaved; medians printed.
+//!
+//! - **Load**: from start to `Initialized`, against a bare walk (`get_data`, then
+//!   `get_children` when the node has children), with the same 256 reads in flight.
+//! - **Memory**: resident memory the loaded cache holds, per node (RSS after the load minus
+//!   before it, each after `malloc_trim`; the first round, which also grows the process's own
+//!   buffers, is left out when there are more), node data 8 bytes.
+//! - **Follow lag**: a writer sets the flat parent's children at the given rate, each set
+//!   carrying its send time; ours (a cache subscriber) and the floor (a bare persistent recursive
+//!   watch that reads each changed node) follow the same writes at the same time, each on its own
+//!   session; lag is from the set being sent to the changed data being seen.
+
+use std::collections::VecDeque;
+use std::future::IntoFuture;
+use std::time::{Duration, Instant};
+
+use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
+use zk_recipes::cache::{Cache, CacheEvent};
+use zk_recipes::framework::zookeeper_client::{AddWatchMode, Client, CreateMode, EventType};
+use zk_recipes::framework::{Deadline, Framework, ParentMode};
+
+mod support;
+
+const IN_FLIGHT: usize = 256;
+const DATA: [u8; 8] = *b"8 bytes!";
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+}
+
+async fn open_framework(connect_string: &str) -> Framework {
+    let framework = Framework::builder(connect_string).start().expect("framework");
+    framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
+    framework
+}
+
+/// A bare zookeeper-client session (its framework only keeps it open).
+async fn raw_client(connect_string: &str) -> (Framework, Client) {
+    let framework = open_framework(connect_string).await;
+    let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
+    let client = session.client().clone();
+    (framework, client)
+}
+
+/// Creates `parents` x `per_parent` nodes below `root` (`parents == 0`: the children directly
+/// under `root`), in transactions of 500, several in flight.
+async fn populate(framework: &Framework, root: &str, parents: usize, per_parent: usize) {
+    framework.create(root).creating_parents(ParentMode::Persistent).await.expect("root");
+    let mut paths = Vec::new();
+    if parents == 0 {
+        paths.extend((0..per_parent).map(|child| format!("{root}/c{child:07}")));
+    } else {
+        for parent in 0..parents {
+            let parent_path = format!("{root}/p{parent:05}");
+            paths.push(parent_path.clone());
+            paths.extend((0..per_parent).map(|child| format!("{parent_path}/c{child:05}")));
+        }
+    }
+    let mut batches = paths.chunks(500).map(|chunk| {
+        let mut transaction = framework.transaction();
+        for path in chunk {
+            transaction = transaction.create(path.clone(), DATA.to_vec(), CreateMode::Persistent);
+        }
+        transaction.timeout(Duration::from_secs(120))
+    });
+    // Parents come before their children within the order, so batches run one after another
+    // per parent group; 8 at a time keep the server busy.
+    let mut in_flight = FuturesOrdered::new();
+    loop {
+        while in_flight.len() < 8 {
+            let Some(batch) = batches.next() else { break };
+            in_flight.push_back(batch.into_future());
+        }
+        let Some(done) = in_flight.next().await else { break };
+        done.expect("populate");
+    }
+}
+
+/// The floor's load: the cache's protocol on bare calls, nothing kept but a count.
+async fn floor_load(client: &Client, root: &str) -> usize {
+    let mut to_load = VecDeque::from([root.to_owned()]);
+    let mut in_flight = FuturesUnordered::new();
+    let mut loaded = 0;
+    loop {
+        while in_flight.len() < IN_FLIGHT {
+            let Some(path) = to_load.pop_front() else { break };
+            in_flight.push(async move {
+                let (_data, stat) = client.get_data(&path).await.expect("get data");
+                let children = if stat.num_children > 0 {
+                    client.list_children(&path).await.expect("list")
+                } else {
+                    Vec::new()
+                };
+                (path, children)
+            });
+        }
+        let Some((path, children)) = in_flight.next().await else { break };
+        loaded += 1;
+        to_load.extend(children.into_iter().map(|child| format!("{path}/{child}")));
+    }
+    loaded
+}
+
+fn rss_bytes() -> usize {
+    #[allow(unsafe_code)]
+    // SAFETY: glibc's malloc_trim only returns free heap memory to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
+    let pages: usize = statm.split_whitespace().nth(1).expect("rss").parse().expect("pages");
+    pages * 4096
+}
+
+struct Load {
+    ours: Vec<Duration>,
+    floor: Vec<Duration>,
+    bytes_per_node: Vec<f64>,
+    nodes: usize,
+}
+
+async fn measure_load(connect: &str, root: &str, rounds: usize) -> Load {
+    let framework = open_framework(connect).await;
+    let (_bare, client) = raw_client(connect).await;
+    let mut load = Load { ours: Vec::new(), floor: Vec::new(), bytes_per_node: Vec::new(), nodes: 0 };
+    for round in 0..rounds {
+        for ours_turn in [round % 2 == 0, round % 2 == 1] {
+            if ours_turn {
+                let before = rss_bytes();
+                let started = Instant::now();
+                let cache = Cache::builder(&framework, root).start().expect("cache");
+                cache.initialized(Deadline::after(Duration::from_secs(600))).await.expect("loaded");
+                load.ours.push(started.elapsed());
+                load.nodes = cache.len();
+                // The first load also grows the process's own buffers and allocator arenas.
+                if round > 0 || rounds == 1 {
+                    load.bytes_per_node
+                        .push((rss_bytes().saturating_sub(before)) as f64 / cache.len() as f64);
+                }
+                cache.close().await;
+            } else {
+                let started = Instant::now();
+                let loaded = floor_load(&client, root).await;
+                load.floor.push(started.elapsed());
+                assert!(loaded > 0);
+            }
+        }
+    }
+    framework.close().await;
+    load
+}
+
+fn percentile(lags: &mut [Duration], fraction: f64) -> Duration {
+    lags.sort();
+    lags[((lags.len() as f64 - 1.0) * fraction).round() as usize]
+}
+
+/// Follows `rate` sets per second on `root`'s children for `duration`, ours and the floor at once.
+async fn measure_lag(
+    connect: &str,
+    root: &str,
+    children: usize,
+    rate: usize,
+    duration: Duration,
+) -> (Vec<Duration>, Vec<Duration>, f64) {
+    let epoch = Instant::now();
+    let stamp = move || (epoch.elapsed().as_nanos() as u64).to_be_bytes();
+    let seen = move |data: &[u8]| -> Option<Duration> {
+        let sent = u64::from_be_bytes(data.try_into().ok()?);
+        Some(epoch.elapsed().saturating_sub(Duration::from_nanos(sent)))
+    };
+    let expected = (rate as f64 * duration.as_secs_f64()) as usize;
+
+    let framework = open_framework(connect).await;
+    let cache = Cache::builder(&framework, root).start().expect("cache");
+    cache.initialized(Deadline::after(Duration::from_secs(600))).await.expect("loaded");
+    let mut events = cache.events();
+    while events.next().await != Some(CacheEvent::Initialized) {}
+    let ours = tokio::spawn(async move {
+        let mut lags = Vec::new();
+        while lags.len() < expected {
+            match tokio::time::timeout(Duration::from_secs(10), events.next()).await {
+                Ok(Some(CacheEvent::Changed { new, .. })) => lags.extend(new.data.as_deref().and_then(seen)),
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+        }
+        lags
+    });
+
+    let (_floor_session, floor_client) = raw_client(connect).await;
+    let mut watcher = floor_client.watch(root, AddWatchMode::PersistentRecursive).await.expect("watch");
+    let floor = tokio::spawn(async move {
+        let mut lags = Vec::new();
+        let mut reads = FuturesOrdered::new();
+        while lags.len() < expected {
+            tokio::select! {
+                event = watcher.changed() => {
+                    if event.event_type == EventType::NodeDataChanged {
+                        let client = floor_client.clone();
+                        reads.push_back(async move { client.get_data(&event.path).await });
+                    }
+                }
+                Some(read) = reads.next(), if !reads.is_empty() => {
+                    if let Ok((data, _)) = read {
+                        lags.extend(seen(&data));
+                    }
+                }
+                () = tokio::time::sleep(Duration::from_secs(10)) => break,
+            }
+        }
+        lags
+    });
+
+    let (_writer_session, writer) = raw_client(connect).await;
+    let interval = Duration::from_secs_f64(1.0 / rate as f64);
+    let started = Instant::now();
+    let mut writes = FuturesUnordered::new();
+    for index in 0..expected {
+        let due = started + interval * index as u32;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            // Drive the writes in flight while waiting for the next one's time.
+            let _ = tokio::time::timeout(wait, async {
+                while writes.next().await.is_some() {}
+                std::future::pending::<()>().await
+            })
+            .await;
+        }
+        let path = format!("{root}/c{:07}", index % children);
+        let data = stamp();
+        let writer = writer.clone();
+        writes.push(async move { writer.set_data(&path, &data, None).await.map(drop) });
+    }
+    while let Some(written) = writes.next().await {
+        written.expect("set");
+    }
+    let achieved = expected as f64 / started.elapsed().as_secs_f64();
+    let ours = ours.await.expect("ours");
+    let floor = floor.await.expect("floor");
+    cache.close().await;
+    framework.close().await;
+    (ours, floor, achieved)
+}
+
+fn report_load(what: &str, load: &Load) {
+    let ours = support::median(&load.ours);
+    let floor = support::median(&load.floor);
+    println!(
+        "{what}: {} nodes, load ours {:.2} s, floor {:.2} s, floor / ours {:.2} (1.0 = at the floor); memory {:.0} bytes per node (data {} bytes)",
+        load.nodes,
+        ours.as_secs_f64(),
+        floor.as_secs_f64(),
+        floor.as_secs_f64() / ours.as_secs_f64(),
+        support::median(&load.bytes_per_node),
+        DATA.len()
+    );
+    println!(
+        "    rounds: ours {:?}, floor {:?}, bytes/node {:?}",
+        load.ours, load.floor, load.bytes_per_node
+    );
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        let smoke = support::Args::from_env().is_smoke_run();
+        let children = if smoke { 2_000 } else { env_usize("CACHE_BENCH_CHILDREN", 100_000) };
+        let tree = if smoke { 4_000 } else { env_usize("CACHE_BENCH_TREE", 1_000_000) };
+        let rate = if smoke { 500 } else { env_usize("CACHE_BENCH_RATE", 10_000) };
+        let rounds = if smoke { 1 } else { env_usize("CACHE_BENCH_ROUNDS", 3) };
+        let follow_for = if smoke { Duration::from_secs(1) } else { Duration::from_secs(5) };
+        let (connect, _server) = support::server(None).await;
+        let setup = open_framework(&connect).await;
+        let started = Instant::now();
+        populate(&setup, "/bench-cache/flat", 0, children).await;
+        let per_parent = 1_000.min(tree);
+        populate(&setup, "/bench-cache/tree", tree / per_parent, per_parent - 1).await;
+        eprintln!("populated in {:.1} s", started.elapsed().as_secs_f64());
+        setup.close().await;
+
+        let flat = measure_load(&connect, "/bench-cache/flat", rounds).await;
+        report_load(&format!("{children} children under one parent"), &flat);
+        let deep = measure_load(&connect, "/bench-cache/tree", rounds).await;
+        report_load(&format!("a subtree of {tree} nodes"), &deep);
+
+        let (mut ours, mut floor, achieved) =
+            measure_lag(&connect, "/bench-cache/flat", children, rate, follow_for).await;
+        assert!(!ours.is_empty() && !floor.is_empty(), "both followers saw changes");
+        println!(
+            "follow {:.0} sets/s (asked {rate}) for {:.0} s: ours {} changes p50 {:.2} ms p99 {:.2} ms; floor {} changes p50 {:.2} ms p99 {:.2} ms; p99 ours / floor {:.2}",
+            achieved,
+            follow_for.as_secs_f64(),
+            ours.len(),
+            percentile(&mut ours, 0.5).as_secs_f64() * 1e3,
+            percentile(&mut ours, 0.99).as_secs_f64() * 1e3,
+            floor.len(),
+            percentile(&mut floor, 0.5).as_secs_f64() * 1e3,
+            percentile(&mut floor, 0.99).as_secs_f64() * 1e3,
+            percentile(&mut ours, 0.99).as_secs_f64() / percentile(&mut floor, 0.99).as_secs_f64(),
+        );
+    });
+}

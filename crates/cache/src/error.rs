@@ -1,0 +1,39 @@
+//! The cache's errors.
+
+use zk_recipes_framework::Error as FrameworkError;
+
+/// A `Result` with a [`CacheError`].
+pub type Result<T, E = CacheError> = std::result::Result<T, E>;
+
+/// What can go wrong starting or waiting on a [`Cache`](crate::Cache).
+///
+/// Errors while the cache runs (a failed read, a lost session) are not returned to anyone: the
+/// cache logs them, waits, and loads again.
+///
+/// ```
+/// use zk_recipes_cache::CacheError;
+///
+/// let err = CacheError::InvalidArgument("load concurrency must be at least 1".into());
+/// assert!(!err.is_retryable());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CacheError {
+    /// From the framework: an invalid path, a timeout waiting for the first load.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+
+    /// A builder setting is out of range; nothing was started.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl CacheError {
+    /// Whether trying again may succeed (a timeout, a connection error).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Framework(err) => err.is_retryable(),
+            Self::InvalidArgument(_) => false,
+        }
+    }
+}
