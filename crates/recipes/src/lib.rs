@@ -12,6 +12,7 @@
 //! | `rwlock` (feature `rwlock`, default) | `zk-recipes-rwlock` | read-write lock, Curator's `InterProcessReadWriteLock`, with a safe downgrade |
 //! | `leader` (feature `leader`, default) | `zk-recipes-leader` | leader latch and leader selector, Curator's `LeaderLatch` / `LeaderSelector` |
 //! | `cache` (feature `cache`, default) | `zk-recipes-cache` | a node or subtree cache kept by one persistent recursive watch, Curator's `CuratorCache` (and `TreeCache` / `PathChildrenCache` / `NodeCache`) |
+//! | `nodes` (feature `nodes`, default) | `zk-recipes-nodes` | a node kept present through deletes and session loss, Curator's `PersistentNode` |
 //! | `queue` (feature `queue`, default) | `zk-recipes-queue` | distributed, priority, delay and id queues (at most once, or lock-safe at least once) and the simple queue, Curator's `DistributedQueue` family / `SimpleDistributedQueue` |
 //!
 //! ```no_run
@@ -33,6 +34,8 @@ pub use zk_recipes_leader as leader;
 pub use zk_recipes_lock_internals as lock_internals;
 #[cfg(feature = "mutex")]
 pub use zk_recipes_mutex as mutex;
+#[cfg(feature = "nodes")]
+pub use zk_recipes_nodes as nodes;
 #[cfg(feature = "queue")]
 pub use zk_recipes_queue as queue;
 #[cfg(feature = "rwlock")]

@@ -1,0 +1,40 @@
+//! The nodes crate's errors.
+
+use zk_recipes_framework::Error as FrameworkError;
+
+/// A `Result` with a [`NodeError`].
+pub type Result<T, E = NodeError> = std::result::Result<T, E>;
+
+/// What can go wrong with a kept node.
+///
+/// ```
+/// use zk_recipes_nodes::NodeError;
+///
+/// let err = NodeError::Closed;
+/// assert!(!err.is_retryable());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NodeError {
+    /// From the framework: an invalid path, data too large, a timeout, a server error.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+
+    /// A setting is out of range; nothing was sent.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// The node was closed (or its task ended with the framework).
+    #[error("the persistent node was closed")]
+    Closed,
+}
+
+impl NodeError {
+    /// Whether trying again may succeed (a timeout, a connection error).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Framework(err) => err.is_retryable(),
+            Self::InvalidArgument(_) | Self::Closed => false,
+        }
+    }
+}
