@@ -4,7 +4,9 @@
 //! `cargo bench -p zk-recipes --bench cache` (release build). Under `cargo test` it makes a
 //! smoke run with small trees. Environment (full run defaults in brackets):
 //! - `CACHE_BENCH_CHILDREN` [100000]: children under one parent;
-//! - `CACHE_BENCH_TREE` [1000000]: nodes in a subtree (1,000 parents of 1,000 children);
+//! - `CACHE_BENCH_TREE` [300000]: nodes in a subtree (parents of 1,000 children each). The
+//!   testing server runs with a 256 MiB heap, which holds about this many; for 1,000,000 point
+//!   `ZK_CONNECT` at a server with a larger heap (`-Xmx1g`);
 //! - `CACHE_BENCH_RATE` [10000]: sets per second while the changes are followed, for 5 s;
 //! - `CACHE_BENCH_ROUNDS` [3]: load rounds, ours and the floor interleaved; medians printed.
 //!
@@ -273,7 +275,7 @@ fn main() {
     runtime.block_on(async {
         let smoke = support::Args::from_env().is_smoke_run();
         let children = if smoke { 2_000 } else { env_usize("CACHE_BENCH_CHILDREN", 100_000) };
-        let tree = if smoke { 4_000 } else { env_usize("CACHE_BENCH_TREE", 1_000_000) };
+        let tree = if smoke { 4_000 } else { env_usize("CACHE_BENCH_TREE", 300_000) };
         let rate = if smoke { 500 } else { env_usize("CACHE_BENCH_RATE", 10_000) };
         let rounds = if smoke { 1 } else { env_usize("CACHE_BENCH_ROUNDS", 3) };
         let follow_for = if smoke { Duration::from_secs(1) } else { Duration::from_secs(5) };
