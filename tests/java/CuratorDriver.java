@@ -189,7 +189,7 @@ import org.apache.zookeeper.data.Stat;
 
 public final class CuratorDriver {
     /** Lines read from stdin, for the command that waits for them. */
-    private static final BlockingQueue<String> INPUT = new LinkedBlockingQueue<>();
+    static final BlockingQueue<String> INPUT = new LinkedBlockingQueue<>();
     /** Every client started, closed (best effort) when stdin closes. */
     private static final List<CuratorFramework> CLIENTS = new CopyOnWriteArrayList<>();
     /** How long one acquire may take before the command fails. */
@@ -298,9 +298,26 @@ public final class CuratorDriver {
             case "queue-remove-id":
                 return queueRemoveId(args);
             default:
+                for (Extension extension : EXTENSIONS) {
+                    Integer code = extension.run(command, args);
+                    if (code != null) {
+                        return code;
+                    }
+                }
                 throw new IllegalArgumentException("unknown command " + command);
         }
     }
+
+    /** Commands kept in other files of the driver (each a class in this package). */
+    interface Extension {
+        /** The command's exit code, or null when it is not one of this extension's commands. */
+        Integer run(String command, List<String> args) throws Exception;
+    }
+
+    /** Every extension, tried in order for a command this class does not know. */
+    private static final Extension[] EXTENSIONS = {
+        CuratorNodes::run,
+    };
 
     // ---------------------------------------------------------------------------------------
     // Commands
@@ -1750,7 +1767,7 @@ public final class CuratorDriver {
         return 0;
     }
 
-    private static CuratorFramework start(String connect) throws InterruptedException {
+    static CuratorFramework start(String connect) throws InterruptedException {
         CuratorFramework client = CuratorFrameworkFactory.builder()
                 .connectString(connect)
                 .sessionTimeoutMs(sessionTimeoutMs)
@@ -1765,18 +1782,18 @@ public final class CuratorDriver {
         return client;
     }
 
-    private static long sessionId(CuratorFramework client) throws Exception {
+    static long sessionId(CuratorFramework client) throws Exception {
         return client.getZookeeperClient().getZooKeeper().getSessionId();
     }
 
     /** "<hex session id> timeout-ms=<negotiated session timeout>". */
-    private static String describeSession(CuratorFramework client) throws Exception {
+    static String describeSession(CuratorFramework client) throws Exception {
         org.apache.zookeeper.ZooKeeper zooKeeper = client.getZookeeperClient().getZooKeeper();
         return Long.toHexString(zooKeeper.getSessionId()) + " timeout-ms=" + zooKeeper.getSessionTimeout();
     }
 
     /** Children of `dir` (full paths) whose ephemeral owner is this client's session. */
-    private static List<String> ownedChildren(CuratorFramework client, String dir) throws Exception {
+    static List<String> ownedChildren(CuratorFramework client, String dir) throws Exception {
         long session = sessionId(client);
         List<String> owned = new ArrayList<>();
         for (String child : client.getChildren().forPath(dir)) {
@@ -1788,14 +1805,14 @@ public final class CuratorDriver {
         return owned;
     }
 
-    private static String arg(List<String> args, int index, String name) {
+    static String arg(List<String> args, int index, String name) {
         if (index >= args.size()) {
             throw new IllegalArgumentException("missing argument <" + name + ">");
         }
         return args.get(index);
     }
 
-    private static byte[] optionalData(List<String> args, int index) {
+    static byte[] optionalData(List<String> args, int index) {
         if (index >= args.size() || args.get(index).equals("-")) {
             return null;
         }
@@ -1803,7 +1820,7 @@ public final class CuratorDriver {
     }
 
     /** Blocks until stdin delivers `expected` (other lines are logged and skipped). */
-    private static void awaitLine(String expected) throws InterruptedException {
+    static void awaitLine(String expected) throws InterruptedException {
         while (true) {
             String line = INPUT.take();
             if (line.equals(expected)) {
@@ -1813,19 +1830,19 @@ public final class CuratorDriver {
         }
     }
 
-    private static long epochMicros() {
+    static long epochMicros() {
         Instant now = Instant.now();
         return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
     }
 
-    private static void out(String line) {
+    static void out(String line) {
         synchronized (System.out) {
             System.out.println(line);
             System.out.flush();
         }
     }
 
-    private static void log(String message) {
+    static void log(String message) {
         System.err.println("[CuratorDriver " + Instant.now() + "] " + message);
         System.err.flush();
     }

@@ -21,8 +21,13 @@ use crate::classpath::{curator_classpath, java_binary, Jit};
 use crate::error::{Result, TestingError};
 use crate::process::log_tail;
 
-/// The driver's source, compiled on first use by [`curator_driver_classes`].
-pub(crate) const CURATOR_DRIVER_SOURCE: &str = include_str!("../../../tests/java/CuratorDriver.java");
+/// The driver's sources (file name, text), compiled together on first use by
+/// [`curator_driver_classes`]. `CuratorDriver.java` holds `main` and the shared helpers; each
+/// other file is an extension class with its recipes' commands, listed in its `EXTENSIONS`.
+pub(crate) const CURATOR_DRIVER_SOURCES: &[(&str, &str)] = &[
+    ("CuratorDriver.java", include_str!("../../../tests/java/CuratorDriver.java")),
+    ("CuratorNodes.java", include_str!("../../../tests/java/CuratorNodes.java")),
+];
 
 /// The driver's main class.
 pub const CURATOR_DRIVER_CLASS: &str = "zkrecipes.interop.CuratorDriver";
@@ -48,7 +53,7 @@ const LOG_TAIL_LINES: usize = 30;
 /// Poll period while waiting for the driver to exit.
 const EXIT_POLL: Duration = Duration::from_millis(10);
 
-/// Compiles `CuratorDriver.java` once per process (and once per source, classpath and `javac`,
+/// Compiles the driver (`tests/java/*.java`) once per process (and once per source, classpath and `javac`,
 /// across processes) and returns the directory holding its classes.
 ///
 /// The classes go next to the running executable (for a test: `target/<profile>/curator-driver/
@@ -75,7 +80,7 @@ pub fn curator_driver_classes() -> Result<PathBuf> {
     let classpath = curator_classpath()?;
     let javac = javac_binary()?;
     let mut hasher = DefaultHasher::new();
-    (CURATOR_DRIVER_SOURCE, &classpath, &javac).hash(&mut hasher);
+    (CURATOR_DRIVER_SOURCES, &classpath, &javac).hash(&mut hasher);
     let root = driver_root();
     let classes = root.join(format!("{:016x}", hasher.finish()));
     if !is_complete(&classes) {
@@ -123,9 +128,13 @@ fn compile_staged(staging: &Path, javac: &Path, classpath: &str) -> Result<()> {
     let output_dir = staging.join("classes");
     std::fs::create_dir_all(&output_dir)
         .map_err(|err| TestingError::io(format!("creating {}", output_dir.display()), err))?;
-    let source = staging.join("CuratorDriver.java");
-    std::fs::write(&source, CURATOR_DRIVER_SOURCE)
-        .map_err(|err| TestingError::io(format!("writing {}", source.display()), err))?;
+    let mut sources = Vec::with_capacity(CURATOR_DRIVER_SOURCES.len());
+    for (name, text) in CURATOR_DRIVER_SOURCES {
+        let source = staging.join(name);
+        std::fs::write(&source, text)
+            .map_err(|err| TestingError::io(format!("writing {}", source.display()), err))?;
+        sources.push(source);
+    }
     let output = Command::new(javac)
         .arg("-nowarn")
         .arg("-encoding")
@@ -134,7 +143,7 @@ fn compile_staged(staging: &Path, javac: &Path, classpath: &str) -> Result<()> {
         .arg(classpath)
         .arg("-d")
         .arg(&output_dir)
-        .arg(&source)
+        .args(&sources)
         .stdin(Stdio::null())
         .output()
         .map_err(|err| TestingError::io(format!("running {}", javac.display()), err))?;
@@ -143,7 +152,7 @@ fn compile_staged(staging: &Path, javac: &Path, classpath: &str) -> Result<()> {
     } else {
         let diagnostics = String::from_utf8_lossy(&output.stderr);
         Err(TestingError::io(
-            format!("compiling CuratorDriver.java with {} ({})", javac.display(), output.status),
+            format!("compiling the Curator driver with {} ({})", javac.display(), output.status),
             std::io::Error::other(diagnostics.trim().to_owned()),
         ))
     }
@@ -240,12 +249,33 @@ impl CuratorProcess {
         Self::spawn_with_jit(Jit::QuickStart, args)
     }
 
+    /// As [`spawn_with_jit`](Self::spawn_with_jit), with more JVM options after the driver's own
+    /// (so `-Xmx1g` replaces its 192 MiB heap, as a benchmark of a large cache needs).
+    ///
+    /// # Errors
+    /// As [`spawn`](Self::spawn).
+    pub fn spawn_with_jvm_options<I, S>(jit: Jit, jvm_options: &[&str], args: I) -> Result<CuratorProcess>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        Self::start(jit, jvm_options, args)
+    }
+
     /// As [`spawn`](Self::spawn), with the JVM compiling as `jit` says: benchmarks use
     /// [`Jit::Full`], so that Curator runs as it does in production.
     ///
     /// # Errors
     /// As [`spawn`](Self::spawn).
     pub fn spawn_with_jit<I, S>(jit: Jit, args: I) -> Result<CuratorProcess>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        Self::start(jit, &[], args)
+    }
+
+    fn start<I, S>(jit: Jit, jvm_options: &[&str], args: I) -> Result<CuratorProcess>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -266,6 +296,7 @@ impl CuratorProcess {
         let mut child = Command::new(&java)
             .args(DRIVER_JVM_FLAGS)
             .args(jit.flags())
+            .args(jvm_options)
             .arg("-cp")
             .arg(full_classpath)
             .arg(CURATOR_DRIVER_CLASS)
@@ -512,10 +543,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_embedded_source_declares_the_main_class() {
+    fn the_embedded_sources_declare_the_main_class_and_one_class_each() {
         let (package, class) = CURATOR_DRIVER_CLASS.rsplit_once('.').expect("qualified name");
-        assert!(CURATOR_DRIVER_SOURCE.contains(&format!("package {package};")));
-        assert!(CURATOR_DRIVER_SOURCE.contains(&format!("public final class {class} ")));
+        let (_, main) = CURATOR_DRIVER_SOURCES[0];
+        assert!(main.contains(&format!("public final class {class} ")));
+        for (name, text) in CURATOR_DRIVER_SOURCES {
+            assert!(text.contains(&format!("package {package};")), "{name} is in the driver's package");
+            let stem = name.strip_suffix(".java").expect("a .java file");
+            assert!(text.contains(&format!("final class {stem} ")), "{name} declares {stem}");
+            if *name != "CuratorDriver.java" {
+                assert!(main.contains(&format!("{stem}::run")), "{stem} is listed in EXTENSIONS");
+            }
+        }
     }
 
     #[test]
