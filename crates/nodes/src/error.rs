@@ -29,6 +29,15 @@ pub enum NodeError {
     Closed,
 }
 
+impl From<zk_recipes_cache::CacheError> for NodeError {
+    fn from(err: zk_recipes_cache::CacheError) -> Self {
+        match err {
+            zk_recipes_cache::CacheError::Framework(err) => Self::Framework(err),
+            other => Self::InvalidArgument(other.to_string()),
+        }
+    }
+}
+
 impl NodeError {
     /// Whether trying again may succeed (a timeout, a connection error).
     pub fn is_retryable(&self) -> bool {

@@ -5,6 +5,8 @@
 //! | Curator | zk-recipes |
 //! |---|---|
 //! | `PersistentNode` | [`PersistentNode`] |
+//! | `PersistentTtlNode` | [`PersistentTtlNode`] |
+//! | `GroupMember` | [`GroupMember`] |
 //!
 //! A [`PersistentNode`] is created when started and created again whenever it is deleted, its
 //! session is lost (an ephemeral node), or its TTL removes it; its data can change at any time.
@@ -26,10 +28,14 @@
 //! ```
 
 mod error;
+mod group;
 mod persistent;
+mod ttl;
 
 pub use error::{NodeError, Result};
+pub use group::{GroupMember, GroupMemberBuilder, MemberEvent, MemberEvents};
 pub use persistent::{PersistentNode, PersistentNodeBuilder};
+pub use ttl::{PersistentTtlNode, PersistentTtlNodeBuilder, DEFAULT_TOUCH_CHILD, DEFAULT_TOUCH_FACTOR};
 
 #[cfg(test)]
 mod send_sync {
@@ -39,6 +45,9 @@ mod send_sync {
     fn public_types_are_send_and_sync() {
         assert_send_sync::<super::PersistentNode>();
         assert_send_sync::<super::PersistentNodeBuilder>();
+        assert_send_sync::<super::PersistentTtlNode>();
+        assert_send_sync::<super::GroupMember>();
+        assert_send_sync::<super::MemberEvents>();
         assert_send_sync::<super::NodeError>();
     }
 }

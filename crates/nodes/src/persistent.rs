@@ -32,6 +32,9 @@ struct Settings {
     protected: bool,
     ttl: Option<Duration>,
     data: Vec<u8>,
+    /// Whether closing or dropping deletes the node (not for a `PersistentTtlNode`'s container,
+    /// which its TTL'd child keeps, and the server reaps once that has expired).
+    delete_when_done: bool,
 }
 
 impl Settings {
@@ -75,6 +78,13 @@ impl PersistentNodeBuilder {
     /// server with `zookeeper.extendedTypesEnabled`.
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.settings.ttl = Some(ttl);
+        self
+    }
+
+    /// Closing or dropping leaves the node on the server (Curator's `PersistentTtlNode` overrides
+    /// `deleteNode` to do nothing).
+    pub(crate) fn keep_when_done(mut self) -> Self {
+        self.settings.delete_when_done = false;
         self
     }
 
@@ -171,6 +181,7 @@ impl PersistentNode {
                 protected: false,
                 ttl: None,
                 data: Vec::new(),
+                delete_when_done: true,
             },
         }
     }
@@ -189,6 +200,11 @@ impl PersistentNode {
     /// The data the node holds (or is created with).
     pub fn data(&self) -> Vec<u8> {
         self.shared.data.lock().clone()
+    }
+
+    /// Follows [`actual_path`](Self::actual_path): `Some` while the node exists as ours.
+    pub(crate) fn created(&self) -> watch::Receiver<Option<String>> {
+        self.shared.created.subscribe()
     }
 
     /// Waits until the node exists as ours (Curator's `waitForInitialCreate`); returns its path.
@@ -384,7 +400,7 @@ impl Keeper {
                 command = self.commands.recv() => match command {
                     None => {
                         // Dropped: delete in the background and end.
-                        if let Some(path) = &owned {
+                        if let Some(path) = owned.as_ref().filter(|_| self.settings.delete_when_done) {
                             self.framework.delete_in_background(path.clone());
                         }
                         return Next::Stop;
@@ -447,8 +463,8 @@ impl Keeper {
     }
 
     async fn delete(&self, owned: Option<&str>) -> Result<()> {
-        let Some(path) = owned else { return Ok(()) };
         self.shared.created.send_replace(None);
+        let Some(path) = owned.filter(|_| self.settings.delete_when_done) else { return Ok(()) };
         match self.framework.delete(path).quietly().guaranteed().await {
             Ok(()) => Ok(()),
             Err(err) => Err(err.into()),
