@@ -1,7 +1,7 @@
 //! Helpers shared by the interop tests (`tests/interop_*.rs`), included with `#[path]`; not a test
 //! target of its own.
 
-use std::future::Future;
+use std::future::IntoFuture;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use zk_recipes::framework::zookeeper_client::{self, Stat};
@@ -15,12 +15,12 @@ pub const STEP: Duration = Duration::from_secs(30);
 pub const CLEANUP: Duration = Duration::from_secs(20);
 
 /// Awaits `future` within [`STEP`], panicking with `what` otherwise.
-pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+pub async fn within<T>(what: &str, future: impl IntoFuture<Output = T>) -> T {
     within_for(what, STEP, future).await
 }
 
 /// Awaits `future` within `timeout`, panicking with `what` otherwise.
-pub async fn within_for<T>(what: &str, timeout: Duration, future: impl Future<Output = T>) -> T {
+pub async fn within_for<T>(what: &str, timeout: Duration, future: impl IntoFuture<Output = T>) -> T {
     tokio::time::timeout(timeout, future)
         .await
         .unwrap_or_else(|_| panic!("timed out after {timeout:?}: {what}"))

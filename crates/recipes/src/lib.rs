@@ -12,7 +12,7 @@
 //! | `rwlock` (feature `rwlock`, default) | `zk-recipes-rwlock` | read-write lock, Curator's `InterProcessReadWriteLock`, with a safe downgrade |
 //! | `leader` (feature `leader`, default) | `zk-recipes-leader` | leader latch and leader selector, Curator's `LeaderLatch` / `LeaderSelector` |
 //! | `cache` (feature `cache`, default) | `zk-recipes-cache` | a node or subtree cache kept by one persistent recursive watch, Curator's `CuratorCache` (and `TreeCache` / `PathChildrenCache` / `NodeCache`) |
-//! | `nodes` (feature `nodes`, default) | `zk-recipes-nodes` | a node kept present through deletes and session loss, Curator's `PersistentNode` |
+//! | `nodes` (feature `nodes`, default) | `zk-recipes-nodes` | a node kept present through deletes and session loss, a TTL node kept alive while its process runs, group membership: Curator's `PersistentNode`, `PersistentTtlNode`, `GroupMember` |
 //! | `queue` (feature `queue`, default) | `zk-recipes-queue` | distributed, priority, delay and id queues (at most once, or lock-safe at least once) and the simple queue, Curator's `DistributedQueue` family / `SimpleDistributedQueue` |
 //!
 //! ```no_run
