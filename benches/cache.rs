@@ -1,33 +1,42 @@
-//! The subtree cache on a real ZooKeeper server, against the raw floor: the same protocol on
-//! bare zookeeper-client calls in the same run.
+//! The subtree cache on a real ZooKeeper server, against the raw floor (the same protocol on
+//! bare zookeeper-client calls) and Curator's `CuratorCache`, in the same run.
 //!
 //! `cargo bench -p zk-recipes --bench cache` (release build). Under `cargo test` it makes a
 //! smoke run with small trees. Environment (full run defaults in brackets):
 //! - `CACHE_BENCH_CHILDREN` [100000]: children under one parent;
-//! - `CACHE_BENCH_TREE` [300000]: nodes in a subtree (parents of 1,000 children each). The
-//!   testing server runs with a 256 MiB heap, which holds about this many; for 1,000,000 point
-//!   `ZK_CONNECT` at a server with a larger heap (`-Xmx1g`);
+//! - `CACHE_BENCH_TREE` [300000]: nodes in a subtree (parents of 1,000 children each);
+//!   1,000,000 needs `CACHE_BENCH_SERVER_HEAP_MB=1536`;
+//! - `CACHE_BENCH_SERVER_HEAP_MB` [1024]: the testing server's heap (`-Xmx`);
+//! - `CACHE_BENCH_CURATOR_HEAP_MB` [2048]: the Curator JVM's heap;
+//! - `CACHE_BENCH_CURATOR_TIMEOUT` [120]: seconds Curator's load may take before it is reported
+//!   as failed (past about 87,000 children of 8-character names, one listing exceeds the Java
+//!   client's 1 MB `jute.maxbuffer` and Curator's cache never initializes);
+//! - `CACHE_BENCH_FOLLOW_CHILDREN` [10000]: children of the parent whose changes are followed;
 //! - `CACHE_BENCH_RATE` [10000]: sets per second while the changes are followed, for 5 s;
-//! - `CACHE_BENCH_ROUNDS` [3]: load rounds, ours and the floor interleaved; medians printed.
+//! - `CACHE_BENCH_ROUNDS` [3]: load rounds, ours, the floor and Curator interleaved; medians.
 //!
 //! - **Load**: from start to `Initialized`, against a bare walk (`get_data`, then
-//!   `get_children` when the node has children), with the same 256 reads in flight.
-//! - **Memory**: resident memory the loaded cache holds, per node (RSS after the load minus
+//!   `get_children` when the node has children), with the same 256 reads in flight; Curator's
+//!   from `start()` to its `initialized` callback, in a fresh JVM each round.
+//! - **Memory**: ours, resident memory the loaded cache holds, per node (RSS after the load minus
 //!   before it, each after `malloc_trim`; the first round, which also grows the process's own
-//!   buffers, is left out when there are more), node data 8 bytes.
-//! - **Follow lag**: a writer sets the flat parent's children at the given rate, each set
-//!   carrying its send time; ours (a cache subscriber) and the floor (a bare persistent recursive
-//!   watch that reads each changed node) follow the same writes at the same time, each on its own
-//!   session; lag is from the set being sent to the changed data being seen.
+//!   buffers, is left out when there are more); Curator's, Java heap in use after a full GC,
+//!   after the load minus before it. Node data 8 bytes.
+//! - **Follow lag**: a writer sets the follow parent's children at the given rate, each set
+//!   carrying its send time; ours (a cache subscriber), the floor (a bare persistent recursive
+//!   watch that reads each changed node) and Curator's cache (its listener) follow the same
+//!   writes at the same time, each on its own session; lag is from the set being sent to the
+//!   changed data being seen (one clock: this machine's).
 
 use std::collections::VecDeque;
 use std::future::IntoFuture;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
 use zk_recipes::cache::{Cache, CacheEvent};
 use zk_recipes::framework::zookeeper_client::{AddWatchMode, Client, CreateMode, EventType};
 use zk_recipes::framework::{Deadline, Framework, ParentMode};
+use zk_recipes_testing::{CuratorProcess, Jit, TestingServer};
 
 mod support;
 
@@ -122,18 +131,64 @@ fn rss_bytes() -> usize {
     pages * 4096
 }
 
+/// How Curator's JVM runs in this bench.
+struct CuratorSettings {
+    heap: String,
+    timeout: Duration,
+}
+
+impl CuratorSettings {
+    fn spawn(&self, args: &[&str]) -> CuratorProcess {
+        CuratorProcess::spawn_with_jvm_options(Jit::Full, &[self.heap.as_str()], args)
+            .expect("the Curator driver starts")
+    }
+}
+
+/// One Curator load: its time, node count and heap bytes; `None` when it did not initialize
+/// within the timeout.
+async fn curator_load(connect: &str, root: &str, settings: &CuratorSettings) -> Option<(Duration, f64, f64)> {
+    let timeout = settings.timeout.as_secs().to_string();
+    let mut process = settings.spawn(&["bench-cache", connect, root, &timeout]);
+    let rest = process
+        .expect_line("LOAD", settings.timeout + Duration::from_secs(120))
+        .await
+        .expect("Curator's load line");
+    let line = format!("LOAD{rest}");
+    let _ = process.send_line("close").await;
+    let _ = process.wait(Duration::from_secs(60)).await;
+    if line.starts_with("LOAD-FAILED") {
+        eprintln!("Curator's cache of {root}: {line}; its log:\n{}", process.log_tail(5));
+        return None;
+    }
+    let field = |name| support::field(&line, name).expect("a LOADED field");
+    Some((Duration::from_millis(field("ms") as u64), field("nodes"), field("heap_bytes")))
+}
+
 struct Load {
     ours: Vec<Duration>,
     floor: Vec<Duration>,
     bytes_per_node: Vec<f64>,
     nodes: usize,
+    /// Curator's rounds: load time and heap bytes per node; `None` for a failed load.
+    curator: Vec<Option<(Duration, f64)>>,
 }
 
-async fn measure_load(connect: &str, root: &str, rounds: usize) -> Load {
+async fn measure_load(connect: &str, root: &str, rounds: usize, curator: &CuratorSettings) -> Load {
     let framework = open_framework(connect).await;
     let (_bare, client) = raw_client(connect).await;
-    let mut load = Load { ours: Vec::new(), floor: Vec::new(), bytes_per_node: Vec::new(), nodes: 0 };
+    let mut load = Load {
+        ours: Vec::new(),
+        floor: Vec::new(),
+        bytes_per_node: Vec::new(),
+        nodes: 0,
+        curator: Vec::new(),
+    };
     for round in 0..rounds {
+        // Curator first in odd rounds, last in even ones.
+        if round % 2 == 1 {
+            let loaded = curator_load(connect, root, curator).await;
+            load.curator.push(loaded.map(|(time, nodes, heap)| (time, heap / nodes)));
+        }
         for ours_turn in [round % 2 == 0, round % 2 == 1] {
             if ours_turn {
                 let before = rss_bytes();
@@ -155,6 +210,10 @@ async fn measure_load(connect: &str, root: &str, rounds: usize) -> Load {
                 assert!(loaded > 0);
             }
         }
+        if round % 2 == 0 {
+            let loaded = curator_load(connect, root, curator).await;
+            load.curator.push(loaded.map(|(time, nodes, heap)| (time, heap / nodes)));
+        }
     }
     framework.close().await;
     load
@@ -165,21 +224,49 @@ fn percentile(lags: &mut [Duration], fraction: f64) -> Duration {
     lags[((lags.len() as f64 - 1.0) * fraction).round() as usize]
 }
 
-/// Follows `rate` sets per second on `root`'s children for `duration`, ours and the floor at once.
+fn epoch_micros() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970").as_micros() as u64
+}
+
+/// A set's data: its send time, `<epoch micros>:` (the form Curator's driver reads too).
+fn stamp() -> Vec<u8> {
+    format!("{}:", epoch_micros()).into_bytes()
+}
+
+/// How long ago the stamp in `data` was written.
+fn seen(data: &[u8]) -> Option<Duration> {
+    let text = std::str::from_utf8(data).ok()?;
+    let sent: u64 = text.strip_suffix(':')?.parse().ok()?;
+    Some(Duration::from_micros(epoch_micros().saturating_sub(sent)))
+}
+
+/// What each follower saw.
+struct Lags {
+    ours: Vec<Duration>,
+    floor: Vec<Duration>,
+    /// Curator's count, p50 and p99.
+    curator: (usize, Duration, Duration),
+    achieved_rate: f64,
+}
+
+/// Follows `rate` sets per second on `root`'s children for `duration`: ours, the floor and
+/// Curator's at once.
 async fn measure_lag(
     connect: &str,
     root: &str,
     children: usize,
     rate: usize,
     duration: Duration,
-) -> (Vec<Duration>, Vec<Duration>, f64) {
-    let epoch = Instant::now();
-    let stamp = move || (epoch.elapsed().as_nanos() as u64).to_be_bytes();
-    let seen = move |data: &[u8]| -> Option<Duration> {
-        let sent = u64::from_be_bytes(data.try_into().ok()?);
-        Some(epoch.elapsed().saturating_sub(Duration::from_nanos(sent)))
-    };
+    curator: &CuratorSettings,
+) -> Lags {
     let expected = (rate as f64 * duration.as_secs_f64()) as usize;
+
+    let timeout = curator.timeout.as_secs().to_string();
+    let mut java = curator.spawn(&["bench-cache", connect, root, &timeout]);
+    let loaded = java.expect_line("LOAD", curator.timeout + Duration::from_secs(120)).await.expect("loaded");
+    assert!(loaded.starts_with("ED "), "Curator follows {root}: LOAD{loaded}");
+    java.send_line("lag-reset").await.expect("lag-reset");
+    java.expect_line("LAG-RESET", Duration::from_secs(60)).await.expect("LAG-RESET");
 
     let framework = open_framework(connect).await;
     let cache = Cache::builder(&framework, root).start().expect("cache");
@@ -244,12 +331,21 @@ async fn measure_lag(
     while let Some(written) = writes.next().await {
         written.expect("set");
     }
-    let achieved = expected as f64 / started.elapsed().as_secs_f64();
+    let achieved_rate = expected as f64 / started.elapsed().as_secs_f64();
     let ours = ours.await.expect("ours");
     let floor = floor.await.expect("floor");
+    // Curator's listener has had as long as ours and the floor took, and at least 2 s more.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    java.send_line("lag-report").await.expect("lag-report");
+    let report = java.expect_line("LAG", Duration::from_secs(60)).await.expect("LAG");
+    let _ = java.send_line("close").await;
+    let _ = java.wait(Duration::from_secs(60)).await;
+    let micros = |name| Duration::from_micros(support::field(&report, name).expect("a LAG field") as u64);
+    let curator =
+        (support::field(&report, "count").expect("count") as usize, micros("p50_us"), micros("p99_us"));
     cache.close().await;
     framework.close().await;
-    (ours, floor, achieved)
+    Lags { ours, floor, curator, achieved_rate }
 }
 
 fn report_load(what: &str, load: &Load) {
@@ -268,6 +364,41 @@ fn report_load(what: &str, load: &Load) {
         "    rounds: ours {:?}, floor {:?}, bytes/node {:?}",
         load.ours, load.floor, load.bytes_per_node
     );
+    let loaded: Vec<(Duration, f64)> = load.curator.iter().flatten().copied().collect();
+    if loaded.len() < load.curator.len() || loaded.is_empty() {
+        println!(
+            "    Curator: {} of {} loads never initialized (see the log lines above)",
+            load.curator.len() - loaded.len(),
+            load.curator.len()
+        );
+    }
+    if !loaded.is_empty() {
+        let times: Vec<Duration> = loaded.iter().map(|(time, _)| *time).collect();
+        let bytes: Vec<f64> = loaded.iter().map(|(_, bytes)| *bytes).collect();
+        let curator = support::median(&times);
+        println!(
+            "    Curator: load {:.2} s, heap {:.0} bytes per node; Curator / ours: load time {:.2}, memory {:.2} (rounds {:?})",
+            curator.as_secs_f64(),
+            support::median(&bytes),
+            curator.as_secs_f64() / support::median(&load.ours).as_secs_f64(),
+            support::median(&bytes) / support::median(&load.bytes_per_node),
+            times
+        );
+    }
+}
+
+/// `ZK_CONNECT` if set, else a testing server with `heap_mib` of heap, as `support::server`
+/// starts one otherwise.
+async fn server(heap_mib: u32) -> (String, Option<TestingServer>) {
+    if let Some(connect) = std::env::var("ZK_CONNECT").ok().filter(|connect| !connect.is_empty()) {
+        return (connect, None);
+    }
+    let server = support::production_like_server()
+        .with_heap_mib(heap_mib)
+        .start()
+        .await
+        .expect("a ZooKeeper server (run scripts/install-deps.sh)");
+    (server.connect_string(), Some(server))
 }
 
 fn main() {
@@ -279,34 +410,62 @@ fn main() {
         let rate = if smoke { 500 } else { env_usize("CACHE_BENCH_RATE", 10_000) };
         let rounds = if smoke { 1 } else { env_usize("CACHE_BENCH_ROUNDS", 3) };
         let follow_for = if smoke { Duration::from_secs(1) } else { Duration::from_secs(5) };
-        let (connect, _server) = support::server(None).await;
+        let curator = CuratorSettings {
+            heap: format!("-Xmx{}m", env_usize("CACHE_BENCH_CURATOR_HEAP_MB", 2048)),
+            timeout: Duration::from_secs(if smoke {
+                60
+            } else {
+                env_usize("CACHE_BENCH_CURATOR_TIMEOUT", 120) as u64
+            }),
+        };
+        let follow_children = if smoke { 500 } else { env_usize("CACHE_BENCH_FOLLOW_CHILDREN", 10_000) };
+        let server_heap = env_usize("CACHE_BENCH_SERVER_HEAP_MB", 1024) as u32;
+        let (connect, _server) = server(server_heap).await;
         let setup = open_framework(&connect).await;
         let started = Instant::now();
         populate(&setup, "/bench-cache/flat", 0, children).await;
         let per_parent = 1_000.min(tree);
         populate(&setup, "/bench-cache/tree", tree / per_parent, per_parent - 1).await;
+        populate(&setup, "/bench-cache/follow", 0, follow_children).await;
         eprintln!("populated in {:.1} s", started.elapsed().as_secs_f64());
         setup.close().await;
 
-        let flat = measure_load(&connect, "/bench-cache/flat", rounds).await;
+        let flat = measure_load(&connect, "/bench-cache/flat", rounds, &curator).await;
         report_load(&format!("{children} children under one parent"), &flat);
-        let deep = measure_load(&connect, "/bench-cache/tree", rounds).await;
+        let deep = measure_load(&connect, "/bench-cache/tree", rounds, &curator).await;
         report_load(&format!("a subtree of {tree} nodes"), &deep);
 
-        let (mut ours, mut floor, achieved) =
-            measure_lag(&connect, "/bench-cache/flat", children, rate, follow_for).await;
-        assert!(!ours.is_empty() && !floor.is_empty(), "both followers saw changes");
+        let Lags { mut ours, mut floor, curator: (curator_count, curator_p50, curator_p99), achieved_rate } =
+            measure_lag(&connect, "/bench-cache/follow", follow_children, rate, follow_for, &curator).await;
+        assert!(!ours.is_empty() && !floor.is_empty() && curator_count > 0, "every follower saw changes");
+        let ms = |lag: Duration| lag.as_secs_f64() * 1e3;
         println!(
-            "follow {:.0} sets/s (asked {rate}) for {:.0} s: ours {} changes p50 {:.2} ms p99 {:.2} ms; floor {} changes p50 {:.2} ms p99 {:.2} ms; p99 ours / floor {:.2}",
-            achieved,
-            follow_for.as_secs_f64(),
+            "follow {achieved_rate:.0} sets/s (asked {rate}) on {follow_children} children for {:.0} s:",
+            follow_for.as_secs_f64()
+        );
+        let (ours_p99, floor_p99) = (percentile(&mut ours, 0.99), percentile(&mut floor, 0.99));
+        println!(
+            "    ours    {:>6} changes p50 {:>8.2} ms p99 {:>8.2} ms",
             ours.len(),
-            percentile(&mut ours, 0.5).as_secs_f64() * 1e3,
-            percentile(&mut ours, 0.99).as_secs_f64() * 1e3,
+            ms(percentile(&mut ours, 0.5)),
+            ms(ours_p99)
+        );
+        println!(
+            "    floor   {:>6} changes p50 {:>8.2} ms p99 {:>8.2} ms",
             floor.len(),
-            percentile(&mut floor, 0.5).as_secs_f64() * 1e3,
-            percentile(&mut floor, 0.99).as_secs_f64() * 1e3,
-            percentile(&mut ours, 0.99).as_secs_f64() / percentile(&mut floor, 0.99).as_secs_f64(),
+            ms(percentile(&mut floor, 0.5)),
+            ms(floor_p99)
+        );
+        println!(
+            "    Curator {:>6} changes p50 {:>8.2} ms p99 {:>8.2} ms",
+            curator_count,
+            ms(curator_p50),
+            ms(curator_p99)
+        );
+        println!(
+            "    p99 ours / floor {:.2}, ours / Curator {:.2}",
+            ours_p99.as_secs_f64() / floor_p99.as_secs_f64(),
+            ours_p99.as_secs_f64() / curator_p99.as_secs_f64()
         );
     });
 }

@@ -41,13 +41,18 @@ pub async fn server(tick_time: Option<Duration>) -> (String, Option<TestingServe
             return (connect, None);
         }
     }
-    let mut builder =
-        TestingServer::builder().with_jit(Jit::Full).with_container_check_interval(Duration::from_secs(60));
+    let mut builder = production_like_server();
     if let Some(tick_time) = tick_time {
         builder = builder.with_tick_time(tick_time);
     }
     let server = builder.start().await.expect("a ZooKeeper server (run scripts/install-deps.sh)");
     (server.connect_string(), Some(server))
+}
+
+/// A testing server's builder set as production runs one: full JIT, ZooKeeper's default container
+/// check interval.
+pub fn production_like_server() -> zk_recipes_testing::TestingServerBuilder {
+    TestingServer::builder().with_jit(Jit::Full).with_container_check_interval(Duration::from_secs(60))
 }
 
 /// Starts the Curator driver (`tests/java/CuratorDriver.java`) as production runs a JVM.

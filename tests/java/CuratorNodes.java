@@ -25,9 +25,10 @@
  *       GroupMember(path, id, data or Curator's default, the local address): STARTED;
  *       stdin "members" prints MEMBER <id> <hex> lines (sorted) then MEMBERS-END;
  *       "set <utf8 data>" -> SET; "close" -> CLOSED and exit 0
- *   bench-cache <connect> <path> [compressed]
+ *   bench-cache <connect> <path> <timeout-s> [compressed]
  *       CuratorCache of the subtree: heap used before (after a GC), start, wait for
- *       initialized, heap used after: LOADED ms=<load> nodes=<size> heap_bytes=<after-before>.
+ *       initialized, heap used after: LOADED ms=<load> nodes=<size> heap_bytes=<after-before>;
+ *       if it has not initialized within timeout-s: LOAD-FAILED ms=<waited> nodes=<size>, exit 0.
  *       Then every CHANGED event whose new data starts with "<epoch-micros>:" is timed
  *       (receive time minus that stamp). Stdin: "lag-reset" clears (LAG-RESET), "lag-report"
  *       prints LAG count=N p50_us=<..> p99_us=<..>; "close" exits.
@@ -262,7 +263,8 @@ final class CuratorNodes {
     private static int benchCache(List<String> args) throws Exception {
         String connect = arg(args, 0, "connect");
         String path = arg(args, 1, "path");
-        boolean compressed = args.size() > 2 && args.get(2).equals("compressed");
+        long timeoutS = Long.parseLong(arg(args, 2, "timeout-s"));
+        boolean compressed = args.size() > 3 && args.get(3).equals("compressed");
         CuratorFramework client = start(connect);
         List<Long> lags = Collections.synchronizedList(new ArrayList<>());
         long before = usedHeap();
@@ -291,8 +293,12 @@ final class CuratorNodes {
                 .build());
         long started = System.nanoTime();
         cache.start();
-        if (!initialized.await(30, TimeUnit.MINUTES)) {
-            throw new IllegalStateException("the cache did not initialize");
+        if (!initialized.await(timeoutS, TimeUnit.SECONDS)) {
+            out("LOAD-FAILED ms=" + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " nodes="
+                    + cache.size());
+            cache.close();
+            client.close();
+            return 0;
         }
         long loadMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
         long after = usedHeap();

@@ -215,9 +215,14 @@ impl Jit {
 }
 
 /// The JVM arguments shared by every server we start (before `-cp`).
-pub(crate) fn jvm_flags(container_check_interval_ms: u128, jit: Jit, extended_types: bool) -> Vec<OsString> {
+pub(crate) fn jvm_flags(
+    container_check_interval_ms: u128,
+    jit: Jit,
+    extended_types: bool,
+    heap_mib: u32,
+) -> Vec<OsString> {
     let jit_flags = jit.flags().iter().map(|flag| (*flag).to_owned());
-    ["-Xmx256m".to_owned(), "-XX:+UseSerialGC".to_owned(), "-XX:-UsePerfData".to_owned()]
+    [format!("-Xmx{heap_mib}m"), "-XX:+UseSerialGC".to_owned(), "-XX:-UsePerfData".to_owned()]
         .into_iter()
         .chain(jit_flags)
         .chain([

@@ -225,6 +225,7 @@ impl TestingClusterBuilder {
                     container_check_interval: self.tuning.container_check_interval,
                     jit: self.tuning.jit,
                     extended_types: self.tuning.extended_types,
+                    heap_mib: self.tuning.heap_mib,
                 },
                 server_id,
                 quorum_port: ports[3 * index + 1],

@@ -36,6 +36,8 @@ pub(crate) struct Tuning {
     pub(crate) jit: Jit,
     /// TTL nodes allowed (`zookeeper.extendedTypesEnabled`).
     pub(crate) extended_types: bool,
+    /// The JVM's maximum heap (`-Xmx`), in MiB.
+    pub(crate) heap_mib: u32,
 }
 
 impl Tuning {
@@ -43,6 +45,7 @@ impl Tuning {
     pub(crate) const DEFAULT_MIN_SESSION_TIMEOUT: Duration = Duration::from_millis(1_000);
     pub(crate) const DEFAULT_MAX_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
     pub(crate) const DEFAULT_CONTAINER_CHECK_INTERVAL: Duration = Duration::from_millis(500);
+    pub(crate) const DEFAULT_HEAP_MIB: u32 = 256;
 
     pub(crate) fn new(start_timeout: Duration) -> Tuning {
         Tuning {
@@ -53,6 +56,7 @@ impl Tuning {
             start_timeout,
             jit: Jit::QuickStart,
             extended_types: true,
+            heap_mib: Self::DEFAULT_HEAP_MIB,
         }
     }
 
@@ -64,6 +68,12 @@ impl Tuning {
             return Err(TestingError::InvalidArgument(format!(
                 "min session timeout {:?} exceeds max session timeout {:?}",
                 self.min_session_timeout, self.max_session_timeout
+            )));
+        }
+        if self.heap_mib < 32 {
+            return Err(TestingError::InvalidArgument(format!(
+                "a heap of {} MiB is too small",
+                self.heap_mib
             )));
         }
         if self.container_check_interval.as_millis() == 0 {
@@ -119,6 +129,7 @@ pub(crate) struct Launch {
     pub(crate) container_check_interval: Duration,
     pub(crate) jit: Jit,
     pub(crate) extended_types: bool,
+    pub(crate) heap_mib: u32,
 }
 
 /// Why a start-up attempt failed.
@@ -150,8 +161,12 @@ impl Launch {
     /// Spawns the JVM (no waiting). Returns the process and the log offset it started at.
     pub(crate) async fn spawn(&self) -> Result<(JvmProcess, u64)> {
         let log_from = log_len(&self.log_path);
-        let mut args: Vec<OsString> =
-            jvm_flags(self.container_check_interval.as_millis(), self.jit, self.extended_types);
+        let mut args: Vec<OsString> = jvm_flags(
+            self.container_check_interval.as_millis(),
+            self.jit,
+            self.extended_types,
+            self.heap_mib,
+        );
         args.push("-cp".into());
         args.push(self.jvm.classpath.clone().into());
         args.push(self.main_class.into());

@@ -106,6 +106,13 @@ impl TestingServerBuilder {
         self
     }
 
+    /// The server JVM's maximum heap (`-Xmx`) in MiB; defaults to 256, which holds about 300,000
+    /// small nodes. A benchmark of a million-node tree needs about 1,536.
+    pub fn with_heap_mib(mut self, heap_mib: u32) -> Self {
+        self.tuning.heap_mib = heap_mib;
+        self
+    }
+
     /// How often empty containers (and expired TTL nodes) are reaped
     /// (`-Dznode.container.checkIntervalMs`); defaults to 500 ms. ZooKeeper reaps a container
     /// only after it has had a child.
@@ -181,6 +188,7 @@ impl TestingServerBuilder {
                     container_check_interval: self.tuning.container_check_interval,
                     jit: self.tuning.jit,
                     extended_types: self.tuning.extended_types,
+                    heap_mib: self.tuning.heap_mib,
                 },
                 data_dir: data_dir.clone(),
                 tuning: self.tuning.clone(),
