@@ -27,6 +27,9 @@ pub(crate) enum CleanupTask {
     /// Delete every child of `parent` whose name starts with `prefix` (a protected create whose
     /// outcome is unknown: the prefix holds a UUID of ours, so whatever carries it is ours).
     Protected { parent: String, prefix: String },
+    /// Delete `path` if it is still the ephemeral node of session `session_id` holding `mark` (a
+    /// node at a fixed path, which another may hold later); nothing once that session is gone.
+    Marked { path: String, session_id: zookeeper_client::SessionId, mark: Vec<u8> },
 }
 
 /// The sending side, owned by the framework core.
@@ -183,6 +186,13 @@ async fn perform(session: &Session, task: &CleanupTask) -> Result<()> {
                 Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
                 Err(err) => Err(Error::from(err)),
             }
+        }
+        CleanupTask::Marked { path, session_id, mark } => {
+            if session.id() != *session_id {
+                // The node went with its session.
+                return Ok(());
+            }
+            crate::nodes::delete_if_marked(session, path, mark).await.map(drop)
         }
         CleanupTask::Protected { parent, prefix } => {
             let children = match session.client().list_children(parent).await {

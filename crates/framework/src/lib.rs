@@ -48,6 +48,7 @@ mod deadline;
 mod diagnose;
 mod duration;
 mod error;
+mod exclusive;
 mod framework;
 mod host;
 mod nodelay;

@@ -623,6 +623,10 @@ pub struct OwnedNode {
     session_id: zookeeper_client::SessionId,
     generation: u64,
     armed: bool,
+    /// For a node at a fixed path ([`Framework::create_exclusive_ephemeral`]): the data that
+    /// marks it as ours. Another node may be at that path later, so a delete first checks the
+    /// node's owner and data, and deletes at the version it read.
+    mark: Option<Vec<u8>>,
 }
 
 impl OwnedNode {
@@ -636,6 +640,27 @@ impl OwnedNode {
             session_id: session.id(),
             generation: session.generation(),
             armed: true,
+            mark: None,
+        }
+    }
+
+    /// Our node at a fixed path, marked by its data.
+    pub(crate) fn exclusive(
+        framework: Framework,
+        path: String,
+        stat: Stat,
+        session: &Session,
+        mark: Vec<u8>,
+    ) -> Self {
+        Self {
+            framework,
+            path,
+            stat,
+            sequence: None,
+            session_id: session.id(),
+            generation: session.generation(),
+            armed: true,
+            mark: Some(mark),
         }
     }
 
@@ -675,12 +700,15 @@ impl OwnedNode {
     }
 
     /// Deletes the node now and reports the outcome, on the node's own session: a node already
-    /// gone from a live session counts as deleted.
+    /// gone from a live session counts as deleted. A node at a fixed path
+    /// ([`Framework::create_exclusive_ephemeral`]) is read first, and deleted at the version read
+    /// only if it is still ours (our session's, with our data).
     ///
     /// # Errors
     /// [`Error::NodeLost`] if the node's session is gone (the node went with it; nothing is sent on
-    /// a newer session); otherwise as [`Framework::retry`]. On an error the node is handed to the
-    /// cleanup worker, which goes on trying in the background.
+    /// a newer session), or if another node now stands at a fixed path (it is left alone);
+    /// otherwise as [`Framework::retry`]. On an error the node is handed to the cleanup worker,
+    /// which goes on trying in the background.
     ///
     /// # Cancel safety
     /// Cancel safe: if dropped, the cleanup worker deletes the node.
@@ -690,18 +718,26 @@ impl OwnedNode {
             .framework
             .retry_on_session(self.generation, deadline, |session| {
                 let path = &path;
+                let mark = self.mark.as_deref();
                 async move {
-                    match session.client().delete(path, None).await {
-                        Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
-                        Err(err) => Err(Error::from(err)),
+                    match mark {
+                        None => match session.client().delete(path, None).await {
+                            Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(true),
+                            Err(err) => Err(Error::from(err)),
+                        },
+                        Some(mark) => delete_if_marked(&session, path, mark).await,
                     }
                 }
             })
             .await;
         match result {
-            Ok(()) => {
+            Ok(true) => {
                 self.armed = false;
                 Ok(())
+            }
+            Ok(false) => {
+                self.armed = false;
+                Err(Error::NodeLost { path })
             }
             Err(Error::SessionLost) => Err(Error::NodeLost { path }),
             Err(err) => Err(err),
@@ -769,7 +805,34 @@ impl OwnedNode {
 impl Drop for OwnedNode {
     fn drop(&mut self) {
         if self.armed {
-            self.framework.core().cleanup.submit(CleanupTask::Node { path: std::mem::take(&mut self.path) });
+            let path = std::mem::take(&mut self.path);
+            let task = match self.mark.take() {
+                None => CleanupTask::Node { path },
+                Some(mark) => CleanupTask::Marked { path, session_id: self.session_id, mark },
+            };
+            self.framework.core().cleanup.submit(task);
+        }
+    }
+}
+
+/// Deletes `path` on `session` if it is that session's ephemeral node holding `mark`, at the
+/// version read: `Ok(true)` once it is gone (or was), `Ok(false)` if another node stands there
+/// (left alone).
+pub(crate) async fn delete_if_marked(session: &Session, path: &str, mark: &[u8]) -> Result<bool> {
+    loop {
+        let (data, stat) = match session.client().get_data(path).await {
+            Ok(found) => found,
+            Err(zookeeper_client::Error::NoNode) => return Ok(true),
+            Err(err) => return Err(err.into()),
+        };
+        if stat.ephemeral_owner != session.id().0 || data != mark {
+            return Ok(false);
+        }
+        match session.client().delete(path, Some(stat.version)).await {
+            Ok(()) | Err(zookeeper_client::Error::NoNode) => return Ok(true),
+            // Our own data changed between the read and the delete: read again.
+            Err(zookeeper_client::Error::BadVersion) => continue,
+            Err(err) => return Err(err.into()),
         }
     }
 }

@@ -7,6 +7,9 @@
 //! default (as Curator writes it). Each waiter watches only its predecessor, so a release wakes
 //! exactly one waiter.
 //!
+//! Also here: [`SingleNodeLock`], one EPHEMERAL node at the lock path, taken by `try_lock` or
+//! reported as held — no queue, for "run once" work.
+//!
 //! ## Reentrancy
 //! Curator's mutex is reentrant per thread. Async tasks hop threads, so here reentrancy is
 //! explicit: [`MutexGuard::reenter`] gives another guard for the same hold, with no ZooKeeper
@@ -50,6 +53,9 @@ use zk_recipes_lock_internals::{
     DistributedGuard, DistributedLock, LockInternals, SharedHold, StandardDriver, Wait, RELEASE_TIMEOUT,
 };
 pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
+
+mod single_node;
+pub use single_node::{Holder, SingleNodeGuard, SingleNodeLock, TryLock};
 
 /// The lock name Curator's mutex gives its nodes.
 pub const LOCK_NAME: &str = "lock-";
@@ -289,5 +295,7 @@ mod tests {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<Mutex>();
         assert_send_sync::<MutexGuard>();
+        assert_send_sync::<SingleNodeLock>();
+        assert_send_sync::<SingleNodeGuard>();
     }
 }
