@@ -1,0 +1,187 @@
+//! The command line.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use zk_recipes_framework::{Framework, FrameworkBuilder};
+
+/// See and act on ZooKeeper recipes: locks, leaders, semaphores, queues — made by zk-recipes or
+/// by Apache Curator.
+///
+/// Exit codes: 0 ok, 1 error, 2 usage, 3 not held / no leader / empty.
+#[derive(Debug, Parser)]
+#[command(name = "zkr", version)]
+pub struct Cli {
+    #[command(flatten)]
+    pub connection: Connection,
+    /// Print one JSON document instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(flatten)]
+    pub hold: HoldOptions,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where and how to connect.
+#[derive(Debug, Args)]
+pub struct Connection {
+    /// The ZooKeeper connect string.
+    #[arg(long, global = true, env = "ZK_CONNECT", default_value = "127.0.0.1:2181")]
+    pub connect: String,
+    /// A namespace (chroot) every path is under.
+    #[arg(long, global = true)]
+    pub namespace: Option<String>,
+    /// The session timeout to ask for.
+    #[arg(long, global = true, default_value = "10s", value_parser = parse_duration)]
+    pub session_timeout: Duration,
+    /// How long to wait for a session before giving up.
+    #[arg(long, global = true, default_value = "10s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+    /// Digest authentication, `user:password`.
+    #[arg(long, global = true, value_name = "USER:PASSWORD")]
+    pub digest: Option<String>,
+}
+
+impl Connection {
+    /// A framework for these settings (not yet connected).
+    pub fn framework(&self) -> Result<Framework, Box<dyn std::error::Error>> {
+        let mut builder: FrameworkBuilder = Framework::builder(&self.connect)
+            .session_timeout(self.session_timeout)
+            .connection_timeout(self.connect_timeout);
+        if let Some(namespace) = &self.namespace {
+            builder = builder.namespace(namespace.clone());
+        }
+        if let Some(digest) = &self.digest {
+            let (user, password) = digest.split_once(':').ok_or("--digest takes user:password")?;
+            builder = builder.digest_auth(user, password);
+        }
+        Ok(builder.start()?)
+    }
+
+    /// How long to wait for the first session.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+}
+
+/// How the acting commands hold and let go.
+#[derive(Debug, Args)]
+pub struct HoldOptions {
+    /// How long to wait for the lock, lease or leadership (default: for ever).
+    #[arg(long, global = true, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// After SIGTERM, how long the command may take to exit before SIGKILL.
+    #[arg(long, global = true, default_value = "5s", value_parser = parse_duration)]
+    pub grace: Duration,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Holders and waiters of the mutex or read-write lock at PATH, in order.
+    Locks {
+        /// The lock's path.
+        path: String,
+    },
+    /// The leader and the participants of the leader latch or selector at PATH.
+    Leader {
+        /// The election's path.
+        path: String,
+    },
+    /// The semaphore at PATH (V2 layout): leases and the internal lock's holder. With a command
+    /// after `--`: run it while holding a lease.
+    Semaphore {
+        /// The semaphore's path.
+        path: String,
+        /// The semaphore's maximum leases, for running a command (default 1).
+        #[arg(long)]
+        leases: Option<u32>,
+        /// The semaphore's maximum leases, if known, to tell held leases from waiting ones.
+        #[arg(long)]
+        max: Option<u32>,
+        /// The command to run while holding a lease.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Depth, items in flight, oldest item, priorities and due times of the queue at PATH.
+    Queue {
+        /// The queue's path.
+        path: String,
+        /// The lock path of a lock-safe queue (Curator's `lockPath`): shows items in flight.
+        #[arg(long)]
+        lock_path: Option<String>,
+    },
+    /// Every recipe found under PATH, one line each.
+    Tree {
+        /// Where to look.
+        path: String,
+    },
+    /// Asks the holder of a revocable lock node to release it (Curator's `Revoker`).
+    Revoke {
+        /// The holder's node, as `zkr locks` shows it.
+        node: String,
+    },
+    /// Runs a command while holding the mutex at PATH; stops it if the lock is lost.
+    Lock {
+        /// The mutex's path.
+        path: String,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Runs a command while leader (LeaderLatch layout); stops it on losing leadership.
+    Elect {
+        /// The election's path.
+        path: String,
+        /// This participant's id.
+        #[arg(long)]
+        id: String,
+        /// After losing leadership, wait to lead again and run the command again.
+        #[arg(long)]
+        requeue: bool,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+/// `500ms`, `10s`, `2m`, or a bare number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let value: f64 =
+        number.parse().map_err(|_| format!("{text:?} is not a duration (try 500ms, 10s, 2m)"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|err| format!("{text:?}: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5y").is_err());
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

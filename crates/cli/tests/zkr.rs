@@ -1,0 +1,353 @@
+//! `zkr` against a real ZooKeeper server: the read commands on nodes made by our recipes and by
+//! Curator (through the Java driver), exit codes, `--json`, and `zkr lock` keeping two commands
+//! apart and stopping its command when its session is lost.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+use zk_recipes_framework::Framework;
+use zk_recipes_leader::LeaderLatch;
+use zk_recipes_mutex::Mutex;
+use zk_recipes_queue::DistributedQueue;
+use zk_recipes_semaphore::Semaphore;
+use zk_recipes_testing::{CuratorProcess, FaultProxy, TestingServer};
+
+fn zkr_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_zkr"))
+}
+
+/// Runs `zkr --connect <connect> <args>` to completion.
+async fn zkr(connect: &str, args: &[&str]) -> Output {
+    let mut command = tokio::process::Command::new(zkr_binary());
+    command.arg("--connect").arg(connect).args(args).kill_on_drop(true);
+    within("zkr", command.output()).await.expect("zkr runs")
+}
+
+/// Runs a read command with `--json`; its exit code and document.
+async fn zkr_json(connect: &str, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let output = zkr(connect, &all).await;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let document = serde_json::from_str(&text).unwrap_or_else(|err| {
+        panic!("zkr {args:?}: not JSON ({err}): {text}\n{}", String::from_utf8_lossy(&output.stderr))
+    });
+    (output.status.code().unwrap_or(-1), document)
+}
+
+async fn server() -> TestingServer {
+    within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server")
+}
+
+fn framework(connect: &str) -> Framework {
+    builder(connect, Duration::from_secs(10)).start().expect("framework")
+}
+
+fn session_hex(framework: &Framework) -> String {
+    format!("0x{:x}", framework.current().session_id.expect("session").0)
+}
+
+/// `(kind, state, session, data)` of each node in a `locks` or `leader` document.
+fn rows(document: &Value, key: &str) -> Vec<(String, String, String, String)> {
+    document[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {document}"))
+        .iter()
+        .map(|row| {
+            let field = |name: &str| row[name].as_str().unwrap_or_default().to_owned();
+            (field("kind"), field("state"), field("session"), field("data"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn locks_shows_our_holder_and_waiter_in_order_and_says_when_nothing_is_held() {
+    init_tracing();
+    let server = server().await;
+    let connect = server.connect_string();
+    let (holder, waiter) = (framework(&connect), framework(&connect));
+    let guard =
+        within("lock", Mutex::new(&holder, "/zkr/orders").expect("mutex").lock()).await.expect("lock");
+    let waiting = Mutex::new(&waiter, "/zkr/orders").expect("mutex");
+    let queued = tokio::spawn(async move { waiting.lock_timeout(Duration::from_secs(60)).await.map(drop) });
+    eventually("the waiter queued", || async { children(&holder, "/zkr/orders").await.len() == 2 }).await;
+
+    let (code, document) = zkr_json(&connect, &["locks", "/zkr/orders"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(document["kind"], "mutex");
+    let found = rows(&document, "nodes");
+    assert_eq!(found.len(), 2, "{document}");
+    let first_node = document["nodes"][0]["node"].as_str().expect("node").to_owned();
+    assert_eq!((found[0].0.as_str(), found[0].1.as_str()), ("lock", "held"));
+    assert_eq!(found[0].2, session_hex(&holder));
+    assert_eq!(found[1].1, "waiting");
+    assert_eq!(document["nodes"][1]["watching"].as_str(), Some(first_node.as_str()));
+    assert_eq!(found[1].2, session_hex(&waiter));
+    assert_eq!(document["nodes"][0]["fencing_token"].as_i64(), Some(guard.fencing_token()));
+
+    let table = zkr(&connect, &["locks", "/zkr/orders"]).await;
+    let text = String::from_utf8_lossy(&table.stdout);
+    let stripped = zk_recipes_framework::path::strip_protected(&first_node);
+    assert!(text.contains("held") && text.contains(&format!("waiting ({stripped})")), "{text}");
+
+    within("release", guard.release()).await.expect("release");
+    within("waiter", queued).await.expect("task").expect("the waiter got the lock");
+    eventually("released", || async { children(&holder, "/zkr/orders").await.is_empty() }).await;
+    let (code, document) = zkr_json(&connect, &["locks", "/zkr/orders"]).await;
+    assert_eq!((code, document["kind"].as_str()), (3, Some("none")), "not held: exit code 3");
+    within("close", holder.close()).await;
+    within("close", waiter.close()).await;
+}
+
+#[tokio::test]
+async fn locks_reads_a_curator_held_lock_with_a_curator_waiter() {
+    init_tracing();
+    let server = server().await;
+    let connect = server.connect_string();
+    let mut held =
+        CuratorProcess::spawn(["hold", "mutex", &connect, "/zkr/curator"]).expect("Curator driver");
+    let held_session = within("SESSION", held.expect_line("SESSION ", STEP)).await.expect("SESSION");
+    within("HELD", held.expect_line("HELD", STEP)).await.expect("HELD");
+    let mut queued =
+        CuratorProcess::spawn(["hold", "mutex", &connect, "/zkr/curator"]).expect("Curator driver");
+    let queued_session = within("SESSION", queued.expect_line("SESSION ", STEP)).await.expect("SESSION");
+    let observer = framework(&connect);
+    eventually("Curator's waiter queued", || async { children(&observer, "/zkr/curator").await.len() == 2 })
+        .await;
+
+    let (code, document) = zkr_json(&connect, &["locks", "/zkr/curator"]).await;
+    assert_eq!(code, 0);
+    let found = rows(&document, "nodes");
+    let hex = |line: &str| format!("0x{}", line.split_whitespace().next().unwrap_or_default());
+    assert_eq!((found[0].1.as_str(), found[0].2.clone()), ("held", hex(&held_session)), "{document}");
+    assert_eq!(found[1].1, "waiting", "{document}");
+    assert_eq!(document["nodes"][1]["watching"], document["nodes"][0]["node"]);
+    assert_eq!(found[1].2, hex(&queued_session));
+    let address = String::from_utf8(zk_recipes_framework::local_address()).expect("utf-8");
+    assert_eq!(found[0].3, address, "Curator's default lock data, decoded as text");
+    let table = zkr(&connect, &["locks", "/zkr/curator"]).await;
+    println!("{}", String::from_utf8_lossy(&table.stdout));
+
+    within("release", held.send_line("release")).await.expect("release");
+    within("RELEASED", held.expect_line("RELEASED", STEP)).await.expect("RELEASED");
+    within("the waiter holds", queued.expect_line("HELD", STEP)).await.expect("HELD");
+    within("release", queued.send_line("release")).await.expect("release");
+    within("RELEASED", queued.expect_line("RELEASED", STEP)).await.expect("RELEASED");
+    within("close", observer.close()).await;
+}
+
+#[tokio::test]
+async fn leader_semaphore_queue_and_tree_read_what_the_recipes_wrote() {
+    init_tracing();
+    let server = server().await;
+    let connect = server.connect_string();
+    let fw = framework(&connect);
+    let (a, b) = (
+        LeaderLatch::new(&fw, "/zkr/app/leader", "node-a").expect("latch"),
+        LeaderLatch::new(&fw, "/zkr/app/leader", "node-b").expect("latch"),
+    );
+    a.start().expect("start");
+    within("a leads", a.await_leadership()).await.expect("leads");
+    b.start().expect("start");
+    eventually("b joined", || async { children(&fw, "/zkr/app/leader").await.len() == 2 }).await;
+    let (code, document) = zkr_json(&connect, &["leader", "/zkr/app/leader"]).await;
+    assert_eq!(
+        (code, document["layout"].as_str(), document["leader"].as_str()),
+        (0, Some("latch"), Some("node-a"))
+    );
+    let participants: Vec<String> = rows(&document, "participants").into_iter().map(|row| row.3).collect();
+    assert_eq!(participants, ["node-a", "node-b"]);
+    let (code, _) = zkr_json(&connect, &["leader", "/zkr/app/nobody"]).await;
+    assert_eq!(code, 3, "no leader: exit code 3");
+
+    let semaphore = Semaphore::new(&fw, "/zkr/app/pool", 2).expect("semaphore");
+    let leases = within("leases", semaphore.acquire_many(2)).await.expect("leases");
+    let (code, document) = zkr_json(&connect, &["semaphore", "/zkr/app/pool", "--max", "2"]).await;
+    assert_eq!(code, 0);
+    assert_eq!((document["held"].as_u64(), document["waiting"].as_u64()), (Some(2), Some(0)), "{document}");
+
+    let queue = DistributedQueue::builder(&fw, "/zkr/app/jobs").build_priority().expect("queue");
+    for (item, priority) in [(b"a".to_vec(), 5), (b"b".to_vec(), 5), (b"c".to_vec(), -1)] {
+        within("put", queue.put(&item, priority)).await.expect("put");
+    }
+    let (code, document) = zkr_json(&connect, &["queue", "/zkr/app/jobs"]).await;
+    assert_eq!(
+        (code, document["layout"].as_str(), document["depth"].as_u64()),
+        (0, Some("priority"), Some(3))
+    );
+    assert_eq!(document["priorities"], serde_json::json!({"-1": 1, "5": 2}));
+    assert!(document["oldest_age_ms"].as_i64().is_some_and(|age| age >= 0));
+    let (code, _) = zkr_json(&connect, &["queue", "/zkr/app/none"]).await;
+    assert_eq!(code, 3, "empty: exit code 3");
+
+    let (code, document) = zkr_json(&connect, &["tree", "/zkr/app"]).await;
+    assert_eq!(code, 0);
+    let found: Vec<(String, String)> = document["recipes"]
+        .as_array()
+        .expect("recipes")
+        .iter()
+        .map(|row| {
+            (
+                row["path"].as_str().unwrap_or_default().to_owned(),
+                row["recipe"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("/zkr/app/jobs".to_owned(), "priority queue".to_owned()),
+            ("/zkr/app/leader".to_owned(), "leader latch".to_owned()),
+            ("/zkr/app/pool".to_owned(), "semaphore".to_owned()),
+        ]
+    );
+    for lease in leases {
+        within("release", lease.release()).await.expect("release");
+    }
+    within("close", a.close(Default::default())).await.expect("close");
+    within("close", b.close(Default::default())).await.expect("close");
+    within("close", fw.close()).await;
+}
+
+#[tokio::test]
+async fn two_zkr_lock_commands_never_run_at_once() {
+    init_tracing();
+    let server = server().await;
+    let connect = server.connect_string();
+    let dir = tempfile_dir();
+    let marker = dir.join("marker");
+    // Fails (exit 7) if the other command's marker is there: `set -C` refuses to overwrite.
+    let script = format!("set -C; echo $$ > {0} || exit 7; sleep 0.2; rm {0}", marker.display());
+    let runs = (0..2).map(|_| {
+        let (connect, script) = (connect.clone(), script.clone());
+        tokio::spawn(async move {
+            let mut codes = Vec::new();
+            for _ in 0..4 {
+                let output = zkr(&connect, &["lock", "/zkr/exclusive", "--", "sh", "-c", &script]).await;
+                codes.push(output.status.code());
+            }
+            codes
+        })
+    });
+    for run in runs {
+        let codes = within("runs", run).await.expect("task");
+        assert_eq!(codes, vec![Some(0); 4], "every command ran alone and exited 0");
+    }
+    assert!(!marker.exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn zkr_lock_stops_its_command_when_the_session_is_lost() {
+    init_tracing();
+    let server = server().await;
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let dir = tempfile_dir();
+    let pid_file = dir.join("pid");
+    let script = format!("echo $$ > {}; exec sleep 120", pid_file.display());
+    let mut command = tokio::process::Command::new(zkr_binary());
+    command
+        .args(["--connect", &proxy.connect_string(), "--session-timeout", "2s", "--grace", "1s"])
+        .args(["lock", "/zkr/lost", "--", "sh", "-c", &script])
+        .kill_on_drop(true);
+    let mut zkr = command.spawn().expect("zkr");
+    eventually("the command runs", || async {
+        std::fs::read_to_string(&pid_file).is_ok_and(|pid| !pid.trim().is_empty())
+    })
+    .await;
+    let pid: i32 = std::fs::read_to_string(&pid_file).expect("pid").trim().parse().expect("a pid");
+
+    let cut = Instant::now();
+    proxy.black_hole(Duration::from_secs(30));
+    let status = within("zkr exits", zkr.wait()).await.expect("status");
+    assert_eq!(status.code(), Some(1), "lost: exit code 1");
+    assert!(
+        cut.elapsed() < Duration::from_secs(10),
+        "stopped within the session timeout and the grace: {:?}",
+        cut.elapsed()
+    );
+    let alive = std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ");
+    assert!(!alive, "the command (pid {pid}) was stopped");
+    proxy.heal();
+    let observer = framework(&server.connect_string());
+    eventually("the lock node went with the session", || async {
+        children(&observer, "/zkr/lost").await.is_empty()
+    })
+    .await;
+    within("close", observer.close()).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn usage_errors_exit_2_and_connection_failures_exit_1() {
+    let output = tokio::process::Command::new(zkr_binary()).args(["locks"]).output().await.expect("zkr");
+    assert_eq!(output.status.code(), Some(2), "a missing path is a usage error");
+    let output = tokio::process::Command::new(zkr_binary())
+        .args(["--connect", "127.0.0.1:1", "--connect-timeout", "1s", "locks", "/x"])
+        .output()
+        .await
+        .expect("zkr");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("zkr:"), "an error message");
+}
+
+fn tempfile_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zkr-test-{}-{}", std::process::id(), fastrand_suffix()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn fastrand_suffix() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos())
+}
+
+#[tokio::test]
+async fn elect_and_semaphore_run_the_command_while_holding_and_pass_on_its_exit_code() {
+    init_tracing();
+    let server = server().await;
+    let connect = server.connect_string();
+    let dir = tempfile_dir();
+    let started = dir.join("started");
+    let release = dir.join("release");
+    // Leads while it waits for the release file, then exits 5.
+    let script = format!(
+        "touch {}; while [ ! -e {} ]; do sleep 0.05; done; exit 5",
+        started.display(),
+        release.display()
+    );
+    let mut command = tokio::process::Command::new(zkr_binary());
+    command.args([
+        "--connect",
+        &connect,
+        "elect",
+        "/zkr/elect",
+        "--id",
+        "runner-1",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let mut elected = command.kill_on_drop(true).spawn().expect("zkr");
+    eventually("the command runs", || async { started.exists() }).await;
+    let (code, document) = zkr_json(&connect, &["leader", "/zkr/elect"]).await;
+    assert_eq!((code, document["leader"].as_str()), (0, Some("runner-1")), "it leads while the command runs");
+    std::fs::write(&release, b"").expect("release");
+    let status = within("zkr exits", elected.wait()).await.expect("status");
+    assert_eq!(status.code(), Some(5), "the command's exit code");
+    let (code, _) = zkr_json(&connect, &["leader", "/zkr/elect"]).await;
+    assert_eq!(code, 3, "no leader once it is done");
+
+    let output =
+        zkr(&connect, &["semaphore", "/zkr/pool", "--leases", "2", "--", "sh", "-c", "exit 4"]).await;
+    assert_eq!(output.status.code(), Some(4), "{}", String::from_utf8_lossy(&output.stderr));
+    let (code, document) = zkr_json(&connect, &["semaphore", "/zkr/pool", "--max", "2"]).await;
+    assert_eq!((code, document["held"].as_u64()), (3, Some(0)), "the lease was given back: {document}");
+    let _ = std::fs::remove_dir_all(dir);
+}
