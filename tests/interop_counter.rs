@@ -16,6 +16,7 @@
 #[path = "interop_common.rs"]
 mod common;
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use common::{children, curator, expect_success, read, within, within_for, Env, STEP};
@@ -132,6 +133,36 @@ fn parse_done(line: &str) -> (usize, usize) {
     (value("increments="), value("promoted="))
 }
 
+/// Runs `CLIENTS` Curator clients (the driver's `count-increment` with `driver_args`) and
+/// `CLIENTS` Rust clients (`rust_client`, each on its own session) at once, from one "go"; returns
+/// the Rust clients' results and the driver's `DONE` line.
+async fn increment_from_both<F, Fut>(env: &Env, driver_args: &[&str], rust_client: F) -> (Vec<usize>, String)
+where
+    F: Fn(Framework) -> Fut,
+    Fut: Future<Output = usize> + Send + 'static,
+{
+    let connect = env.connect();
+    let (per_client, clients) = (PER_CLIENT.to_string(), CLIENTS.to_string());
+    let mut args = vec!["count-increment", connect.as_str()];
+    args.extend_from_slice(&driver_args[..2]);
+    args.extend([per_client.as_str(), clients.as_str()]);
+    args.extend_from_slice(&driver_args[2..]);
+    let mut driver = curator(args);
+    within("READY", driver.expect_line("READY", STEP)).await.expect("READY");
+    let mut rust = Vec::new();
+    for _ in 0..CLIENTS {
+        rust.push(tokio::spawn(rust_client(env.framework().await)));
+    }
+    driver.send_line("go").await.expect("go");
+    let mut results = Vec::new();
+    for client in rust {
+        results.push(within_for("rust increments", STEP * 10, client).await.expect("rust client"));
+    }
+    let done = within_for("java DONE", STEP * 10, driver.expect_line("DONE", STEP * 10)).await.expect("DONE");
+    expect_success(driver).await;
+    (results, done)
+}
+
 /// Rust's half of a shared-count run: `CLIENTS` sessions, `PER_CLIENT` versioned increments each.
 async fn rust_shared_count_client(framework: Framework, path: String) -> usize {
     let count = SharedCount::start(&framework, &path, 0, step()).await.expect("count");
@@ -155,27 +186,11 @@ async fn shared_count_increments_from_rust_and_curator_sum_exactly() {
     let observer = env.framework().await;
     let path = "/interop-count/shared";
     let started = Instant::now();
-    let mut driver = curator([
-        "count-increment",
-        &env.connect(),
-        "shared-count",
-        path,
-        &PER_CLIENT.to_string(),
-        &CLIENTS.to_string(),
-    ]);
-    within("READY", driver.expect_line("READY", STEP)).await.expect("READY");
-    let mut rust = Vec::new();
-    for _ in 0..CLIENTS {
-        let framework = env.framework().await;
-        rust.push(tokio::spawn(rust_shared_count_client(framework, path.to_owned())));
-    }
-    driver.send_line("go").await.expect("go");
-    let mut rust_retries = 0;
-    for client in rust {
-        rust_retries += within_for("rust increments", STEP * 10, client).await.expect("rust client");
-    }
-    let done = within_for("java DONE", STEP * 10, driver.expect_line("DONE", STEP * 10)).await.expect("DONE");
-    expect_success(driver).await;
+    let (rust_retries, done) = increment_from_both(&env, &["shared-count", path], |framework| {
+        rust_shared_count_client(framework, path.to_owned())
+    })
+    .await;
+    let rust_retries: usize = rust_retries.iter().sum();
     let (java_increments, _) = parse_done(&done);
     assert_eq!(java_increments, PER_CLIENT * CLIENTS);
     let total = (2 * CLIENTS * PER_CLIENT) as i32;
@@ -217,28 +232,11 @@ async fn atomic_long_increments_from_rust_and_curator_with_promotion_sum_exactly
     let observer = env.framework().await;
     let (path, lock_path) = ("/interop-count/atomic", "/interop-count/atomic-lock");
     let started = Instant::now();
-    let mut driver = curator([
-        "count-increment",
-        &env.connect(),
-        "atomic-long",
-        path,
-        &PER_CLIENT.to_string(),
-        &CLIENTS.to_string(),
-        lock_path,
-    ]);
-    within("READY", driver.expect_line("READY", STEP)).await.expect("READY");
-    let mut rust = Vec::new();
-    for _ in 0..CLIENTS {
-        let framework = env.framework().await;
-        rust.push(tokio::spawn(rust_atomic_long_client(framework, path.to_owned(), lock_path.to_owned())));
-    }
-    driver.send_line("go").await.expect("go");
-    let mut rust_promoted = 0;
-    for client in rust {
-        rust_promoted += within_for("rust increments", STEP * 10, client).await.expect("rust client");
-    }
-    let done = within_for("java DONE", STEP * 10, driver.expect_line("DONE", STEP * 10)).await.expect("DONE");
-    expect_success(driver).await;
+    let (rust_promoted, done) = increment_from_both(&env, &["atomic-long", path, lock_path], |framework| {
+        rust_atomic_long_client(framework, path.to_owned(), lock_path.to_owned())
+    })
+    .await;
+    let rust_promoted: usize = rust_promoted.iter().sum();
     let (java_increments, java_promoted) = parse_done(&done);
     assert_eq!(java_increments, PER_CLIENT * CLIENTS);
     let total = (2 * CLIENTS * PER_CLIENT) as i64;

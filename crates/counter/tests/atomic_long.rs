@@ -264,10 +264,7 @@ async fn a_promoted_increment_waits_at_most_the_max_lock_time() {
 #[tokio::test]
 async fn an_increment_whose_reply_is_lost_is_never_applied_twice() {
     init_tracing();
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
-    let framework = builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    let observer = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let (_server, proxy, framework, observer) = proxied(Duration::from_secs(10)).await;
     let counter = DistributedAtomicLong::new(&framework, "/atomic/cut/n", optimistic()).expect("counter");
     assert!(within("increment", counter.increment(step())).await.expect("increment").succeeded());
 
@@ -291,17 +288,13 @@ async fn an_increment_whose_reply_is_lost_is_never_applied_twice() {
         "{outcome:?}"
     );
     assert_eq!(on_server(&observer, "/atomic/cut/fresh").await, Some((vec![0, 0, 0, 0, 0, 0, 0, 1], 0)));
-    within("close", framework.close()).await;
-    within("close", observer.close()).await;
+    close_all([framework, observer]).await;
 }
 
 #[tokio::test]
 async fn an_increment_held_back_by_a_partition_is_applied_exactly_once() {
     init_tracing();
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
-    let framework = builder(&proxy.connect_string(), Duration::from_secs(4)).start().expect("framework");
-    let observer = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let (_server, proxy, framework, observer) = proxied(Duration::from_secs(4)).await;
     let counter =
         DistributedAtomicLong::new(&framework, "/atomic/held-back/n", optimistic()).expect("counter");
     within("initialize", counter.initialize(10, step())).await.expect("initialize");
@@ -330,6 +323,5 @@ async fn an_increment_held_back_by_a_partition_is_applied_exactly_once() {
         on_server(&observer, "/atomic/held-back/fresh").await,
         Some((vec![0, 0, 0, 0, 0, 0, 0, 3], 0))
     );
-    within("close", framework.close()).await;
-    within("close", observer.close()).await;
+    close_all([framework, observer]).await;
 }

@@ -47,8 +47,7 @@ async fn a_shared_count_is_seeded_once_set_and_followed_by_every_client() {
     assert_eq!(within("closed", changes.next()).await.expect("still open").expect("count").value, 11);
     second.close();
     assert!(within("closed", changes.next()).await.is_none(), "closed: the stream ends");
-    within("close", framework.close()).await;
-    within("close", other.close()).await;
+    close_all([framework, other]).await;
 }
 
 #[tokio::test]
@@ -69,8 +68,7 @@ async fn a_deleted_node_created_again_is_followed() {
     })
     .await;
     assert_eq!(within("change", changes.next()).await.expect("change").value, b"again".to_vec());
-    within("close", framework.close()).await;
-    within("close", other.close()).await;
+    close_all([framework, other]).await;
 }
 
 #[tokio::test]
@@ -117,10 +115,7 @@ async fn bad_input_fails_with_a_typed_error_before_anything_is_sent() {
 #[tokio::test]
 async fn a_try_set_whose_reply_is_lost_reports_an_unknown_outcome_and_is_not_repeated() {
     init_tracing();
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
-    let framework = builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    let observer = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let (_server, proxy, framework, observer) = proxied(Duration::from_secs(10)).await;
     let count = within("start", SharedCount::start(&framework, "/shared/d", 1, step())).await.expect("start");
 
     let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/shared/d"));
@@ -132,17 +127,13 @@ async fn a_try_set_whose_reply_is_lost_reports_an_unknown_outcome_and_is_not_rep
         other => panic!("expected an unknown (likely applied) outcome, got {other:?}"),
     }
     assert_eq!(on_server(&observer, "/shared/d").await, Some((vec![0, 0, 0, 2], 1)), "applied once");
-    within("close", framework.close()).await;
-    within("close", observer.close()).await;
+    close_all([framework, observer]).await;
 }
 
 #[tokio::test]
 async fn a_try_set_held_back_by_a_partition_is_sent_again_once() {
     init_tracing();
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
-    let framework = builder(&proxy.connect_string(), Duration::from_secs(4)).start().expect("framework");
-    let observer = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let (_server, proxy, framework, observer) = proxied(Duration::from_secs(4)).await;
     let value =
         within("start", SharedValue::start(&framework, "/shared/e", b"a", step())).await.expect("start");
 
@@ -154,8 +145,7 @@ async fn a_try_set_held_back_by_a_partition_is_sent_again_once() {
     assert!(set);
     assert_eq!(within("held", held).await.expect("held").path, "/shared/e");
     assert_eq!(on_server(&observer, "/shared/e").await, Some((b"b".to_vec(), 1)), "applied exactly once");
-    within("close", framework.close()).await;
-    within("close", observer.close()).await;
+    close_all([framework, observer]).await;
 }
 
 #[tokio::test]
