@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use zk_recipes_counter::{CounterError, SharedCount, SharedValue, VersionedValue};
+use zk_recipes_framework::zookeeper_client::Error as ZkError;
 use zk_recipes_framework::{Error as FrameworkError, ParentMode};
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
@@ -127,6 +128,46 @@ async fn a_try_set_whose_reply_is_lost_reports_an_unknown_outcome_and_is_not_rep
         other => panic!("expected an unknown (likely applied) outcome, got {other:?}"),
     }
     assert_eq!(on_server(&observer, "/shared/d").await, Some((vec![0, 0, 0, 2], 1)), "applied once");
+
+    // Contrast: the framework's own versioned set_data is retried after the lost reply and then
+    // misreads its own write as someone else's (BadVersion) — why try_set sends its write once.
+    let cut = proxy.cut_after_next_reply(RequestMatch::set_data().under("/shared/d"));
+    let retried = within("set_data", framework.set_data("/shared/d", &[0, 0, 0, 3], Some(1), step())).await;
+    assert_eq!(within("cut", cut).await.expect("cut").server_error, 0, "applied");
+    assert!(
+        matches!(&retried, Err(err) if err.zookeeper() == Some(&ZkError::BadVersion)),
+        "a retried versioned set reports BadVersion for its own write: {retried:?}"
+    );
+
+    // An unconditional set whose reply is lost is retried and reported as done: the value is ours.
+    let cut = proxy.cut_after_next_reply(RequestMatch::set_data().under("/shared/d"));
+    let version = within("set", count.set(5, step())).await.expect("set, retried");
+    within("cut", cut).await.expect("cut");
+    assert_eq!(on_server(&observer, "/shared/d").await, Some((vec![0, 0, 0, 5], version)));
+    close_all([framework, observer]).await;
+}
+
+#[tokio::test]
+async fn a_value_changed_while_the_session_was_lost_is_seen_on_the_new_session() {
+    init_tracing();
+    let (_server, proxy, framework, observer) = proxied(Duration::from_secs(2)).await;
+    let count =
+        within("start", SharedCount::start(&framework, "/shared/expiry", 0, step())).await.expect("start");
+    let mut changes = count.changes();
+    let mut events = framework.connection_events();
+    let negotiated = framework.current().session_timeout.expect("session");
+
+    proxy.black_hole(negotiated * 3);
+    let other =
+        within("start", SharedCount::start(&observer, "/shared/expiry", 0, step())).await.expect("start");
+    within("set", other.set(41, step())).await.expect("set");
+    lost_then_reconnected(&mut events).await;
+    let seen = within("change", changes.next()).await.expect("a change").expect("a count");
+    assert_eq!(seen, VersionedValue { version: 1, value: 41 }, "read again on the new session");
+    // And it keeps following on the new session.
+    within("set", other.set(42, step())).await.expect("set");
+    let seen = within("change", changes.next()).await.expect("a change").expect("a count");
+    assert_eq!(seen.value, 42);
     close_all([framework, observer]).await;
 }
 
