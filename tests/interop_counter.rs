@@ -8,7 +8,8 @@
 //!   once, 500 each: the final value is exactly the sum, and both languages took the lock;
 //! - `PromotedToLock` across languages: while Curator holds the mutex at the lock path, promoted
 //!   Rust increments wait at most the max lock time and report not succeeded; once it is released
-//!   they take the lock.
+//!   they take the lock. And the reverse: a lock held by Rust keeps promoted Curator increments
+//!   out, then Curator takes it.
 //!
 //! Needs Java, `javac` and Debian's `libcurator-recipes-java` (`scripts/install-deps.sh`).
 
@@ -306,5 +307,47 @@ async fn a_lock_held_by_curator_keeps_promoted_rust_increments_out() {
         outcomes.iter().any(|outcome| outcome.succeeded() && outcome.stats().promoted_tries > 0),
         "with Curator gone, promoted increments take the lock"
     );
+    within("close", framework.close()).await;
+}
+
+/// The value of `key=` in a driver line.
+fn number(line: &str, key: &str) -> i64 {
+    line.split_whitespace()
+        .find_map(|part| part.strip_prefix(key))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {line:?}"))
+}
+
+#[tokio::test]
+async fn a_lock_held_by_rust_keeps_promoted_curator_increments_out() {
+    let env = Env::start().await;
+    let framework = env.framework().await;
+    let (path, lock_path) = ("/interop-promoted-java/n", "/interop-promoted-java/lock");
+    let mutex = zk_recipes::mutex::Mutex::new(&framework, lock_path).expect("mutex");
+    let guard = within("lock", mutex.lock_until(step())).await.expect("lock");
+
+    let mut driver = curator(["promoted-try", &env.connect(), path, lock_path, "300", "6", "10"]);
+    within("READY", driver.expect_line("READY", STEP)).await.expect("READY");
+    driver.send_line("go").await.expect("go");
+    let done = within_for("DONE", STEP * 3, driver.expect_line("DONE", STEP * 3)).await.expect("DONE");
+    expect_success(driver).await;
+    let (succeeded, failed) = (number(&done, "succeeded="), number(&done, "failed="));
+    assert!(failed > 0, "some optimistic tries lost and were promoted: {done}");
+    assert_eq!(number(&done, "promoted="), 0, "Curator never held the lock Rust holds: {done}");
+    assert!(number(&done, "min-failed-promoted-ms=") >= 300, "each waited the max lock time: {done}");
+    let counter = DistributedAtomicLong::new(&framework, path, NoRetry).expect("counter");
+    assert_eq!(*within("get", counter.get(step())).await.expect("get").pre_value(), succeeded);
+    assert_eq!(
+        children(&framework, lock_path).await,
+        vec![guard.node_path().rsplit('/').next().expect("name").to_owned()]
+    );
+
+    within("release", guard.release()).await.expect("release");
+    let mut driver = curator(["promoted-try", &env.connect(), path, lock_path, "5000", "6", "10"]);
+    within("READY", driver.expect_line("READY", STEP)).await.expect("READY");
+    driver.send_line("go").await.expect("go");
+    let done = within_for("DONE", STEP * 3, driver.expect_line("DONE", STEP * 3)).await.expect("DONE");
+    expect_success(driver).await;
+    assert!(number(&done, "promoted=") > 0, "with the Rust lock released, Curator takes it: {done}");
     within("close", framework.close()).await;
 }

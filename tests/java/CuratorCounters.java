@@ -14,6 +14,12 @@
  *                       increment() until succeeded().
  *       READY once all are connected, then waits for "go"; finally
  *       DONE increments=N retries=R promoted=P (P: increments that took the promoted lock)
+ *   promoted-try <connect> <path> <lock-path> <max-lock-ms> <clients> <rounds>
+ *       `clients` threads on one CuratorFramework, each calling increment() `rounds` times (once
+ *       each, no retry loop) on DistributedAtomicLong(path, RetryNTimes(0, 0), PromotedToLock(lock-path,
+ *       timeout max-lock-ms, RetryNTimes(0, 0))). READY once connected, then waits for "go"; finally
+ *       DONE succeeded=S failed=F promoted=P min-failed-promoted-ms=M (P: results with promoted lock
+ *       tries; M: the least promoted time of a failed result, -1 if none failed)
  *   counter-golden-write <connect> <base>
  *       Writes one node of each kind with Curator, then prints each node's bytes as read back:
  *         NODE shared-count <hex>   SharedCount(<base>/shared-count, seed 7), then setCount(-2)
@@ -37,6 +43,7 @@ import static zkrecipes.interop.CuratorDriver.start;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
@@ -56,6 +63,8 @@ final class CuratorCounters {
         switch (command) {
             case "count-increment":
                 return countIncrement(args);
+            case "promoted-try":
+                return promotedTry(args);
             case "counter-golden-write":
                 return goldenWrite(args);
             case "counter-golden-read":
@@ -151,6 +160,65 @@ final class CuratorCounters {
             throw failures.get(0);
         }
         out("DONE increments=" + increments.get() + " retries=" + retries.get() + " promoted=" + promoted.get());
+        return 0;
+    }
+
+    private static int promotedTry(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        String lockPath = arg(args, 2, "lock-path");
+        long maxLockMs = Long.parseLong(arg(args, 3, "max-lock-ms"));
+        int clients = Integer.parseInt(arg(args, 4, "clients"));
+        int rounds = Integer.parseInt(arg(args, 5, "rounds"));
+        CuratorFramework client = start(connect);
+        PromotedToLock promoted = PromotedToLock.builder()
+                .lockPath(lockPath)
+                .timeout(maxLockMs, TimeUnit.MILLISECONDS)
+                .retryPolicy(new RetryNTimes(0, 0))
+                .build();
+        DistributedAtomicLong counter = new DistributedAtomicLong(client, path, new RetryNTimes(0, 0), promoted);
+        AtomicLong succeeded = new AtomicLong();
+        AtomicLong failed = new AtomicLong();
+        AtomicLong promotedResults = new AtomicLong();
+        AtomicLong minFailedPromotedMs = new AtomicLong(Long.MAX_VALUE);
+        out("READY");
+        awaitLine("go");
+        List<Thread> threads = new ArrayList<>();
+        List<Exception> failures = new ArrayList<>();
+        for (int i = 0; i < clients; i++) {
+            Thread thread = new Thread(() -> {
+                try {
+                    for (int n = 0; n < rounds; n++) {
+                        AtomicValue<Long> result = counter.increment();
+                        if (result.getStats().getPromotedLockTries() > 0) {
+                            promotedResults.incrementAndGet();
+                        }
+                        if (result.succeeded()) {
+                            succeeded.incrementAndGet();
+                        } else {
+                            failed.incrementAndGet();
+                            minFailedPromotedMs.accumulateAndGet(result.getStats().getPromotedTimeMs(), Math::min);
+                        }
+                    }
+                } catch (Exception e) {
+                    synchronized (failures) {
+                        failures.add(e);
+                    }
+                }
+            });
+            thread.start();
+            threads.add(thread);
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        if (!failures.isEmpty()) {
+            throw failures.get(0);
+        }
+        long minFailed = failed.get() == 0 ? -1 : minFailedPromotedMs.get();
+        out("DONE succeeded=" + succeeded.get() + " failed=" + failed.get() + " promoted=" + promotedResults.get()
+                + " min-failed-promoted-ms=" + minFailed);
+        client.close();
         return 0;
     }
 
