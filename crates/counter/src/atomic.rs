@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::{debug, info_span, warn, Instrument};
 use zk_recipes_framework::retry::{NoRetry, RetryPolicy};
 use zk_recipes_framework::zookeeper_client::Stat;
 use zk_recipes_framework::{path, Deadline, Error as FrameworkError, Framework, ParentMode};
@@ -363,6 +363,11 @@ impl DistributedAtomicValue {
     /// Runs one change (`make` computes the new bytes from the current ones): optimistic, then
     /// promoted (Curator's `trySet(MakeValue)`).
     pub(crate) async fn apply(&self, make: &MakeValue<'_>, deadline: Deadline) -> Result<AtomicValue<Bytes>> {
+        let span = info_span!("atomic_value", path = %self.path, session = ?self.framework.current().session_id);
+        self.apply_in_span(make, deadline).instrument(span).await
+    }
+
+    async fn apply_in_span(&self, make: &MakeValue<'_>, deadline: Deadline) -> Result<AtomicValue<Bytes>> {
         let mut result = AtomicValue {
             succeeded: false,
             pre_value: None,
