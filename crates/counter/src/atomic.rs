@@ -363,7 +363,8 @@ impl DistributedAtomicValue {
     /// Runs one change (`make` computes the new bytes from the current ones): optimistic, then
     /// promoted (Curator's `trySet(MakeValue)`).
     pub(crate) async fn apply(&self, make: &MakeValue<'_>, deadline: Deadline) -> Result<AtomicValue<Bytes>> {
-        let span = info_span!("atomic_value", path = %self.path, session = ?self.framework.current().session_id);
+        let span =
+            info_span!("atomic_value", path = %self.path, session = ?self.framework.current().session_id);
         self.apply_in_span(make, deadline).instrument(span).await
     }
 

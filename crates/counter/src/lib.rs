@@ -41,7 +41,8 @@
 //!
 //! let workers = SharedCount::start(&framework, "/app/workers", 0, deadline).await?;
 //! let seen = workers.get()?;
-//! workers.try_set(seen.version, seen.value + 1, deadline).await?;
+//! let claimed = workers.try_set(seen.version, seen.value + 1, deadline).await?;
+//! println!("claimed a slot: {claimed}");
 //! # Ok(()) }
 //! ```
 

@@ -104,6 +104,7 @@ impl Drop for Inner {
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
+#[must_use = "the node is followed only while a clone of this is kept"]
 pub struct SharedValue {
     inner: Arc<Inner>,
 }
@@ -206,6 +207,7 @@ impl SharedValue {
     ///
     /// # Cancel safety
     /// If dropped after sending, the value may or may not have been set.
+    #[must_use = "false means the value was not set"]
     pub async fn try_set(&self, expected_version: i32, value: &[u8], deadline: Deadline) -> Result<bool> {
         let framework = &self.inner.framework;
         if expected_version < 0 {
@@ -370,6 +372,7 @@ pub fn decode_count(path: &str, data: &[u8]) -> Result<i32> {
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "the node is followed only while a clone of this is kept"]
 pub struct SharedCount {
     value: SharedValue,
 }
@@ -440,6 +443,7 @@ impl SharedCount {
     ///
     /// # Cancel safety
     /// As [`SharedValue::try_set`].
+    #[must_use = "false means the count was not set"]
     pub async fn try_set(&self, expected_version: i32, count: i32, deadline: Deadline) -> Result<bool> {
         self.value.try_set(expected_version, &encode_count(count), deadline).await
     }
