@@ -53,7 +53,8 @@ struct Known {
 /// Replaces `known` with a read or write of `stat`'s node if it is newer; whether it was.
 fn update(known: &watch::Sender<Known>, stat: &Stat, data: &[u8]) -> bool {
     known.send_if_modified(|current| {
-        let newer = stat.czxid != current.czxid || stat.version > current.value.version;
+        let newer = stat.czxid > current.czxid
+            || (stat.czxid == current.czxid && stat.version > current.value.version);
         if newer {
             *current = Known {
                 value: VersionedValue { version: stat.version, value: data.to_vec() },
@@ -492,5 +493,43 @@ impl SharedCountChanges {
             decode_count(&self.path, &seen.value)
                 .map(|count| VersionedValue { version: seen.version, value: count }),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(czxid: i64, version: i32) -> Stat {
+        Stat {
+            czxid,
+            mzxid: czxid,
+            pzxid: czxid,
+            ctime: 0,
+            mtime: 0,
+            version,
+            cversion: 0,
+            aversion: 0,
+            ephemeral_owner: 0,
+            data_length: 0,
+            num_children: 0,
+        }
+    }
+
+    #[test]
+    fn only_a_newer_version_or_a_newer_node_replaces_the_known_value() {
+        let known = watch::channel(Known {
+            value: VersionedValue { version: -1, value: b"seed".to_vec() },
+            czxid: 0,
+        })
+        .0;
+        assert!(update(&known, &stat(10, 0), b"a"), "the first read");
+        assert!(update(&known, &stat(10, 2), b"c"));
+        assert!(!update(&known, &stat(10, 1), b"b"), "an older version read late is ignored");
+        assert!(!update(&known, &stat(10, 2), b"c"), "the same version is no change");
+        assert_eq!(known.borrow().value, VersionedValue { version: 2, value: b"c".to_vec() });
+        assert!(update(&known, &stat(20, 0), b"again"), "a node created again starts over at 0");
+        assert_eq!(known.borrow().value, VersionedValue { version: 0, value: b"again".to_vec() });
+        assert!(!update(&known, &stat(10, 5), b"old"), "a late read of the deleted node is ignored");
     }
 }
