@@ -1,0 +1,685 @@
+//! `DistributedAtomicValue` and `DistributedAtomicLong`: compare-and-set with retries, then
+//! promotion to a mutex (Curator's `DistributedAtomicValue`, `DistributedAtomicLong`,
+//! `PromotedToLock`, `AtomicValue`, `AtomicStats`).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::{debug, info_span, warn, Instrument};
+use zk_recipes_framework::retry::{NoRetry, RetryPolicy};
+use zk_recipes_framework::zookeeper_client::Stat;
+use zk_recipes_framework::{path, Deadline, Error as FrameworkError, Framework, ParentMode};
+use zk_recipes_mutex::Mutex;
+
+use crate::error::{CounterError, Result};
+use crate::write::{write_once, Write, Written};
+
+/// How an atomic operation went (Curator's `AtomicStats`).
+///
+/// ```
+/// let stats = zk_recipes_counter::AtomicStats::default();
+/// assert_eq!(stats.optimistic_tries + stats.promoted_tries, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AtomicStats {
+    /// Optimistic (compare-and-set) tries made.
+    pub optimistic_tries: u32,
+    /// Tries made holding the promoted lock.
+    pub promoted_tries: u32,
+    /// Time spent trying optimistically.
+    pub optimistic_time: Duration,
+    /// Time spent in the promoted phase, waiting for the lock included.
+    pub promoted_time: Duration,
+}
+
+/// What an atomic operation did (Curator's `AtomicValue`): whether it succeeded, the value before
+/// (as last read) and after, and its [`AtomicStats`]. Always check [`succeeded`](Self::succeeded):
+/// only `get` always succeeds.
+///
+/// ```no_run
+/// # async fn demo(counter: zk_recipes_counter::DistributedAtomicLong) -> zk_recipes_counter::Result<()> {
+/// let deadline = zk_recipes_framework::Deadline::after(std::time::Duration::from_secs(10));
+/// let result = counter.increment(deadline).await?;
+/// if result.succeeded() {
+///     println!("{} -> {}", result.pre_value(), result.post_value());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "an atomic operation may fail: check succeeded()"]
+pub struct AtomicValue<T> {
+    succeeded: bool,
+    pre_value: T,
+    post_value: T,
+    stats: AtomicStats,
+}
+
+impl<T> AtomicValue<T> {
+    /// Whether the operation was applied.
+    pub fn succeeded(&self) -> bool {
+        self.succeeded
+    }
+
+    /// The value before the operation (the last one read).
+    pub fn pre_value(&self) -> &T {
+        &self.pre_value
+    }
+
+    /// The value the operation wrote (when it succeeded; for a failed one, as Curator: "none" —
+    /// `None` for bytes, 0 for a long).
+    pub fn post_value(&self) -> &T {
+        &self.post_value
+    }
+
+    /// How it went.
+    pub fn stats(&self) -> AtomicStats {
+        self.stats
+    }
+
+    /// The same outcome with both values converted.
+    ///
+    /// # Errors
+    /// The first error `convert` returns.
+    pub fn try_map<U, E>(self, mut convert: impl FnMut(T) -> Result<U, E>) -> Result<AtomicValue<U>, E> {
+        Ok(AtomicValue {
+            succeeded: self.succeeded,
+            pre_value: convert(self.pre_value)?,
+            post_value: convert(self.post_value)?,
+            stats: self.stats,
+        })
+    }
+}
+
+/// Promotion to a mutex after the optimistic tries failed (Curator's `PromotedToLock`): the
+/// lock's path, the longest wait for it (none by default: as long as the call's deadline allows),
+/// and the retry policy of the tries made holding it (by default one try, as Curator's
+/// `RetryNTimes(0, 0)`). The lock is a [`zk_recipes_mutex::Mutex`], Curator's `InterProcessMutex`
+/// on the same path, so Java and Rust clients promoted on one counter exclude each other.
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::RetryNTimes;
+/// use zk_recipes_counter::PromotedToLock;
+///
+/// let promoted = PromotedToLock::new("/app/counter-lock")
+///     .max_lock_time(Duration::from_secs(2))
+///     .retry_policy(RetryNTimes::new(3, Duration::from_millis(10)));
+/// assert_eq!(promoted.lock_path(), "/app/counter-lock");
+/// ```
+#[derive(Clone)]
+pub struct PromotedToLock {
+    lock_path: String,
+    max_lock_time: Option<Duration>,
+    retry_policy: Arc<dyn RetryPolicy>,
+}
+
+impl PromotedToLock {
+    /// Promotion to a mutex at `lock_path` (Curator's `PromotedToLock.builder().lockPath(p)`).
+    /// The path is checked when the counter is built.
+    pub fn new(lock_path: &str) -> Self {
+        Self { lock_path: lock_path.to_owned(), max_lock_time: None, retry_policy: Arc::new(NoRetry) }
+    }
+
+    /// Waits at most this long for the lock (Curator's `timeout`); when it passes the operation
+    /// reports not succeeded. Defaults to no limit but the call's deadline.
+    pub fn max_lock_time(mut self, max_lock_time: Duration) -> Self {
+        self.max_lock_time = Some(max_lock_time);
+        self
+    }
+
+    /// The retry policy of the tries made holding the lock (Curator's `retryPolicy`). Defaults to
+    /// one try.
+    pub fn retry_policy(mut self, retry_policy: impl RetryPolicy) -> Self {
+        self.retry_policy = Arc::new(retry_policy);
+        self
+    }
+
+    /// The lock's path.
+    pub fn lock_path(&self) -> &str {
+        &self.lock_path
+    }
+}
+
+impl fmt::Debug for PromotedToLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PromotedToLock")
+            .field("lock_path", &self.lock_path)
+            .field("max_lock_time", &self.max_lock_time)
+            .field("retry_policy", &self.retry_policy)
+            .finish()
+    }
+}
+
+/// The promoted phase: the settings and the mutex on their path.
+#[derive(Debug)]
+struct Promotion {
+    settings: PromotedToLock,
+    mutex: Mutex,
+}
+
+/// Computes a change's new bytes from the current ones (`None`: no node); Curator's `MakeValue`.
+type MakeValue<'a> = dyn Fn(Option<&[u8]>) -> Result<Vec<u8>> + Sync + 'a;
+
+/// A node's bytes as an atomic value reads them: `None` when the node does not exist.
+pub type Bytes = Option<Vec<u8>>;
+
+/// A value in one node, changed by compare-and-set (Curator's `DistributedAtomicValue`): each
+/// change reads the node and writes it back conditionally on the version read, retried under a
+/// retry policy; if that fails and a [`PromotedToLock`] is set, the change is tried again holding
+/// a mutex. The node is created (missing parents as containers) by the first change.
+///
+/// Every write is sent once: after a lost reply the node is read back, and the write is repeated
+/// only if the node is provably unchanged; otherwise the operation fails with
+/// [`CounterError::OutcomeUnknown`] instead of trying again (Curator's retry would apply the
+/// change twice).
+///
+/// Cheap to clone.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_counter::Result<()> {
+/// use std::time::Duration;
+/// use zk_recipes_framework::{retry::RetryNTimes, Deadline};
+/// use zk_recipes_counter::DistributedAtomicValue;
+///
+/// let value = DistributedAtomicValue::new(&framework, "/app/leader-epoch", RetryNTimes::new(10, Duration::from_millis(20)))?;
+/// let deadline = Deadline::after(Duration::from_secs(10));
+/// value.initialize(b"epoch-0", deadline).await?;
+/// let swapped = value.compare_and_set(b"epoch-0", b"epoch-1", deadline).await?;
+/// println!("swapped: {}", swapped.succeeded());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct DistributedAtomicValue {
+    framework: Framework,
+    path: Arc<str>,
+    retry_policy: Arc<dyn RetryPolicy>,
+    promotion: Option<Arc<Promotion>>,
+}
+
+impl fmt::Debug for DistributedAtomicValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DistributedAtomicValue")
+            .field("path", &self.path)
+            .field("retry_policy", &self.retry_policy)
+            .field("promotion", &self.promotion.as_ref().map(|promotion| &promotion.settings))
+            .finish()
+    }
+}
+
+impl DistributedAtomicValue {
+    /// An optimistic-only value at `path` (Curator's `new DistributedAtomicValue(client, path,
+    /// retryPolicy)`); `retry_policy` decides how often a lost compare-and-set is tried again.
+    ///
+    /// # Errors
+    /// An invalid path (or the root), before anything is sent.
+    pub fn new(framework: &Framework, path: &str, retry_policy: impl RetryPolicy) -> Result<Self> {
+        path::validate(path)
+            .map_err(|reason| FrameworkError::InvalidPath { path: path.to_owned(), reason })?;
+        if path == "/" {
+            return Err(CounterError::InvalidArgument("the root cannot hold an atomic value".into()));
+        }
+        Ok(Self {
+            framework: framework.clone(),
+            path: path.into(),
+            retry_policy: Arc::new(retry_policy),
+            promotion: None,
+        })
+    }
+
+    /// Adds promotion to a mutex when the optimistic tries fail (Curator's constructor with a
+    /// `PromotedToLock`).
+    ///
+    /// # Errors
+    /// An invalid lock path, before anything is sent.
+    pub fn promoted_to_lock(mut self, promoted: PromotedToLock) -> Result<Self> {
+        let mutex = Mutex::new(&self.framework, &promoted.lock_path)?;
+        self.promotion = Some(Arc::new(Promotion { settings: promoted, mutex }));
+        Ok(self)
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The current value (Curator's `get`): always succeeds; `None` if the node does not exist.
+    ///
+    /// # Errors
+    /// Framework errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn get(&self, deadline: Deadline) -> Result<AtomicValue<Bytes>> {
+        let current = self.read_current(deadline).await?.map(|(data, _)| data);
+        Ok(AtomicValue {
+            succeeded: true,
+            pre_value: current.clone(),
+            post_value: current,
+            stats: AtomicStats::default(),
+        })
+    }
+
+    /// Sets the value with no atomicity (Curator's `forceSet`): sets it, or creates the node if it
+    /// is missing. Retried after a connection loss (the same bytes set twice are the same value).
+    ///
+    /// # Errors
+    /// `DataTooLarge` before anything is sent; framework errors.
+    ///
+    /// # Cancel safety
+    /// If dropped after sending, the value may or may not have been set.
+    pub async fn force_set(&self, value: &[u8], deadline: Deadline) -> Result<()> {
+        self.framework.check_data_size(value.len())?;
+        loop {
+            match self.framework.set_data(&self.path, value, None, deadline).await {
+                Ok(_) => return Ok(()),
+                Err(err) if err.is_no_node() => {}
+                Err(err) => return Err(err.into()),
+            }
+            let created = self
+                .framework
+                .create(&self.path)
+                .data(value)
+                .creating_parents(ParentMode::Container)
+                .deadline(deadline)
+                .await;
+            match created {
+                Ok(_) => return Ok(()),
+                // Created meanwhile (perhaps by our own create's lost reply): set it.
+                Err(err) if err.is_node_exists() => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+
+    /// Sets `new_value` if the value is `expected` (Curator's `compareAndSet`): one read and one
+    /// conditional write, no retries. A missing node never matches (as Curator).
+    ///
+    /// # Errors
+    /// [`CounterError::OutcomeUnknown`] after a lost reply that cannot be resolved;
+    /// `DataTooLarge` before anything is sent; framework errors.
+    ///
+    /// # Cancel safety
+    /// If dropped after sending, the value may or may not have been set.
+    pub async fn compare_and_set(
+        &self,
+        expected: &[u8],
+        new_value: &[u8],
+        deadline: Deadline,
+    ) -> Result<AtomicValue<Bytes>> {
+        self.framework.check_data_size(new_value.len())?;
+        let current = self.read_current(deadline).await?;
+        let mut result = AtomicValue {
+            succeeded: false,
+            pre_value: current.as_ref().map(|(data, _)| data.clone()),
+            post_value: None,
+            stats: AtomicStats::default(),
+        };
+        let Some((data, stat)) = current else { return Ok(result) };
+        if data != expected {
+            return Ok(result);
+        }
+        let write = Write::Set { data: new_value, version: stat.version, czxid: stat.czxid };
+        if let Written::Applied(_) = write_once(&self.framework, &self.path, write, deadline).await? {
+            result.succeeded = true;
+            result.post_value = Some(new_value.to_vec());
+        }
+        Ok(result)
+    }
+
+    /// Sets `new_value` atomically (Curator's `trySet`): optimistic tries under the retry policy,
+    /// then, if set up, tries holding the promoted lock.
+    ///
+    /// # Errors
+    /// As [`compare_and_set`](Self::compare_and_set); a timeout if `deadline` passes; the
+    /// promoted lock's errors.
+    ///
+    /// # Cancel safety
+    /// If dropped after sending, the value may or may not have been set.
+    pub async fn try_set(&self, new_value: &[u8], deadline: Deadline) -> Result<AtomicValue<Bytes>> {
+        self.framework.check_data_size(new_value.len())?;
+        self.apply(&|_| Ok(new_value.to_vec()), deadline).await
+    }
+
+    /// Creates the node with `value` if it does not exist (Curator's `initialize`): `true` if this
+    /// call created it, `false` if it existed. Sent once, as every write here.
+    ///
+    /// # Errors
+    /// [`CounterError::OutcomeUnknown`] if a lost reply left the node existing (perhaps ours);
+    /// `DataTooLarge` before anything is sent; framework errors.
+    ///
+    /// # Cancel safety
+    /// If dropped after sending, the node may or may not have been created.
+    pub async fn initialize(&self, value: &[u8], deadline: Deadline) -> Result<bool> {
+        self.framework.check_data_size(value.len())?;
+        match write_once(&self.framework, &self.path, Write::Create { data: value }, deadline).await? {
+            Written::Applied(_) => Ok(true),
+            Written::Refused(_) => Ok(false),
+        }
+    }
+
+    /// Runs one change (`make` computes the new bytes from the current ones): optimistic, then
+    /// promoted (Curator's `trySet(MakeValue)`).
+    pub(crate) async fn apply(&self, make: &MakeValue<'_>, deadline: Deadline) -> Result<AtomicValue<Bytes>> {
+        let span =
+            info_span!("atomic_value", path = %self.path, session = ?self.framework.current().session_id);
+        self.apply_in_span(make, deadline).instrument(span).await
+    }
+
+    async fn apply_in_span(&self, make: &MakeValue<'_>, deadline: Deadline) -> Result<AtomicValue<Bytes>> {
+        let mut result = AtomicValue {
+            succeeded: false,
+            pre_value: None,
+            post_value: None,
+            stats: AtomicStats::default(),
+        };
+        let started = Instant::now();
+        result.succeeded = self.tries(make, &*self.retry_policy, false, &mut result, deadline).await?;
+        result.stats.optimistic_time = started.elapsed();
+        if let (false, Some(promotion)) = (result.succeeded, &self.promotion) {
+            debug!(path = %self.path, tries = result.stats.optimistic_tries, "optimistic tries failed; promoting to the lock");
+            let started = Instant::now();
+            let promoted = self.with_lock(promotion, make, &mut result, deadline).await;
+            result.stats.promoted_time = started.elapsed();
+            result.succeeded = promoted?;
+        }
+        Ok(result)
+    }
+
+    /// The promoted phase: the mutex (within the max lock time), then tries under its policy.
+    async fn with_lock(
+        &self,
+        promotion: &Promotion,
+        make: &MakeValue<'_>,
+        result: &mut AtomicValue<Bytes>,
+        deadline: Deadline,
+    ) -> Result<bool> {
+        let lock_deadline = deadline.min(promotion.settings.max_lock_time.map(|max| Instant::now() + max));
+        let guard = match promotion.mutex.lock_until(lock_deadline).await {
+            Ok(guard) => guard,
+            Err(err) if err.is_timeout() && !deadline.is_expired() => {
+                debug!(path = %self.path, "the promoted lock was not acquired within the max lock time");
+                return Ok(false);
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let tried = self.tries(make, &*promotion.settings.retry_policy, true, result, deadline).await;
+        if let Err(err) = guard.release().await {
+            // The change (if made) stands; the lock node is deleted in the background.
+            warn!(path = %self.path, %err, "releasing the promoted lock failed");
+        }
+        tried
+    }
+
+    /// Tries until one succeeds or `policy` gives up; counts the tries in `result`.
+    async fn tries(
+        &self,
+        make: &MakeValue<'_>,
+        policy: &dyn RetryPolicy,
+        promoted: bool,
+        result: &mut AtomicValue<Bytes>,
+        deadline: Deadline,
+    ) -> Result<bool> {
+        let started = Instant::now();
+        for retry_count in 0.. {
+            if promoted {
+                result.stats.promoted_tries += 1;
+            } else {
+                result.stats.optimistic_tries += 1;
+            }
+            if self.try_once(make, result, deadline).await? {
+                return Ok(true);
+            }
+            match policy.allow_retry(retry_count, started.elapsed()) {
+                Some(sleep) => deadline.sleep(sleep).await?,
+                None => break,
+            }
+        }
+        Ok(false)
+    }
+
+    /// One read and one conditional write (a create if the node is missing).
+    async fn try_once(
+        &self,
+        make: &MakeValue<'_>,
+        result: &mut AtomicValue<Bytes>,
+        deadline: Deadline,
+    ) -> Result<bool> {
+        let current = self.read_current(deadline).await?;
+        result.pre_value = current.as_ref().map(|(data, _)| data.clone());
+        let new_value = make(result.pre_value.as_deref())?;
+        self.framework.check_data_size(new_value.len())?;
+        let write = match &current {
+            None => Write::Create { data: &new_value },
+            Some((_, stat)) => Write::Set { data: &new_value, version: stat.version, czxid: stat.czxid },
+        };
+        match write_once(&self.framework, &self.path, write, deadline).await? {
+            Written::Applied(_) => {
+                result.post_value = Some(new_value);
+                Ok(true)
+            }
+            Written::Refused(reason) => {
+                debug!(path = %self.path, %reason, "lost a compare-and-set");
+                Ok(false)
+            }
+        }
+    }
+
+    async fn read_current(&self, deadline: Deadline) -> Result<Option<(Vec<u8>, Stat)>> {
+        match self.framework.get_data(&self.path, deadline).await {
+            Ok(node) => Ok(Some((node.data, node.stat))),
+            Err(err) if err.is_no_node() => Ok(None),
+            Err(err) => Err(err.into()),
+        }
+    }
+}
+
+/// Curator's `DistributedAtomicLong` encoding: an 8-byte big-endian `i64`.
+///
+/// ```
+/// assert_eq!(zk_recipes_counter::encode_long(-1), [0xff; 8]);
+/// ```
+pub fn encode_long(value: i64) -> [u8; 8] {
+    value.to_be_bytes()
+}
+
+/// Decodes a `DistributedAtomicLong` node as Curator does: a missing node or empty data is 0;
+/// otherwise the first 8 bytes, big-endian (more are ignored, fewer are corrupt).
+///
+/// ```
+/// use zk_recipes_counter::decode_long;
+///
+/// assert_eq!(decode_long("/n", None).unwrap(), 0);
+/// assert_eq!(decode_long("/n", Some(&[])).unwrap(), 0);
+/// assert_eq!(decode_long("/n", Some(&[0, 0, 0, 0, 0, 0, 1, 0])).unwrap(), 256);
+/// assert!(decode_long("/n", Some(&[1, 2, 3])).is_err());
+/// ```
+///
+/// # Errors
+/// [`CounterError::CorruptData`] for 1 to 7 bytes.
+pub fn decode_long(path: &str, data: Option<&[u8]>) -> Result<i64> {
+    match data {
+        None | Some([]) => Ok(0),
+        Some(data) => match data.first_chunk::<8>() {
+            Some(bytes) => Ok(i64::from_be_bytes(*bytes)),
+            None => Err(CounterError::CorruptData {
+                path: path.to_owned(),
+                data: data.to_vec(),
+                expected: "an 8-byte big-endian long",
+            }),
+        },
+    }
+}
+
+/// An `i64` counter in one node (Curator's `DistributedAtomicLong`): a [`DistributedAtomicValue`]
+/// whose data is an 8-byte big-endian long, a missing node or empty data counting as 0.
+///
+/// Cheap to clone.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_counter::Result<()> {
+/// use std::time::Duration;
+/// use zk_recipes_framework::{retry::ExponentialBackoffRetry, Deadline};
+/// use zk_recipes_counter::{DistributedAtomicLong, PromotedToLock};
+///
+/// let counter = DistributedAtomicLong::new(&framework, "/app/orders/next-id", ExponentialBackoffRetry::new(Duration::from_millis(10), 5))?
+///     .promoted_to_lock(PromotedToLock::new("/app/orders/next-id-lock").max_lock_time(Duration::from_secs(5)))?;
+/// let next = counter.increment(Deadline::after(Duration::from_secs(10))).await?;
+/// if next.succeeded() {
+///     println!("order id {}", next.post_value());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct DistributedAtomicLong {
+    value: DistributedAtomicValue,
+}
+
+impl DistributedAtomicLong {
+    /// An optimistic-only counter at `path` (Curator's `new DistributedAtomicLong(client, path,
+    /// retryPolicy)`).
+    ///
+    /// # Errors
+    /// As [`DistributedAtomicValue::new`].
+    pub fn new(framework: &Framework, path: &str, retry_policy: impl RetryPolicy) -> Result<Self> {
+        Ok(Self { value: DistributedAtomicValue::new(framework, path, retry_policy)? })
+    }
+
+    /// Adds promotion to a mutex. See [`DistributedAtomicValue::promoted_to_lock`].
+    ///
+    /// # Errors
+    /// An invalid lock path, before anything is sent.
+    pub fn promoted_to_lock(self, promoted: PromotedToLock) -> Result<Self> {
+        Ok(Self { value: self.value.promoted_to_lock(promoted)? })
+    }
+
+    /// The node's path.
+    pub fn path(&self) -> &str {
+        self.value.path()
+    }
+
+    /// The bytes-level value underneath.
+    pub fn as_atomic_value(&self) -> &DistributedAtomicValue {
+        &self.value
+    }
+
+    fn decode(&self, result: AtomicValue<Bytes>) -> Result<AtomicValue<i64>> {
+        result.try_map(|data| decode_long(self.path(), data.as_deref()))
+    }
+
+    /// The current value (Curator's `get`): 0 if the node is missing or empty.
+    ///
+    /// # Errors
+    /// [`CounterError::CorruptData`]; framework errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn get(&self, deadline: Deadline) -> Result<AtomicValue<i64>> {
+        self.decode(self.value.get(deadline).await?)
+    }
+
+    /// Sets the value with no atomicity (Curator's `forceSet`).
+    ///
+    /// # Errors
+    /// As [`DistributedAtomicValue::force_set`].
+    ///
+    /// # Cancel safety
+    /// As [`DistributedAtomicValue::force_set`].
+    pub async fn force_set(&self, value: i64, deadline: Deadline) -> Result<()> {
+        self.value.force_set(&encode_long(value), deadline).await
+    }
+
+    /// Sets `new_value` if the value is `expected` (Curator's `compareAndSet`). Compared as
+    /// bytes, so a missing node does not match 0 (as Curator).
+    ///
+    /// # Errors
+    /// As [`DistributedAtomicValue::compare_and_set`], and [`CounterError::CorruptData`].
+    ///
+    /// # Cancel safety
+    /// As [`DistributedAtomicValue::compare_and_set`].
+    pub async fn compare_and_set(
+        &self,
+        expected: i64,
+        new_value: i64,
+        deadline: Deadline,
+    ) -> Result<AtomicValue<i64>> {
+        let result =
+            self.value.compare_and_set(&encode_long(expected), &encode_long(new_value), deadline).await?;
+        self.decode(result)
+    }
+
+    /// Sets `new_value` atomically (Curator's `trySet`).
+    ///
+    /// # Errors
+    /// As [`DistributedAtomicValue::try_set`], and [`CounterError::CorruptData`].
+    ///
+    /// # Cancel safety
+    /// As [`DistributedAtomicValue::try_set`].
+    pub async fn try_set(&self, new_value: i64, deadline: Deadline) -> Result<AtomicValue<i64>> {
+        self.decode(self.value.try_set(&encode_long(new_value), deadline).await?)
+    }
+
+    /// Creates the node with `value` if it is missing (Curator's `initialize`): whether this call
+    /// created it.
+    ///
+    /// # Errors
+    /// As [`DistributedAtomicValue::initialize`].
+    ///
+    /// # Cancel safety
+    /// As [`DistributedAtomicValue::initialize`].
+    pub async fn initialize(&self, value: i64, deadline: Deadline) -> Result<bool> {
+        self.value.initialize(&encode_long(value), deadline).await
+    }
+
+    /// Adds 1 (Curator's `increment`).
+    ///
+    /// # Errors
+    /// As [`add`](Self::add).
+    ///
+    /// # Cancel safety
+    /// As [`add`](Self::add).
+    pub async fn increment(&self, deadline: Deadline) -> Result<AtomicValue<i64>> {
+        self.add(1, deadline).await
+    }
+
+    /// Subtracts 1 (Curator's `decrement`).
+    ///
+    /// # Errors
+    /// As [`add`](Self::add).
+    ///
+    /// # Cancel safety
+    /// As [`add`](Self::add).
+    pub async fn decrement(&self, deadline: Deadline) -> Result<AtomicValue<i64>> {
+        self.add(-1, deadline).await
+    }
+
+    /// Adds `delta` (Curator's `add`; wraps on overflow, as Java's `long`).
+    ///
+    /// # Errors
+    /// [`CounterError::OutcomeUnknown`] if a lost reply cannot be resolved (the delta was added
+    /// once or not at all, never twice); [`CounterError::CorruptData`]; a timeout at `deadline`;
+    /// framework and promoted-lock errors.
+    ///
+    /// # Cancel safety
+    /// If dropped after sending, the delta may or may not have been added (once).
+    pub async fn add(&self, delta: i64, deadline: Deadline) -> Result<AtomicValue<i64>> {
+        let path = self.path().to_owned();
+        let make = move |current: Option<&[u8]>| -> Result<Vec<u8>> {
+            Ok(encode_long(decode_long(&path, current)?.wrapping_add(delta)).to_vec())
+        };
+        self.decode(self.value.apply(&make, deadline).await?)
+    }
+
+    /// Subtracts `delta` (Curator's `subtract`).
+    ///
+    /// # Errors
+    /// As [`add`](Self::add).
+    ///
+    /// # Cancel safety
+    /// As [`add`](Self::add).
+    pub async fn subtract(&self, delta: i64, deadline: Deadline) -> Result<AtomicValue<i64>> {
+        self.add(delta.wrapping_neg(), deadline).await
+    }
+}
