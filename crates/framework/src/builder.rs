@@ -57,6 +57,7 @@ pub struct FrameworkBuilder {
     pub(crate) event_capacity: usize,
     pub(crate) tcp_nodelay: bool,
     pub(crate) max_node_data: usize,
+    pub(crate) metric_path_labels: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
 }
@@ -81,6 +82,7 @@ impl FrameworkBuilder {
             can_be_read_only: false,
             event_capacity: 1024,
             tcp_nodelay: true,
+            metric_path_labels: true,
             max_node_data: DEFAULT_MAX_NODE_DATA,
             #[cfg(feature = "tls")]
             tls: None,
@@ -171,6 +173,14 @@ impl FrameworkBuilder {
     /// the option on any other connection of this process to the same servers.
     pub fn tcp_nodelay(mut self, enabled: bool) -> Self {
         self.tcp_nodelay = enabled;
+        self
+    }
+
+    /// Whether recipes' metrics carry their path as a label (default `true`). Turn it off when
+    /// paths are per entity (a lock per order): each path would be a series of its own. See
+    /// [`crate::metrics`].
+    pub fn metric_path_labels(mut self, enabled: bool) -> Self {
+        self.metric_path_labels = enabled;
         self
     }
 

@@ -378,6 +378,8 @@ impl Core {
         session: Option<Session>,
     ) {
         info!(?state, session = %session_id, generation, "connection state");
+        ::metrics::counter!(crate::metrics::names::SESSION_STATE_TRANSITIONS, "state" => state.metric_name())
+            .increment(1);
         let at = Instant::now();
         self.snapshot.send_modify(|snapshot| {
             snapshot.state = Some(state);
@@ -415,6 +417,7 @@ async fn supervise(core: Arc<Core>) {
                     failure = diagnose(&core.config.connect_string, &err) => failure,
                 };
                 warnings.failed(&failure, backoff);
+                ::metrics::counter!(crate::metrics::names::CONNECTION_ATTEMPTS_FAILED).increment(1);
                 *core.last_connection_failure.lock() = Some(failure);
                 tokio::select! {
                     _ = closed.wait_for(|snapshot| snapshot.closed) => return,
@@ -428,6 +431,7 @@ async fn supervise(core: Arc<Core>) {
         warnings.connected();
         core.last_connection_failure.lock().take();
         generation += 1;
+        ::metrics::counter!(crate::metrics::names::SESSIONS_CREATED).increment(1);
         let session = Session::new(client, generation, core.default_acl.clone());
         let first_state = match session.client().state() {
             SessionState::ConnectedReadOnly => ConnectionState::ReadOnly,

@@ -51,6 +51,7 @@ mod error;
 mod exclusive;
 mod framework;
 mod host;
+pub mod metrics;
 mod nodelay;
 mod nodes;
 pub mod path;

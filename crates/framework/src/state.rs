@@ -36,6 +36,18 @@ pub enum ConnectionState {
 }
 
 impl ConnectionState {
+    /// The state's name as a metric label: `connected`, `suspended`, `reconnected`, `lost`,
+    /// `read_only`.
+    pub fn metric_name(self) -> &'static str {
+        match self {
+            Self::Connected => "connected",
+            Self::Suspended => "suspended",
+            Self::Reconnected => "reconnected",
+            Self::Lost => "lost",
+            Self::ReadOnly => "read_only",
+        }
+    }
+
     /// Whether requests can be served in this state.
     pub fn is_connected(self) -> bool {
         matches!(self, Self::Connected | Self::Reconnected | Self::ReadOnly)

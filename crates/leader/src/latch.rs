@@ -114,6 +114,18 @@ pub enum NotLeaderReason {
     Closed,
 }
 
+impl NotLeaderReason {
+    /// The reason as a metric label: `connection`, `node_deleted`, `not_first`, `closed`.
+    pub fn metric_name(&self) -> &'static str {
+        match self {
+            Self::Connection(_) => "connection",
+            Self::NodeDeleted => "node_deleted",
+            Self::NotFirst => "not_first",
+            Self::Closed => "closed",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Signal {
     Event(LeadershipEvent),
@@ -575,11 +587,17 @@ impl Shared {
             return;
         }
         if previous.is_some() {
-            debug!(?reason, "leadership ended");
+            crate::record::leadership_lost(
+                &self.framework,
+                &self.path,
+                &self.id,
+                reason.metric_name(),
+                &reason,
+            );
             let _ = self.events.send(Signal::Event(LeadershipEvent::NotLeader { reason }));
         }
         if let Some(fencing_token) = fencing_token {
-            debug!(fencing_token, "leading");
+            crate::record::leadership_gained(&self.framework, &self.path, &self.id, fencing_token);
             let _ = self.events.send(Signal::Event(LeadershipEvent::IsLeader { fencing_token }));
         }
     }
@@ -599,6 +617,16 @@ impl Shared {
         });
         if !changed {
             return None;
+        }
+        if was_leading.is_some() {
+            let reason = NotLeaderReason::Closed;
+            crate::record::leadership_lost(
+                &self.framework,
+                &self.path,
+                &self.id,
+                reason.metric_name(),
+                &mode,
+            );
         }
         if mode == CloseMode::NotifyLeader && was_leading.is_some() {
             let reason = NotLeaderReason::Closed;

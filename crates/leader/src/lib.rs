@@ -51,6 +51,7 @@ mod error;
 mod handle;
 mod latch;
 mod participant;
+mod record;
 mod selector;
 
 pub use error::{LeaderError, Result};

@@ -664,6 +664,7 @@ impl Shared {
             state.cancel = Some(cancel.clone());
         }
         debug!(node = %guard.node_path(), fencing_token, "taking leadership");
+        crate::record::leadership_gained(&self.framework, &self.path, &self.id, fencing_token);
         let leadership =
             Leadership { cancel: cancel_receiver, fencing_token, node_path: guard.node_path().into() };
         // The leadership stands on the session that owns our lock node: its timer starts from the
@@ -785,7 +786,14 @@ impl Shared {
             self.cancel_locked(&cancel, CancelReason::Closed);
             state.cancel = None;
         }
-        debug!(?end, "leadership over");
+        let reason = match &end {
+            End::Returned => "returned",
+            End::Dropped(CancelReason::Interrupted) => "interrupted",
+            End::Dropped(CancelReason::Connection(_)) => "connection",
+            End::Dropped(CancelReason::NodeDeleted) => "node_deleted",
+            End::Dropped(CancelReason::Closed) => "closed",
+        };
+        crate::record::leadership_lost(&self.framework, &self.path, &self.id, reason, &end);
         release(guard, end).await;
     }
 

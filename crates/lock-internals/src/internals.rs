@@ -56,6 +56,7 @@ pub struct LockInternals {
     max_leases: u32,
     revocable: bool,
     same_session_warning: Arc<SameSessionWarning>,
+    metrics: crate::metrics::LockMetrics,
 }
 
 impl LockInternals {
@@ -77,10 +78,11 @@ impl LockInternals {
         Ok(Self {
             framework: framework.clone(),
             dir: dir.to_owned(),
-            driver,
             max_leases,
             revocable: false,
             same_session_warning: Arc::default(),
+            metrics: crate::metrics::LockMetrics::new(framework, dir, driver.lock_name()),
+            driver,
         })
     }
 
@@ -126,7 +128,17 @@ impl LockInternals {
     /// sent (the framework's cleanup worker deletes it).
     pub async fn acquire(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {
         let span = debug_span!("acquire", dir = %self.dir, lock = self.driver.lock_name());
-        self.acquire_inner(data, wait).instrument(span).await
+        let started = std::time::Instant::now();
+        match self.acquire_inner(data, wait).instrument(span).await {
+            Ok(Some(lease)) => Ok(Some(lease.timed(self.metrics.acquired(started)))),
+            Err(err) => {
+                if err.is_timeout() {
+                    self.metrics.timed_out();
+                }
+                Err(err)
+            }
+            Ok(None) => Ok(None),
+        }
     }
 
     async fn acquire_inner(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {

@@ -60,6 +60,8 @@ pub enum LostReason {
 pub struct HeldLease {
     node: OwnedNode,
     fencing_token: i64,
+    /// Times the hold and counts its loss (for leases a lock's acquire made).
+    timer: Option<Box<crate::metrics::HoldTimer>>,
 }
 
 impl HeldLease {
@@ -67,13 +69,20 @@ impl HeldLease {
     /// the semaphore's lease count).
     pub fn new(node: OwnedNode) -> Self {
         let fencing_token = node.stat().czxid;
-        Self { node, fencing_token }
+        Self { node, fencing_token, timer: None }
+    }
+
+    /// With the lock's metrics: hold time when released or dropped, and the loss counted once
+    /// (see [`crate::LockMetrics`]).
+    pub fn timed(mut self, timer: crate::metrics::HoldTimer) -> Self {
+        self.timer = Some(Box::new(timer));
+        self
     }
 
     /// Wraps a node that continues an earlier hold, with that hold's fencing token: the read node
     /// of a downgrade carries the writer's token.
     pub fn continuing(node: OwnedNode, fencing_token: i64) -> Self {
-        Self { node, fencing_token }
+        Self { node, fencing_token, timer: None }
     }
 
     /// Our node's full path.
@@ -236,8 +245,16 @@ impl HeldLease {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn revocation_requested(&self) -> Result<()> {
-        crate::internals::wait_for_revocation(self.node.framework(), self.node.path(), self.node.generation())
-            .await
+        crate::internals::wait_for_revocation(
+            self.node.framework(),
+            self.node.path(),
+            self.node.generation(),
+        )
+        .await?;
+        if let Some(timer) = &self.timer {
+            timer.revoked();
+        }
+        Ok(())
     }
 
     /// Resolves when the lock can no longer be trusted: the connection entered an error state per
@@ -249,6 +266,14 @@ impl HeldLease {
     /// Cancel safe. A dropped call may leave a data watch on our node, which fires when the node is
     /// deleted.
     pub async fn lost(&self) -> LostReason {
+        let reason = self.lost_reason().await;
+        if let Some(timer) = &self.timer {
+            timer.lost(self.node.path(), reason);
+        }
+        reason
+    }
+
+    async fn lost_reason(&self) -> LostReason {
         let framework = self.node.framework();
         let policy = framework.error_policy();
         let mut events = framework.connection_events();

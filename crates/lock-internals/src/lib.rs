@@ -20,6 +20,7 @@ mod error;
 mod hold;
 mod internals;
 mod lease;
+mod metrics;
 mod multi;
 
 pub use driver::{
@@ -29,6 +30,7 @@ pub use error::{LockError, Result};
 pub use hold::SharedHold;
 pub use internals::{revoke, LockInternals, Wait, REVOKE_MESSAGE};
 pub use lease::{GuardedOp, HeldLease, LostReason};
+pub use metrics::{HoldTimer, LockMetrics};
 /// The boxed-future type the lock traits use, re-exported so implementors need no `futures`
 /// dependency of their own.
 pub mod futures_compat {

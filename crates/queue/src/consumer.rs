@@ -216,6 +216,7 @@ where
     for item in delivery.take_items() {
         if let Err(err) = handler(item).await {
             error!(item = delivery.name(), %err, ?error_mode, "queue handler failed");
+            delivery.inner.metrics.handler_failures.increment(1);
             failed = true;
             if error_mode == ErrorMode::Requeue {
                 break;
@@ -402,6 +403,7 @@ impl<T> Delivery<T> {
             if finish == Finish::Requeue {
                 let prefix = inner.item_path(&inner.kind.requeue_name(&self.name));
                 let name = requeue_plain(&inner, &prefix, &self.bytes).await?;
+                inner.metrics.redeliveries.increment(1);
                 return Ok(Some(name));
             }
             return Ok(None);
@@ -423,6 +425,10 @@ impl<T> Delivery<T> {
         match outcome {
             Ok(Committed::Done(requeued)) => {
                 unregister_lock(claim.session_id, &claim.lock_node);
+                match finish {
+                    Finish::Delete => inner.metrics.acks.increment(1),
+                    Finish::Requeue => inner.metrics.redeliveries.increment(1),
+                }
                 Ok(requeued)
             }
             Ok(Committed::LockLost) => {
@@ -969,6 +975,8 @@ impl<T: Send + 'static> Claimer<T> {
         self.must_relist = false;
         self.next_due = None;
         self.locked_by_others.clear();
+        let depth = children.iter().filter(|child| child.starts_with(ITEM_PREFIX)).count();
+        inner.metrics.depth.set(depth as f64);
         let mut names: Vec<String> = children
             .into_iter()
             .filter(|child| child.starts_with(ITEM_PREFIX))
@@ -1285,6 +1293,7 @@ impl<T: Send + 'static> Claimer<T> {
             handed_out: false,
         };
         trace!(item = %delivery.name, lock = ?delivery.claim.as_ref().map(|c| c.session_id), "taken");
+        inner.metrics.takes.increment(1);
         let Some(reason) = corrupt else { return Some(delivery) };
         error!(item = %delivery.name, %reason, "corrupt queue item: deleting it");
         let name = delivery.name.clone();

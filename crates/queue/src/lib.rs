@@ -56,6 +56,7 @@ mod error;
 pub mod framing;
 pub mod names;
 mod queue;
+mod record;
 mod simple;
 
 pub use consumer::{Consumer, Delivery, DEFAULT_PREFETCH};

@@ -190,8 +190,10 @@ impl<T: Send + 'static> QueueBuilder<T> {
         }
         let data: Arc<[u8]> = local_address().into();
         let background = Background::new(self.framework.clone(), self.path.clone(), data.clone());
+        let metrics = crate::record::QueueMetrics::new(&self.framework, &self.path);
         Ok(DistributedQueue {
             inner: Arc::new(Inner {
+                metrics,
                 framework: self.framework,
                 path: self.path,
                 lock_path: self.lock_path,
@@ -237,6 +239,7 @@ pub(crate) struct Inner<T> {
     pub(crate) background: Background,
     /// Group commit of lock-safe acks.
     pub(crate) acks: AckBatcher,
+    pub(crate) metrics: crate::record::QueueMetrics,
 }
 
 impl<T> fmt::Debug for Inner<T> {
@@ -536,6 +539,7 @@ impl<T: Send + 'static> DistributedQueue<T> {
                 names.extend(self.create_chunk(chunk, deadline).await?);
             }
             debug!(first = ?names.first(), count = names.len(), "put");
+            self.inner.metrics.puts.increment(names.len() as u64);
             Ok(names)
         }
         .instrument(span)

@@ -44,7 +44,8 @@ use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{local_address, path, Deadline, Error as FrameworkError, Framework, OwnedNode};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
-    DistributedGuard, DistributedLock, HeldLease, LockInternals, StandardDriver, Wait, RELEASE_TIMEOUT,
+    DistributedGuard, DistributedLock, HeldLease, LockInternals, LockMetrics, StandardDriver, Wait,
+    RELEASE_TIMEOUT,
 };
 pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason};
 
@@ -112,6 +113,7 @@ pub struct Semaphore {
     leases_dir: String,
     max_leases: u32,
     data: Arc<[u8]>,
+    metrics: LockMetrics,
 }
 
 impl Semaphore {
@@ -137,6 +139,7 @@ impl Semaphore {
             leases_dir: path::join(path, LEASES_DIR),
             max_leases,
             data: local_address().into(),
+            metrics: LockMetrics::new(framework, &path::join(path, LEASES_DIR), LEASE_NAME),
         })
     }
 
@@ -237,13 +240,21 @@ impl Semaphore {
         let deadline = match wait {
             Wait::Until(deadline) | Wait::No(deadline) => deadline,
         };
-        let Some(internal_lock) = self.internal_lock.acquire(&local_address(), wait).await? else {
-            return Ok(None);
-        };
-        let taken = self.take_leases(&internal_lock, count, wait, deadline).await;
-        // Given back whatever happened (on an error, the leases taken so far were dropped, and so
-        // deleted, already).
-        release_quietly(internal_lock).await;
+        let started = std::time::Instant::now();
+        let taken = async {
+            let Some(internal_lock) = self.internal_lock.acquire(&local_address(), wait).await? else {
+                return Ok(None);
+            };
+            let taken = self.take_leases(&internal_lock, count, wait, deadline, started).await;
+            // Given back whatever happened (on an error, the leases taken so far were dropped, and
+            // so deleted, already).
+            release_quietly(internal_lock).await;
+            taken
+        }
+        .await;
+        if matches!(&taken, Err(err) if err.is_timeout()) {
+            self.metrics.timed_out();
+        }
         taken
     }
 
@@ -255,6 +266,7 @@ impl Semaphore {
         count: u32,
         wait: Wait,
         deadline: Deadline,
+        started: std::time::Instant,
     ) -> Result<Option<Vec<Lease>>> {
         let mut leases = Vec::with_capacity(count as usize);
         for _ in 0..count {
@@ -274,7 +286,7 @@ impl Semaphore {
                 // Not waiting and full: give everything back (dropping the nodes deletes them).
                 return Ok(None);
             }
-            leases.push(Lease { held: HeldLease::new(node) });
+            leases.push(Lease { held: HeldLease::new(node).timed(self.metrics.acquired(started)) });
         }
         Ok(Some(leases))
     }
