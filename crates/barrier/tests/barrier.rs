@@ -53,7 +53,10 @@ async fn a_set_barrier_holds_waiters_until_it_is_removed() {
         .collect();
     let mut waiters = waiters;
     for waiter in &mut waiters {
-        assert!(tokio::time::timeout(STILL_WAITING, waiter).await.is_err(), "a waiter went through a set barrier");
+        assert!(
+            tokio::time::timeout(STILL_WAITING, waiter).await.is_err(),
+            "a waiter went through a set barrier"
+        );
     }
     within("remove", barrier.remove(step())).await.expect("remove");
     for waiter in waiters {
@@ -95,7 +98,8 @@ async fn a_dropped_wait_leaves_no_node_and_no_watch() {
     let (server, framework) = server_and_framework().await;
     let setter = DistributedBarrier::new(&framework, "/gates/dropped/barrier").expect("barrier");
     within("set", setter.set(step())).await.expect("set");
-    let waiter_framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let waiter_framework =
+        builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let waiter = DistributedBarrier::new(&waiter_framework, "/gates/dropped/barrier").expect("barrier");
     {
         let wait = waiter.wait(step());
@@ -121,7 +125,8 @@ async fn a_wait_goes_through_a_removal_made_while_its_connection_was_cut() {
     init_tracing();
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
-    let waiter_framework = builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let waiter_framework =
+        builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let barrier = DistributedBarrier::new(&framework, "/gates/cut").expect("barrier");
     within("set", barrier.set(step())).await.expect("set");

@@ -89,15 +89,20 @@ async fn members_enter_together_and_leave_together_on_curators_layout() {
     assert_eq!(on_server(&observer, &path::join(barrier_path, READY_NODE)).await, None);
 
     let third = spawn_enter(&barriers[2]);
-    let entered =
-        vec![finished("first in", first).await, finished("second in", second).await, finished("third in", third).await];
+    let entered = vec![
+        finished("first in", first).await,
+        finished("second in", second).await,
+        finished("third in", third).await,
+    ];
 
     // Curator's layout: members EPHEMERAL `<uuid>` with the address, `ready` PERSISTENT with the
     // address, the barrier and its parents empty containers (the server's stat does not say
     // "container": they are checked below by the server reaping them once empty).
     for (entered, framework) in entered.iter().zip(&frameworks) {
         let name = path::name(entered.member_path());
-        assert!(uuid::Uuid::parse_str(name).is_ok_and(|id| id.get_version_num() == 4 && id.to_string() == name));
+        assert!(
+            uuid::Uuid::parse_str(name).is_ok_and(|id| id.get_version_num() == 4 && id.to_string() == name)
+        );
         assert_eq!(path::parent(entered.member_path()), Some(barrier_path));
         let node = on_server(&observer, entered.member_path()).await;
         assert_eq!(node, Some((local_address(), session_of(framework))));
@@ -108,7 +113,10 @@ async fn members_enter_together_and_leave_together_on_curators_layout() {
 
     let mut entered = entered.into_iter();
     let mut first_out = spawn_leave(entered.next().expect("first"));
-    eventually("the first member's node gone", || async { members(&observer, barrier_path).await.len() == 2 }).await;
+    eventually("the first member's node gone", || async {
+        members(&observer, barrier_path).await.len() == 2
+    })
+    .await;
     assert_still_waiting("leaving while two are inside", &mut first_out).await;
     let rest: Vec<_> = entered.map(spawn_leave).collect();
     finished("first out", first_out).await;
@@ -128,9 +136,11 @@ async fn a_member_arriving_after_ready_goes_straight_in_and_is_waited_for() {
     init_tracing();
     let server = server().await;
     let connect = server.connect_string();
-    let (one, two, late, observer) = (framework(&connect), framework(&connect), framework(&connect), framework(&connect));
+    let (one, two, late, observer) =
+        (framework(&connect), framework(&connect), framework(&connect), framework(&connect));
     let barrier_path = "/double/late";
-    let new = |framework: &Framework| DistributedDoubleBarrier::new(framework, barrier_path, 2).expect("barrier");
+    let new =
+        |framework: &Framework| DistributedDoubleBarrier::new(framework, barrier_path, 2).expect("barrier");
     let (first, second) = (spawn_enter(&new(&one)), spawn_enter(&new(&two)));
     let (first, second) = (finished("first in", first).await, finished("second in", second).await);
 
@@ -168,7 +178,8 @@ async fn events_that_do_not_complete_the_barrier_let_no_member_in() {
     let others = DistributedDoubleBarrier::new(&other, barrier_path, 3).expect("barrier");
 
     let mut entering = spawn_enter(&waiting);
-    eventually("the waiting member's node", || async { members(&observer, barrier_path).await.len() == 1 }).await;
+    eventually("the waiting member's node", || async { members(&observer, barrier_path).await.len() == 1 })
+        .await;
     assert_still_waiting("alone of three", &mut entering).await;
 
     // A member's node created and deleted: two child events.
@@ -176,7 +187,8 @@ async fn events_that_do_not_complete_the_barrier_let_no_member_in() {
     eventually("a second member", || async { members(&observer, barrier_path).await.len() == 2 }).await;
     passing.abort();
     let _ = (&mut passing).await;
-    eventually("the dropped member gone", || async { members(&observer, barrier_path).await.len() == 1 }).await;
+    eventually("the dropped member gone", || async { members(&observer, barrier_path).await.len() == 1 })
+        .await;
     assert_still_waiting("after a member came and went", &mut entering).await;
 
     // The barrier node's data changed.
@@ -189,7 +201,9 @@ async fn events_that_do_not_complete_the_barrier_let_no_member_in() {
     proxy.cut_now();
     within("reconnected", async {
         while let Some(update) = events.next().await {
-            if update.state().is_connected() && update.state() != zk_recipes_framework::ConnectionState::Connected {
+            if update.state().is_connected()
+                && update.state() != zk_recipes_framework::ConnectionState::Connected
+            {
                 return;
             }
         }
@@ -243,7 +257,8 @@ async fn back_to_back_rounds_on_one_path_let_nobody_in_early() {
                     .await
                     .expect("marker");
                 let entered = barrier.enter(step()).await.expect("enter");
-                let (seen, _) = framework.children(&format!("{markers}/{round}"), step()).await.expect("markers");
+                let (seen, _) =
+                    framework.children(&format!("{markers}/{round}"), step()).await.expect("markers");
                 if seen.len() < MEMBERS {
                     early.push((round, seen.len()));
                 }
