@@ -317,6 +317,7 @@ public final class CuratorDriver {
     /** Every extension, tried in order for a command this class does not know. */
     private static final Extension[] EXTENSIONS = {
         CuratorNodes::run,
+        CuratorBarriers::run,
     };
 
     // ---------------------------------------------------------------------------------------

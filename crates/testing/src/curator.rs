@@ -27,6 +27,7 @@ use crate::process::log_tail;
 pub(crate) const CURATOR_DRIVER_SOURCES: &[(&str, &str)] = &[
     ("CuratorDriver.java", include_str!("../../../tests/java/CuratorDriver.java")),
     ("CuratorNodes.java", include_str!("../../../tests/java/CuratorNodes.java")),
+    ("CuratorBarriers.java", include_str!("../../../tests/java/CuratorBarriers.java")),
 ];
 
 /// The driver's main class.
