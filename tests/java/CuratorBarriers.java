@@ -8,9 +8,9 @@
  *       time: "set" -> SET (setBarrier); "remove" -> REMOVED (removeBarrier);
  *       "wait <ms>" -> WAITING, then WAITED true|false (waitOnBarrier(ms), false at the timeout);
  *       "close" -> CLOSED and exit 0.
- *   double-barrier <connect> <path> <member-qty> <members> <markers|->
+ *   double-barrier <connect> <path> <member-qty> <members> <markers|-> [reuse|fresh]
  *       <members> clients, each with its own session and its own DistributedDoubleBarrier(path,
- *       member-qty), kept for every round: SESSION <i> <hex> timeout-ms=<ms> per member, then
+ *       member-qty): SESSION <i> <hex> timeout-ms=<ms> per member, then
  *       stdin commands, one at a time, every member in its own thread:
  *       "enter <tag>" -> ENTERED <tag> <i> true|false per member (enter(60 s)), then ALL-ENTERED <tag>;
  *       "leave <tag>" -> LEFT <tag> <i> true|false per member (leave(60 s)), then ALL-LEFT <tag>;
@@ -18,7 +18,10 @@
  *           <markers>/<r>/java-<i>, enter(60 s), count the children of <markers>/<r>:
  *           ENTERED <r> <i> true|false <markers seen>; create <markers>/<r>-out/java-<i>,
  *           leave(60 s), count the children of <markers>/<r>-out: LEFT <r> <i> true|false
- *           <markers seen>; then ROUND-DONE <r>;
+ *           <markers seen>; then ROUND-DONE <r>. With "reuse" (the default) each member keeps
+ *           one DistributedDoubleBarrier for every round; with "fresh" it makes a new one per
+ *           round (Curator 5.4's object reused lets members in early: GH-1290, its
+ *           hasBeenNotified flag is never reset and late notifications end the single wait);
  *       "close" -> CLOSED and exit 0.
  */
 package zkrecipes.interop;
@@ -89,6 +92,7 @@ final class CuratorBarriers {
         int memberQty = Integer.parseInt(arg(args, 2, "member-qty"));
         int members = Integer.parseInt(arg(args, 3, "members"));
         String markers = arg(args, 4, "markers");
+        boolean fresh = args.size() > 5 && args.get(5).equals("fresh");
         List<CuratorFramework> clients = new ArrayList<>();
         List<DistributedDoubleBarrier> barriers = new ArrayList<>();
         for (int i = 0; i < members; i++) {
@@ -116,7 +120,8 @@ final class CuratorBarriers {
                     int late = Integer.parseInt(line[2]);
                     everyMember(pool, members, i -> {
                         CuratorFramework client = clients.get(i);
-                        DistributedDoubleBarrier barrier = barriers.get(i);
+                        DistributedDoubleBarrier barrier =
+                                fresh ? new DistributedDoubleBarrier(client, path, memberQty) : barriers.get(i);
                         if (i == late) {
                             Thread.sleep(30);
                         }

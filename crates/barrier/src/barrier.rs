@@ -11,7 +11,8 @@ use crate::validate_path;
 /// every waiter goes on (Curator's `DistributedBarrier`).
 ///
 /// The node is `<barrier_path>` itself, PERSISTENT, holding this host's address (Curator's default
-/// data); missing parents are created PERSISTENT and empty (Curator's `creatingParentsIfNeeded`).
+/// data); missing parents are created as empty containers (Curator 5.4's
+/// `creatingParentContainersIfNeeded`; newer Curator sources use `creatingParentsIfNeeded`).
 /// A Java process with Curator's `DistributedBarrier` on the same path sets, removes and waits on
 /// the same node.
 ///
@@ -79,7 +80,7 @@ impl DistributedBarrier {
             .framework
             .create(&self.barrier_path)
             .data(local_address())
-            .creating_parents(ParentMode::Persistent)
+            .creating_parents(ParentMode::Container)
             .deadline(deadline)
             .await;
         match created {

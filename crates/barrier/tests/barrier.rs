@@ -40,7 +40,8 @@ async fn a_set_barrier_holds_waiters_until_it_is_removed() {
     within("set", barrier.set(step())).await.expect("set");
     within("set again", barrier.set(step())).await.expect("setting a set barrier is no error");
     assert!(within("is set", barrier.is_set(step())).await.expect("is set"));
-    // Curator's layout: the node PERSISTENT with this host's address, parents PERSISTENT and empty.
+    // Curator 5.4's layout: the node PERSISTENT with this host's address, parents empty containers
+    // (reaped below once the barrier is removed).
     assert_eq!(on_server(&framework, "/gates/one/barrier").await, Some((local_address(), 0)));
     assert_eq!(on_server(&framework, "/gates/one").await, Some((Vec::new(), 0)));
     assert_eq!(on_server(&framework, "/gates").await, Some((Vec::new(), 0)));
@@ -64,6 +65,10 @@ async fn a_set_barrier_holds_waiters_until_it_is_removed() {
     }
     assert_eq!(on_server(&framework, "/gates/one/barrier").await, None);
     within("remove again", barrier.remove(step())).await.expect("removing a removed barrier is no error");
+    eventually("the emptied parent containers reaped", || async {
+        on_server(&framework, "/gates").await.is_none()
+    })
+    .await;
     within("close", framework.close()).await;
 }
 
