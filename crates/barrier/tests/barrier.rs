@@ -10,26 +10,10 @@ use zk_recipes_barrier::{BarrierError, DistributedBarrier, DistributedDoubleBarr
 use zk_recipes_framework::{local_address, Deadline, Error as FrameworkError, Framework};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
-/// How long a wait that must not end is given before the test says it did not.
-const STILL_WAITING: Duration = Duration::from_millis(300);
-
-fn step() -> Deadline {
-    Deadline::after(STEP)
-}
-
 async fn server_and_framework() -> (TestingServer, Framework) {
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     (server, framework)
-}
-
-/// The node's data and ephemeral owner, if it exists.
-async fn on_server(framework: &Framework, path: &str) -> Option<(Vec<u8>, i64)> {
-    match within("get data", framework.get_data(path, step())).await {
-        Ok(read) => Some((read.data, read.stat.ephemeral_owner)),
-        Err(err) if err.is_no_node() => None,
-        Err(err) => panic!("get data {path}: {err}"),
-    }
 }
 
 #[tokio::test]

@@ -7,66 +7,17 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use tokio::task::JoinHandle;
-use zk_recipes_barrier::{BarrierError, DistributedDoubleBarrier, Entered, READY_NODE};
+use zk_recipes_barrier::{DistributedDoubleBarrier, READY_NODE};
 use zk_recipes_framework::{local_address, path, Deadline, Framework};
 use zk_recipes_testing::{FaultProxy, TestingServer};
-
-/// How long an enter or leave that must not end is given before the test says it did not.
-const STILL_WAITING: Duration = Duration::from_millis(300);
-
-fn step() -> Deadline {
-    Deadline::after(STEP)
-}
 
 async fn server() -> TestingServer {
     within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server")
 }
 
-/// A framework of its own (its own session) on `connect`.
+/// A framework with a 10 s session on `connect`.
 fn framework(connect: &str) -> Framework {
-    builder(connect, Duration::from_secs(10)).start().expect("framework")
-}
-
-fn session_of(framework: &Framework) -> i64 {
-    framework.current().session_id.expect("a session").0
-}
-
-/// The node's data and ephemeral owner, if it exists.
-async fn on_server(framework: &Framework, path: &str) -> Option<(Vec<u8>, i64)> {
-    match within("get data", framework.get_data(path, step())).await {
-        Ok(read) => Some((read.data, read.stat.ephemeral_owner)),
-        Err(err) if err.is_no_node() => None,
-        Err(err) => panic!("get data {path}: {err}"),
-    }
-}
-
-/// The member nodes under `barrier_path` (its children but `ready`), sorted.
-async fn members(framework: &Framework, barrier_path: &str) -> Vec<String> {
-    let mut members: Vec<String> =
-        children(framework, barrier_path).await.into_iter().filter(|child| child != READY_NODE).collect();
-    members.sort();
-    members
-}
-
-fn spawn_enter(barrier: &DistributedDoubleBarrier) -> JoinHandle<Result<Entered, BarrierError>> {
-    let barrier = barrier.clone();
-    tokio::spawn(async move { barrier.enter(Deadline::after(STEP)).await })
-}
-
-fn spawn_leave(entered: Entered) -> JoinHandle<Result<(), BarrierError>> {
-    tokio::spawn(async move { entered.leave(Deadline::after(STEP)).await })
-}
-
-/// Asserts the task is still running after [`STILL_WAITING`].
-async fn assert_still_waiting<T: std::fmt::Debug>(what: &str, task: &mut JoinHandle<T>) {
-    if let Ok(done) = tokio::time::timeout(STILL_WAITING, task).await {
-        panic!("{what}: ended early with {done:?}");
-    }
-}
-
-async fn finished<T>(what: &str, task: JoinHandle<Result<T, BarrierError>>) -> T {
-    within(what, task).await.expect("task").unwrap_or_else(|err| panic!("{what}: {err}"))
+    common::framework(connect, Duration::from_secs(10))
 }
 
 #[tokio::test]
