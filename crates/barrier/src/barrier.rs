@@ -36,7 +36,7 @@ use crate::validate_path;
 /// barrier.remove(Deadline::after(Duration::from_secs(5))).await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DistributedBarrier {
     framework: Framework,
     barrier_path: String,
@@ -64,6 +64,13 @@ impl DistributedBarrier {
     }
 
     /// The barrier node's path.
+    ///
+    /// ```no_run
+    /// # fn demo(framework: zk_recipes_framework::Framework) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// let barrier = zk_recipes_barrier::DistributedBarrier::new(&framework, "/gates/release")?;
+    /// assert_eq!(barrier.path(), "/gates/release");
+    /// # Ok(()) }
+    /// ```
     pub fn path(&self) -> &str {
         &self.barrier_path
     }
@@ -75,6 +82,13 @@ impl DistributedBarrier {
     ///
     /// # Cancel safety
     /// Cancelling may or may not have set the barrier.
+    ///
+    /// ```no_run
+    /// # async fn demo(barrier: zk_recipes_barrier::DistributedBarrier) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// use std::time::Duration;
+    /// barrier.set(zk_recipes_framework::Deadline::after(Duration::from_secs(5))).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn set(&self, deadline: Deadline) -> Result<()> {
         let created = self
             .framework
@@ -101,6 +115,13 @@ impl DistributedBarrier {
     ///
     /// # Cancel safety
     /// Cancelling may or may not have removed the barrier.
+    ///
+    /// ```no_run
+    /// # async fn demo(barrier: zk_recipes_barrier::DistributedBarrier) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// use std::time::Duration;
+    /// barrier.remove(zk_recipes_framework::Deadline::after(Duration::from_secs(5))).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn remove(&self, deadline: Deadline) -> Result<()> {
         self.framework.delete(&self.barrier_path).quietly().deadline(deadline).await?;
         debug!(path = %self.barrier_path, "barrier removed");
@@ -114,6 +135,15 @@ impl DistributedBarrier {
     ///
     /// # Cancel safety
     /// Cancel safe.
+    ///
+    /// ```no_run
+    /// # async fn demo(barrier: zk_recipes_barrier::DistributedBarrier) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// use std::time::Duration;
+    /// if barrier.is_set(zk_recipes_framework::Deadline::after(Duration::from_secs(5))).await? {
+    ///     println!("{} holds its waiters", barrier.path());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn is_set(&self, deadline: Deadline) -> Result<bool> {
         Ok(self.framework.exists(&self.barrier_path, deadline).await?.is_some())
     }
@@ -130,8 +160,20 @@ impl DistributedBarrier {
     ///
     /// # Cancel safety
     /// Cancel safe: it creates nothing, and its watch goes with it.
+    ///
+    /// ```no_run
+    /// # async fn demo(barrier: zk_recipes_barrier::DistributedBarrier) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// use std::time::Duration;
+    /// match barrier.wait(zk_recipes_framework::Deadline::after(Duration::from_secs(60))).await {
+    ///     Ok(()) => println!("the barrier is down"),
+    ///     Err(err) if err.is_timeout() => println!("still up after a minute"),
+    ///     Err(err) => return Err(err),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn wait(&self, deadline: Deadline) -> Result<()> {
-        let span = info_span!("barrier_wait", path = %self.barrier_path);
+        let session = self.framework.current().session_id;
+        let span = info_span!("barrier_wait", path = %self.barrier_path, ?session);
         deadline.run(self.wait_until_removed(deadline)).instrument(span).await.map_err(BarrierError::from)
     }
 
@@ -149,5 +191,11 @@ impl DistributedBarrier {
                 Some(event) => debug!(?event, "barrier changed: reading it again"),
             }
         }
+    }
+}
+
+impl std::fmt::Debug for DistributedBarrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DistributedBarrier").field("barrier_path", &self.barrier_path).finish_non_exhaustive()
     }
 }

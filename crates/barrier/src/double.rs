@@ -10,6 +10,10 @@ use crate::validate_path;
 
 /// The name of the node that says "everyone has entered", a child of the barrier path
 /// (Curator's `READY_NODE`).
+///
+/// ```
+/// assert_eq!(zk_recipes_barrier::READY_NODE, "ready");
+/// ```
 pub const READY_NODE: &str = "ready";
 
 /// A double barrier: [`enter`](Self::enter) blocks until `member_count` members have entered,
@@ -43,7 +47,7 @@ pub const READY_NODE: &str = "ready";
 /// entered.leave(Deadline::after(Duration::from_secs(60))).await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DistributedDoubleBarrier {
     framework: Framework,
     barrier_path: String,
@@ -85,16 +89,37 @@ impl DistributedDoubleBarrier {
     }
 
     /// The barrier's path (the members' parent).
+    ///
+    /// ```no_run
+    /// # fn demo(framework: zk_recipes_framework::Framework) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// let barrier = zk_recipes_barrier::DistributedDoubleBarrier::new(&framework, "/jobs/workers", 3)?;
+    /// assert_eq!(barrier.path(), "/jobs/workers");
+    /// # Ok(()) }
+    /// ```
     pub fn path(&self) -> &str {
         &self.barrier_path
     }
 
     /// The path of the `ready` node.
+    ///
+    /// ```no_run
+    /// # fn demo(framework: zk_recipes_framework::Framework) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// let barrier = zk_recipes_barrier::DistributedDoubleBarrier::new(&framework, "/jobs/workers", 3)?;
+    /// assert_eq!(barrier.ready_path(), "/jobs/workers/ready");
+    /// # Ok(()) }
+    /// ```
     pub fn ready_path(&self) -> &str {
         &self.ready_path
     }
 
     /// How many members must enter before any goes in.
+    ///
+    /// ```no_run
+    /// # fn demo(framework: zk_recipes_framework::Framework) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// let barrier = zk_recipes_barrier::DistributedDoubleBarrier::new(&framework, "/jobs/workers", 3)?;
+    /// assert_eq!(barrier.member_count(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn member_count(&self) -> usize {
         self.member_count
     }
@@ -111,10 +136,30 @@ impl DistributedDoubleBarrier {
     /// # Cancel safety
     /// Dropping the future deletes the member's node (in the background, through the
     /// framework's cleanup worker): a cancelled enter leaves no member behind.
+    ///
+    /// ```no_run
+    /// # async fn demo(barrier: zk_recipes_barrier::DistributedDoubleBarrier) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// use std::time::Duration;
+    /// use zk_recipes_barrier::BarrierError;
+    /// use zk_recipes_framework::Deadline;
+    ///
+    /// let entered = loop {
+    ///     match barrier.enter(Deadline::after(Duration::from_secs(60))).await {
+    ///         Ok(entered) => break entered,
+    ///         // Our session was lost while we waited: we no longer count; enter again.
+    ///         Err(BarrierError::MemberLost { .. }) => continue,
+    ///         Err(err) => return Err(err),
+    ///     }
+    /// };
+    /// entered.leave(Deadline::after(Duration::from_secs(60))).await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn enter(&self, deadline: Deadline) -> Result<Entered> {
         let member_name = uuid::Uuid::new_v4().to_string();
         let member_path = path::join(&self.barrier_path, &member_name);
-        let span = info_span!("double_barrier_enter", path = %self.barrier_path, member = %member_name);
+        let session = self.framework.current().session_id;
+        let span =
+            info_span!("double_barrier_enter", path = %self.barrier_path, member = %member_name, ?session);
         async {
             // The watch is set before our node exists, so no change after it is missed.
             let mut watch = self.framework.watch(&self.barrier_path, false, deadline).await?;
@@ -230,7 +275,6 @@ impl DistributedDoubleBarrier {
 /// # Ok(()) }
 /// ```
 #[must_use = "dropping it leaves the barrier at once, without waiting for the other members"]
-#[derive(Debug)]
 pub struct Entered {
     framework: Framework,
     barrier_path: String,
@@ -243,6 +287,14 @@ pub struct Entered {
 
 impl Entered {
     /// This member's node, `<barrier_path>/<uuid>`.
+    ///
+    /// ```no_run
+    /// # async fn demo(barrier: zk_recipes_barrier::DistributedDoubleBarrier) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// let entered = barrier.enter(zk_recipes_framework::Deadline::never()).await?;
+    /// assert!(entered.member_path().starts_with(barrier.path()));
+    /// # drop(entered);
+    /// # Ok(()) }
+    /// ```
     pub fn member_path(&self) -> &str {
         &self.member_path
     }
@@ -261,8 +313,25 @@ impl Entered {
     /// # Cancel safety
     /// Dropping the future still deletes the member's node (in the background); it stops only
     /// the wait for the others.
+    ///
+    /// ```no_run
+    /// # async fn demo(entered: zk_recipes_barrier::Entered) -> Result<(), zk_recipes_barrier::BarrierError> {
+    /// use std::time::Duration;
+    /// match entered.leave(zk_recipes_framework::Deadline::after(Duration::from_secs(30))).await {
+    ///     Ok(()) => println!("everyone is out"),
+    ///     Err(err) if err.is_timeout() => println!("we are out; some others are not yet"),
+    ///     Err(err) => return Err(err),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn leave(mut self, deadline: Deadline) -> Result<()> {
-        let span = info_span!("double_barrier_leave", path = %self.barrier_path, member = %path::name(&self.member_path));
+        let session = self.framework.current().session_id;
+        let span = info_span!(
+            "double_barrier_leave",
+            path = %self.barrier_path,
+            member = %path::name(&self.member_path),
+            ?session
+        );
         async {
             let mut watch = self.framework.watch(&self.barrier_path, false, deadline).await?;
             // Gone already if our session was lost: nothing to delete then.
@@ -322,8 +391,25 @@ impl Entered {
     }
 }
 
+impl std::fmt::Debug for DistributedDoubleBarrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DistributedDoubleBarrier")
+            .field("barrier_path", &self.barrier_path)
+            .field("member_count", &self.member_count)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Entered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entered")
+            .field("member_path", &self.member_path)
+            .field("ready_czxid", &self.ready_czxid)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Deletes a member node in the background when dropped, unless disarmed.
-#[derive(Debug)]
 struct MemberCleanup {
     framework: Framework,
     path: String,

@@ -285,3 +285,28 @@ async fn dropping_a_member_inside_leaves_without_waiting() {
     assert_eq!(on_server(&framework, &member).await, None);
     within("close", framework.close()).await;
 }
+
+#[tokio::test]
+async fn a_dropped_leave_still_deletes_the_member_node() {
+    init_tracing();
+    let server = server().await;
+    let (one, two) = (framework(&server.connect_string()), framework(&server.connect_string()));
+    let barrier_path = "/double/dropped-leave";
+    let first = spawn_enter(&DistributedDoubleBarrier::new(&one, barrier_path, 2).expect("barrier"));
+    let second = spawn_enter(&DistributedDoubleBarrier::new(&two, barrier_path, 2).expect("barrier"));
+    let (first, second) = (finished("in", first).await, finished("in", second).await);
+    let member = first.member_path().to_owned();
+    {
+        // Dropped before its first step has answered: the node must still go.
+        let leave = first.leave(step());
+        tokio::pin!(leave);
+        let _ = futures::poll!(&mut leave);
+    }
+    within("cleanups", one.wait_for_cleanups(step())).await.expect("cleanups");
+    assert_eq!(on_server(&two, &member).await, None, "the dropped leave's member node is gone");
+    finished("the other one out", spawn_leave(second)).await;
+    assert!(children(&two, barrier_path).await.is_empty());
+    for framework in [one, two] {
+        within("close", framework.close()).await;
+    }
+}
