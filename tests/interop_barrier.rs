@@ -250,7 +250,8 @@ async fn rust_and_curator_members_share_a_double_barrier_round_after_round() {
         &PER_SIDE.to_string(),
         markers,
         // A new Curator object per round: one reused across rounds lets Curator's members in
-        // before everyone arrived (GH-1290; seen here in 2 of 50 rounds).
+        // before everyone arrived (GH-1290; seen here in every run with "reuse", and the round
+        // then hangs: see docs/barriers.md).
         "fresh",
     ]);
     for _ in 0..PER_SIDE {
