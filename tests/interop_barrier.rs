@@ -319,3 +319,87 @@ async fn rust_and_curator_members_share_a_double_barrier_round_after_round() {
     }
     within("close", observer.close()).await;
 }
+
+/// Curator 5.4's `leave`: a member that is not the lowest deletes its node, watches the lowest,
+/// and once woken for any reason with only the lowest left, returns and deletes `ready`, whether
+/// or not the lowest has left. A Rust member in `leave` must still wait for that member (it
+/// entered before `ready` was created), not take the deleted `ready` for the end of the round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_leave_waits_for_the_member_curator_5_4_leaves_behind() {
+    let env = Env::start().await;
+    let observer = env.framework().await;
+    let leaver_framework = env.framework().await;
+    let slow_framework = env.framework().await;
+    // Curator's member must sort after our slow member; names are random UUIDs, so try again
+    // (on a new path) until they do (one try in two).
+    for attempt in 0..12 {
+        let barrier_path = format!("/interop-barrier/early-ready/{attempt}");
+        let mut driver = curator(["double-barrier", &env.connect(), &barrier_path, "3", "1", "-"]);
+        within("SESSION", driver.expect_line("SESSION", STEP)).await.expect("driver up");
+        driver.send_line("enter x").await.expect("send");
+        let enter = |framework: &Framework| {
+            let barrier = DistributedDoubleBarrier::new(framework, &barrier_path, 3).expect("barrier");
+            tokio::spawn(async move { barrier.enter(Deadline::after(STEP)).await })
+        };
+        let (leaver, slow) = (enter(&leaver_framework), enter(&slow_framework));
+        let (lines, _) = within("ALL-ENTERED", driver.lines_until("ALL-ENTERED", STEP)).await.expect("in");
+        assert_eq!(lines, ["ENTERED x 0 true"]);
+        let leaver = within("in", leaver).await.expect("task").expect("in");
+        let slow = within("in", slow).await.expect("task").expect("in");
+        let slow_name = path::name(slow.member_path()).to_owned();
+        let ours = [path::name(leaver.member_path()).to_owned(), slow_name.clone()];
+        let names = children(&observer, &barrier_path).await;
+        let java_name = names
+            .iter()
+            .find(|name| *name != READY_NODE && !ours.contains(name))
+            .expect("Curator's member")
+            .clone();
+        if slow_name > java_name {
+            driver.send_line("close").await.expect("send");
+            expect_success(driver).await;
+            drop((leaver, slow));
+            continue;
+        }
+
+        let leaver_member = leaver.member_path().to_owned();
+        let mut leaving = tokio::spawn(async move { leaver.leave(Deadline::after(STEP)).await });
+        let started = std::time::Instant::now();
+        while node(&observer, &leaver_member).await.is_some() {
+            assert!(started.elapsed() < STEP, "our leaver's node not deleted");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        driver.send_line("leave x").await.expect("send");
+        // Curator's member sets its watch on the lowest node (our slow member's), then deletes
+        // its own node and waits; once it is gone, any notification wakes it.
+        let java_member = path::join(&barrier_path, &java_name);
+        while node(&observer, &java_member).await.is_some() {
+            assert!(started.elapsed() < STEP, "Curator's member node not deleted in its leave");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let slow_path = path::join(&barrier_path, &slow_name);
+        within("poke", observer.set_data(&slow_path, b"poke", None, step())).await.expect("set data");
+        let (lines, _) =
+            within("ALL-LEFT", driver.lines_until("ALL-LEFT", STEP)).await.expect("Curator left");
+        assert_eq!(lines, ["LEFT x 0 true"], "Curator's leave returned with our slow member still inside");
+        assert_eq!(
+            node(&observer, &path::join(&barrier_path, READY_NODE)).await,
+            None,
+            "Curator deleted ready"
+        );
+
+        assert!(
+            tokio::time::timeout(STILL_WAITING, &mut leaving).await.is_err(),
+            "our leave returned while a member of the round was still inside"
+        );
+        within("slow member out", slow.leave(step())).await.expect("out");
+        within("leaver out", leaving).await.expect("task").expect("out");
+        assert!(children(&observer, &barrier_path).await.is_empty());
+        driver.send_line("close").await.expect("send");
+        expect_success(driver).await;
+        for framework in [observer, leaver_framework, slow_framework] {
+            within("close", framework.close()).await;
+        }
+        return;
+    }
+    panic!("in 12 tries Curator's member never sorted after ours");
+}

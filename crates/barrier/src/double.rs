@@ -302,9 +302,11 @@ impl Entered {
     /// Leaves the barrier: deletes this member's node and waits until every member has left
     /// (Curator's `leave`), then deletes `ready`.
     ///
-    /// The round is over, too, once this round's `ready` node is gone or replaced: whoever deleted
-    /// it saw every member gone, so members already entering the next round on the same path
-    /// are not waited for (Curator's `leave` waits for them, and can deadlock with them).
+    /// The round is over, too, once this round's `ready` node is gone or replaced and no member
+    /// that entered before it was created is left: members already entering the next round on
+    /// the same path are not waited for (Curator's `leave` waits for them, and can deadlock with
+    /// them), while a member of this round that has not left yet still is, even after Curator
+    /// 5.4 deleted `ready` early.
     ///
     /// # Errors
     /// A framework timeout at `deadline` ([`BarrierError::is_timeout`]): this member has left
@@ -350,8 +352,8 @@ impl Entered {
                 Err(err) if err.is_no_node() => Vec::new(),
                 Err(err) => return Err(err.into()),
             };
-            let members = children.iter().filter(|child| *child != READY_NODE).count();
-            if members == 0 {
+            let members: Vec<&String> = children.iter().filter(|child| *child != READY_NODE).collect();
+            if members.is_empty() {
                 self.delete_ready(deadline).await?;
                 debug!("everyone left");
                 return Ok(());
@@ -361,15 +363,35 @@ impl Entered {
             } else {
                 None
             };
-            if ready.map(|stat| stat.czxid) != Some(self.ready_czxid) {
-                debug!(members, "this round's ready node is gone: everyone of the round left");
+            let round_open = ready.is_some_and(|stat| stat.czxid == self.ready_czxid);
+            if !round_open && !self.any_entered_before_ready(&members, deadline).await? {
+                debug!(
+                    members = members.len(),
+                    "this round's ready node is gone: everyone of the round left"
+                );
                 return Ok(());
             }
-            debug!(members, "waiting for members to leave");
+            debug!(members = members.len(), round_open, "waiting for members to leave");
             if watch.next().await.is_none() {
                 return Err(zk_recipes_framework::Error::Closed.into());
             }
         }
+    }
+
+    /// Whether one of `members` was created before this round's `ready` node: a member of this
+    /// round for sure, still inside although `ready` is gone (Curator 5.4's `leave` deletes
+    /// `ready` once only the lowest member is left, whether or not that one has left). Members
+    /// created later may be late arrivals or the next round's; they are not waited for then.
+    async fn any_entered_before_ready(&self, members: &[&String], deadline: Deadline) -> Result<bool> {
+        for member in members {
+            let member_path = path::join(&self.barrier_path, member);
+            if let Some(stat) = self.framework.exists(&member_path, deadline).await? {
+                if stat.czxid < self.ready_czxid {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// Deletes `ready` if it is still this round's.
