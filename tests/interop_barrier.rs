@@ -7,7 +7,9 @@
 //!   data), the barrier a container;
 //! - three Rust and three Curator members on one double barrier, round after round: every member
 //!   counts the others' markers once in (nobody in before all arrived) and once out (nobody out
-//!   before all left).
+//!   before all left);
+//! - Curator 5.4's `leave` deleting `ready` while the lowest member is still inside: our leaver
+//!   keeps waiting for that member.
 //!
 //! Needs Java, `javac` and Debian's `libcurator-recipes-java` (`scripts/install-deps.sh`).
 
