@@ -3,7 +3,8 @@
 //! after `metrics-exporter-prometheus`'s recorder is installed (every acquire and hold recorded),
 //! in interleaved rounds on one server and one session each.
 //!
-//! `cargo bench -p zk-recipes --bench metrics -- --rounds 5 --cycles 2000` (defaults shown).
+//! `cargo bench -p zk-recipes --bench metrics -- --rounds 41 --cycles 300` (defaults shown): many
+//! short rounds, so that both mutexes meet the same moments of a noisy machine.
 //! Under `cargo test` it makes a smoke run.
 
 use std::time::{Duration, Instant};
@@ -34,8 +35,8 @@ fn main() {
     runtime.block_on(async {
         let args = support::Args::from_env();
         let smoke = args.is_smoke_run();
-        let rounds = args.number("--rounds").unwrap_or(if smoke { 1 } else { 5 }) as usize;
-        let cycles = args.number("--cycles").unwrap_or(if smoke { 20 } else { 2_000 }) as usize;
+        let rounds = args.number("--rounds").unwrap_or(if smoke { 1 } else { 41 }) as usize;
+        let cycles = args.number("--cycles").unwrap_or(if smoke { 20 } else { 300 }) as usize;
         let (connect, _server) = support::server(None).await;
 
         let without = framework(&connect).await;

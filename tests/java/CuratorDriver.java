@@ -318,6 +318,7 @@ public final class CuratorDriver {
     private static final Extension[] EXTENSIONS = {
         CuratorNodes::run,
         CuratorCounters::run,
+        CuratorBarriers::run,
     };
 
     // ---------------------------------------------------------------------------------------

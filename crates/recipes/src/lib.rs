@@ -14,6 +14,7 @@
 //! | `cache` (feature `cache`, default) | `zk-recipes-cache` | a node or subtree cache kept by one persistent recursive watch, Curator's `CuratorCache` (and `TreeCache` / `PathChildrenCache` / `NodeCache`) |
 //! | `nodes` (feature `nodes`, default) | `zk-recipes-nodes` | a node kept present through deletes and session loss, a TTL node kept alive while its process runs, group membership: Curator's `PersistentNode`, `PersistentTtlNode`, `GroupMember` |
 //! | `counter` (feature `counter`, default) | `zk-recipes-counter` | shared values and atomic counters, Curator's `SharedCount` / `SharedValue` and `DistributedAtomicLong` / `DistributedAtomicValue` (with `PromotedToLock`) |
+//! | `barrier` (feature `barrier`, default) | `zk-recipes-barrier` | a barrier node to wait on and a double barrier of N members, Curator's `DistributedBarrier` / `DistributedDoubleBarrier` |
 //! | `queue` (feature `queue`, default) | `zk-recipes-queue` | distributed, priority, delay and id queues (at most once, or lock-safe at least once) and the simple queue, Curator's `DistributedQueue` family / `SimpleDistributedQueue` |
 //!
 //! ```no_run
@@ -26,6 +27,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "barrier")]
+pub use zk_recipes_barrier as barrier;
 #[cfg(feature = "cache")]
 pub use zk_recipes_cache as cache;
 #[cfg(feature = "counter")]

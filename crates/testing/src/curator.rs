@@ -28,6 +28,7 @@ pub(crate) const CURATOR_DRIVER_SOURCES: &[(&str, &str)] = &[
     ("CuratorDriver.java", include_str!("../../../tests/java/CuratorDriver.java")),
     ("CuratorNodes.java", include_str!("../../../tests/java/CuratorNodes.java")),
     ("CuratorCounters.java", include_str!("../../../tests/java/CuratorCounters.java")),
+    ("CuratorBarriers.java", include_str!("../../../tests/java/CuratorBarriers.java")),
 ];
 
 /// The driver's main class.

@@ -1,0 +1,64 @@
+//! The barrier crate's errors.
+
+use zk_recipes_framework::Error as FrameworkError;
+
+/// A `Result` with a [`BarrierError`].
+pub type Result<T, E = BarrierError> = std::result::Result<T, E>;
+
+/// What can go wrong with a barrier.
+///
+/// ```
+/// use zk_recipes_barrier::BarrierError;
+///
+/// let err = BarrierError::InvalidMemberCount(0);
+/// assert!(!err.is_retryable());
+/// assert!(!err.is_timeout());
+/// assert_eq!(err.to_string(), "a double barrier needs at least one member, not 0");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BarrierError {
+    /// From the framework: an invalid path (nothing sent), a timeout at the caller's deadline,
+    /// a closed framework, a server error.
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+
+    /// A double barrier's member count must be at least 1; nothing was sent.
+    #[error("a double barrier needs at least one member, not {0}")]
+    InvalidMemberCount(usize),
+
+    /// The path cannot be a barrier (the root); nothing was sent.
+    #[error("invalid barrier path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// Why it cannot be used.
+        reason: &'static str,
+    },
+
+    /// This member's node vanished while it waited in [`enter`](crate::DistributedDoubleBarrier::enter):
+    /// its session was lost (the node was ephemeral) or someone deleted it. The member no longer
+    /// counts; enter again to take part.
+    #[error("the member node {path} is gone (its session was lost, or it was deleted)")]
+    MemberLost {
+        /// The member node's path.
+        path: String,
+    },
+}
+
+impl BarrierError {
+    /// Whether trying again may succeed: a connection error, or the member's node lost with its
+    /// session (a new `enter` creates a new one).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Framework(err) => err.is_retryable() || err.is_session_lost(),
+            Self::MemberLost { .. } => true,
+            Self::InvalidMemberCount(_) | Self::InvalidPath { .. } => false,
+        }
+    }
+
+    /// Whether the caller's deadline passed (Curator's `false` from a timed wait).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Framework(FrameworkError::Timeout { .. }))
+    }
+}
