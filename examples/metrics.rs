@@ -3,7 +3,7 @@
 //! of `http://<addr>/metrics` returns and exits.
 //!
 //! `cargo run -p zk-recipes --example metrics` (uses `ZK_CONNECT`, or starts an embedded
-//! ZooKeeper). `METRICS_ADDR` sets the listen address (default `127.0.0.1:9464`);
+//! ZooKeeper). `METRICS_ADDR` sets the listen address (default: a free port on 127.0.0.1);
 //! `METRICS_SERVE_SECONDS=600` keeps serving for that long before exiting.
 
 use std::io::{Read, Write};
@@ -15,7 +15,8 @@ use zk_recipes::framework::Framework;
 use zk_recipes::leader::LeaderLatch;
 use zk_recipes::mutex::Mutex;
 use zk_recipes::queue::{DistributedQueue, Utf8Serializer};
-use zk_recipes_testing::TestingServer;
+
+mod support;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -25,13 +26,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     PrometheusBuilder::new().with_http_listener(addr).install()?;
     println!("serving metrics at http://{addr}/metrics");
 
-    let (connect_string, _embedded) = match std::env::var("ZK_CONNECT") {
-        Ok(connect_string) if !connect_string.trim().is_empty() => (connect_string, None),
-        _ => {
-            let server = TestingServer::start().await?;
-            (server.connect_string(), Some(server))
-        }
-    };
+    let (connect_string, _embedded) = support::zookeeper().await?;
     let framework = Framework::builder(connect_string.as_str()).namespace("zk-recipes-metrics").start()?;
     framework.block_until_connected(Duration::from_secs(15)).await?;
 

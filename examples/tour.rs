@@ -11,30 +11,15 @@ use zk_recipes::framework::{path, ConnectionUpdate, Deadline, Framework};
 use zk_recipes::mutex::Mutex;
 use zk_recipes::rwlock::RwLock;
 use zk_recipes::semaphore::Semaphore;
-use zk_recipes_testing::TestingServer;
+
+mod support;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    support::init_logging();
 
     // 1. A ZooKeeper to talk to.
-    let (connect_string, _embedded) = match std::env::var("ZK_CONNECT") {
-        Ok(connect_string) if !connect_string.trim().is_empty() => {
-            println!("using ZooKeeper at {connect_string}");
-            (connect_string, None)
-        }
-        _ => {
-            println!("ZK_CONNECT is unset: starting an embedded ZooKeeper ...");
-            let server = TestingServer::start().await?;
-            println!("embedded ZooKeeper is up at {}", server.connect_string());
-            (server.connect_string(), Some(server))
-        }
-    };
+    let (connect_string, _embedded) = support::zookeeper().await?;
 
     // 2. The framework owns the session; start() returns at once, the session comes up behind it.
     let framework = Framework::builder(connect_string.as_str())

@@ -7,4 +7,9 @@ bash scripts/install-deps.sh
 command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 1; }
 cargo test --workspace --all-targets --no-fail-fast "$@"
 cargo test --workspace --doc "$@"
+# Every example runs to completion (each starts an embedded ZooKeeper unless ZK_CONNECT is set).
+for example in tour job_locks semaphore_pool leader_service queue_worker connection_states metrics; do
+    echo "== example $example"
+    timeout 180 cargo run -q -p zk-recipes --example "$example" -- >/dev/null
+done
 echo "test suite wall time: $(( $(date +%s) - started )) s"

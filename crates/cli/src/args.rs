@@ -41,6 +41,15 @@ pub struct Connection {
     /// Digest authentication, `user:password`.
     #[arg(long, global = true, value_name = "USER:PASSWORD")]
     pub digest: Option<String>,
+    /// TLS: the CA certificates (PEM) to trust; turns TLS on (needs the `tls` feature).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// TLS: this client's certificate (PEM), with `--tls-key`.
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// TLS: this client's private key (PEM), with `--tls-cert`.
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 impl Connection {
@@ -56,7 +65,31 @@ impl Connection {
             let (user, password) = digest.split_once(':').ok_or("--digest takes user:password")?;
             builder = builder.digest_auth(user, password);
         }
+        if self.tls_ca.is_some() || self.tls_cert.is_some() {
+            builder = self.with_tls(builder)?;
+        }
         Ok(builder.start()?)
+    }
+
+    #[cfg(feature = "tls")]
+    fn with_tls(&self, builder: FrameworkBuilder) -> Result<FrameworkBuilder, Box<dyn std::error::Error>> {
+        use zk_recipes_framework::zookeeper_client::TlsOptions;
+        let read = |file: &std::path::Path| {
+            std::fs::read_to_string(file).map_err(|err| format!("reading {}: {err}", file.display()))
+        };
+        let mut options = TlsOptions::new();
+        if let Some(ca) = &self.tls_ca {
+            options = options.with_pem_ca(&read(ca)?)?;
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            options = options.with_pem_identity(&read(cert)?, &read(key)?)?;
+        }
+        Ok(builder.tls(options))
+    }
+
+    #[cfg(not(feature = "tls"))]
+    fn with_tls(&self, _builder: FrameworkBuilder) -> Result<FrameworkBuilder, Box<dyn std::error::Error>> {
+        Err("this zkr was built without TLS: cargo install --path crates/cli --features tls".into())
     }
 
     /// How long to wait for the first session.

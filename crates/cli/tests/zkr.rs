@@ -295,6 +295,20 @@ async fn usage_errors_exit_2_and_connection_failures_exit_1() {
         .expect("zkr");
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("zkr:"), "an error message");
+    let output = tokio::process::Command::new(zkr_binary())
+        .args(["--tls-cert", "c.pem", "locks", "/x"])
+        .output()
+        .await
+        .expect("zkr");
+    assert_eq!(output.status.code(), Some(2), "a certificate needs its key");
+    let output = tokio::process::Command::new(zkr_binary())
+        .args(["--connect", "127.0.0.1:1", "--tls-ca", "/nonexistent/ca.pem", "locks", "/x"])
+        .output()
+        .await
+        .expect("zkr");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("TLS") || stderr.contains("/nonexistent/ca.pem"), "says why: {stderr}");
 }
 
 fn tempfile_dir() -> PathBuf {

@@ -10,9 +10,7 @@
 
 use tracing::{debug, warn};
 use zk_recipes_framework::zookeeper_client::{CreateMode, Error as ZkError, Stat};
-use zk_recipes_framework::{
-    path, Deadline, Error as FrameworkError, Framework, ParentMode, TransactionResult,
-};
+use zk_recipes_framework::{path, Deadline, Error as FrameworkError, Framework, TransactionResult};
 
 use crate::error::{CounterError, Result};
 
@@ -136,16 +134,8 @@ async fn resolve(framework: &Framework, path: &str, write: Write<'_>, deadline: 
 /// Creates `path`'s missing ancestors as containers (Curator's `EnsureContainers`, excluding the
 /// node itself).
 pub(crate) async fn ensure_parents(framework: &Framework, node_path: &str, deadline: Deadline) -> Result<()> {
-    let Some(parent) = path::parent(node_path).filter(|parent| *parent != "/") else { return Ok(()) };
-    let created = framework
-        .create(parent)
-        .mode(CreateMode::Container)
-        .creating_parents(ParentMode::Container)
-        .deadline(deadline)
-        .await;
-    match created {
-        Ok(_) => Ok(()),
-        Err(err) if err.is_node_exists() => Ok(()),
-        Err(err) => Err(err.into()),
+    match path::parent(node_path) {
+        Some(parent) => Ok(framework.ensure_path(parent, deadline).await?),
+        None => Ok(()),
     }
 }

@@ -11,16 +11,6 @@ use zk_recipes_framework::{Deadline, Error as FrameworkError, Framework};
 use zk_recipes_nodes::{NodeError, PersistentNode};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
-fn step() -> Deadline {
-    Deadline::after(STEP)
-}
-
-async fn server_and_framework() -> (TestingServer, Framework) {
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    (server, framework)
-}
-
 /// The node's data and ephemeral owner on the server, if it exists.
 async fn on_server(framework: &Framework, path: &str) -> Option<(Vec<u8>, i64)> {
     match within("get data", framework.get_data(path, step())).await {

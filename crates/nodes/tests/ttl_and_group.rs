@@ -9,19 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use zk_recipes_framework::{local_address, Deadline, Error as FrameworkError, Framework, WatchEvent};
+use zk_recipes_framework::{local_address, Error as FrameworkError, Framework, WatchEvent};
 use zk_recipes_nodes::{GroupMember, MemberEvent, NodeError, PersistentTtlNode};
-use zk_recipes_testing::{FaultProxy, TestingServer};
-
-fn step() -> Deadline {
-    Deadline::after(STEP)
-}
-
-async fn server_and_framework() -> (TestingServer, Framework) {
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    (server, framework)
-}
+use zk_recipes_testing::FaultProxy;
 
 /// The node's `mzxid`, if it exists.
 async fn modified(framework: &Framework, path: &str) -> Option<i64> {

@@ -27,24 +27,47 @@
 //! # Ok(()) }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 #[cfg(feature = "barrier")]
+#[cfg_attr(docsrs, doc(cfg(feature = "barrier")))]
+#[doc(inline)]
 pub use zk_recipes_barrier as barrier;
 #[cfg(feature = "cache")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cache")))]
+#[doc(inline)]
 pub use zk_recipes_cache as cache;
 #[cfg(feature = "counter")]
+#[cfg_attr(docsrs, doc(cfg(feature = "counter")))]
+#[doc(inline)]
 pub use zk_recipes_counter as counter;
+#[doc(inline)]
 pub use zk_recipes_framework as framework;
 #[cfg(feature = "leader")]
+#[cfg_attr(docsrs, doc(cfg(feature = "leader")))]
+#[doc(inline)]
 pub use zk_recipes_leader as leader;
 #[cfg(feature = "lock-internals")]
+#[cfg_attr(docsrs, doc(cfg(feature = "lock-internals")))]
+#[doc(inline)]
 pub use zk_recipes_lock_internals as lock_internals;
 #[cfg(feature = "mutex")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mutex")))]
+#[doc(inline)]
 pub use zk_recipes_mutex as mutex;
 #[cfg(feature = "nodes")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nodes")))]
+#[doc(inline)]
 pub use zk_recipes_nodes as nodes;
 #[cfg(feature = "queue")]
+#[cfg_attr(docsrs, doc(cfg(feature = "queue")))]
+#[doc(inline)]
 pub use zk_recipes_queue as queue;
 #[cfg(feature = "rwlock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rwlock")))]
+#[doc(inline)]
 pub use zk_recipes_rwlock as rwlock;
 #[cfg(feature = "semaphore")]
+#[cfg_attr(docsrs, doc(cfg(feature = "semaphore")))]
+#[doc(inline)]
 pub use zk_recipes_semaphore as semaphore;
