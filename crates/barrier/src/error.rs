@@ -57,6 +57,16 @@ impl BarrierError {
         }
     }
 
+    /// Whether the framework is closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Self::Framework(err) if err.is_closed())
+    }
+
+    /// Whether this member's node is gone with its session.
+    pub fn is_node_lost(&self) -> bool {
+        matches!(self, Self::MemberLost { .. }) || matches!(self, Self::Framework(err) if err.is_node_lost())
+    }
+
     /// Whether the caller's deadline passed (Curator's `false` from a timed wait).
     pub fn is_timeout(&self) -> bool {
         matches!(self, Self::Framework(FrameworkError::Timeout { .. }))

@@ -29,6 +29,16 @@ pub enum CacheError {
 }
 
 impl CacheError {
+    /// Whether the deadline passed (waiting for the first load).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Framework(err) if err.is_timeout())
+    }
+
+    /// Whether the framework is closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Self::Framework(err) if err.is_closed())
+    }
+
     /// Whether trying again may succeed (a timeout, a connection error).
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -62,6 +62,15 @@ pub enum CounterError {
 }
 
 impl CounterError {
+    /// Whether the framework is closed.
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Self::Framework(err) => err.is_closed(),
+            Self::Lock(err) => err.is_closed(),
+            _ => false,
+        }
+    }
+
     /// Whether trying again may succeed (a timeout, a connection error whose outcome is known not
     /// to matter). [`CounterError::OutcomeUnknown`] is not: read the value first.
     pub fn is_retryable(&self) -> bool {

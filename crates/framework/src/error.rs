@@ -90,6 +90,22 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the call's deadline (or timeout) passed.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
+    }
+
+    /// Whether the framework is closed: nothing more will work.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Error::Closed)
+    }
+
+    /// Whether a node of ours that the call built on is gone with its session (or was deleted):
+    /// the hold it stood for is lost.
+    pub fn is_node_lost(&self) -> bool {
+        matches!(self, Error::NodeLost { .. })
+    }
+
     /// Whether trying again (on the same session, after the connection comes back) can succeed:
     /// the connection was lost or timed out while a request was in flight, so its outcome is unknown.
     ///

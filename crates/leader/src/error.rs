@@ -51,6 +51,17 @@ impl LeaderError {
         }
     }
 
+    /// Whether the latch or selector is closed (or its framework is).
+    pub fn is_closed(&self) -> bool {
+        matches!(self, LeaderError::Closed)
+    }
+
+    /// Whether our node is gone with its session: we do not lead.
+    pub fn is_node_lost(&self) -> bool {
+        matches!(self, LeaderError::Lock(err) if err.is_node_lost())
+            || matches!(self, LeaderError::Framework(err) if err.is_node_lost())
+    }
+
     /// Whether the caller's timeout (or deadline) passed.
     pub fn is_timeout(&self) -> bool {
         matches!(self, LeaderError::Timeout { .. } | LeaderError::Framework(FrameworkError::Timeout { .. }))

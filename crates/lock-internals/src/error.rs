@@ -48,6 +48,16 @@ impl LockError {
         matches!(self, LockError::Framework(err) if err.is_retryable())
     }
 
+    /// Whether the framework is closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, LockError::Framework(err) if err.is_closed())
+    }
+
+    /// Whether our node is gone (session lost, or deleted): we do not hold the lock.
+    pub fn is_node_lost(&self) -> bool {
+        matches!(self, LockError::NodeLost { .. })
+    }
+
     /// Whether the caller's deadline passed.
     pub fn is_timeout(&self) -> bool {
         matches!(self, LockError::Framework(FrameworkError::Timeout { .. }))

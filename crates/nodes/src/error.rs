@@ -39,6 +39,16 @@ impl From<zk_recipes_cache::CacheError> for NodeError {
 }
 
 impl NodeError {
+    /// Whether the deadline passed.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Framework(err) if err.is_timeout())
+    }
+
+    /// Whether the node (or its framework) is closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Self::Closed) || matches!(self, Self::Framework(err) if err.is_closed())
+    }
+
     /// Whether trying again may succeed (a timeout, a connection error).
     pub fn is_retryable(&self) -> bool {
         match self {

@@ -76,7 +76,13 @@ impl QueueError {
         matches!(self, QueueError::Framework(FrameworkError::Timeout { .. }))
     }
 
-    /// Whether the framework was closed.
+    /// Whether our lock on the item is gone with its session (lock-safe mode): another consumer
+    /// gets the item.
+    pub fn is_node_lost(&self) -> bool {
+        matches!(self, QueueError::LockLost { .. })
+    }
+
+    /// Whether the framework is closed.
     pub fn is_closed(&self) -> bool {
         matches!(self, QueueError::Framework(FrameworkError::Closed))
     }

@@ -83,6 +83,21 @@ impl SemaphoreError {
     pub fn is_timeout(&self) -> bool {
         matches!(self, SemaphoreError::Lock(err) if err.is_timeout())
     }
+
+    /// Whether trying again may succeed (a connection loss with unknown outcome).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, SemaphoreError::Lock(err) if err.is_retryable())
+    }
+
+    /// Whether the framework is closed.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, SemaphoreError::Lock(err) if err.is_closed())
+    }
+
+    /// Whether a node of ours is gone with its session: no lease is held.
+    pub fn is_node_lost(&self) -> bool {
+        matches!(self, SemaphoreError::Lock(err) if err.is_node_lost())
+    }
 }
 
 impl From<FrameworkError> for SemaphoreError {
