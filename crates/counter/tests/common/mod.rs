@@ -6,22 +6,10 @@ mod shared;
 
 use std::time::Duration;
 
-pub use shared::{builder, children, lost_then_reconnected};
+pub use shared::{builder, children, lost_then_reconnected, server_and_framework, step};
 use zk_recipes_framework::{Deadline, Framework};
 pub use zk_recipes_testing::{eventually, init_tracing, within, within_for, SERVER_START, STEP};
 use zk_recipes_testing::{FaultProxy, TestingServer};
-
-/// A deadline of one test step.
-pub fn step() -> Deadline {
-    Deadline::after(STEP)
-}
-
-/// A server and a framework on it (10 s sessions).
-pub async fn server_and_framework() -> (TestingServer, Framework) {
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    (server, framework)
-}
 
 /// The node's data and version on the server, if it exists.
 pub async fn on_server(framework: &Framework, path: &str) -> Option<(Vec<u8>, i32)> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use zk_recipes_framework::retry::ExponentialBackoffRetry;
 use zk_recipes_framework::{zookeeper_client, Deadline, Framework, FrameworkBuilder};
-use zk_recipes_testing::{within, STEP};
+use zk_recipes_testing::{within, within_for, TestingServer, SERVER_START, STEP};
 
 /// A builder with test-friendly settings: the given session timeout, a 5 s connection timeout,
 /// fast retries (from 50 ms, at most 500 ms apart, 10 times).
@@ -49,4 +49,16 @@ pub async fn lost_then_reconnected(events: &mut zk_recipes_framework::Connection
         panic!("the framework closed");
     })
     .await;
+}
+
+/// A deadline of one test step.
+pub fn step() -> Deadline {
+    Deadline::after(STEP)
+}
+
+/// A server and a framework on it (10 s sessions).
+pub async fn server_and_framework() -> (TestingServer, Framework) {
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    (server, framework)
 }
