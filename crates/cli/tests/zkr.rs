@@ -365,3 +365,50 @@ async fn elect_and_semaphore_run_the_command_while_holding_and_pass_on_its_exit_
     assert_eq!((code, document["held"].as_u64()), (3, Some(0)), "the lease was given back: {document}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn leader_semaphore_and_queue_read_what_curator_wrote() {
+    init_tracing();
+    let server = server().await;
+    let connect = server.connect_string();
+    let spawn = |args: &[&str]| CuratorProcess::spawn(args.iter().copied()).expect("Curator driver");
+
+    let mut leader = spawn(&["latch", &connect, "/zkr/curator-app/leader", "java-leader"]);
+    within("LEADER", leader.expect_line("LEADER", STEP)).await.expect("Curator leads");
+    let mut follower = spawn(&["latch", &connect, "/zkr/curator-app/leader", "java-follower"]);
+    within("STARTED", follower.expect_line("STARTED", STEP)).await.expect("started");
+    let observer = framework(&connect);
+    eventually("both joined", || async { children(&observer, "/zkr/curator-app/leader").await.len() == 2 })
+        .await;
+    let (code, document) = zkr_json(&connect, &["leader", "/zkr/curator-app/leader"]).await;
+    assert_eq!(
+        (code, document["layout"].as_str(), document["leader"].as_str()),
+        (0, Some("latch"), Some("java-leader"))
+    );
+    let ids: Vec<String> = rows(&document, "participants").into_iter().map(|row| row.3).collect();
+    assert_eq!(ids, ["java-leader", "java-follower"]);
+
+    let mut lease = spawn(&["hold", "semaphore", &connect, "/zkr/curator-app/pool", "-", "2"]);
+    within("HELD", lease.expect_line("HELD", STEP)).await.expect("Curator holds a lease");
+    let (code, document) = zkr_json(&connect, &["semaphore", "/zkr/curator-app/pool", "--max", "2"]).await;
+    assert_eq!(
+        (code, document["held"].as_u64(), document["waiting"].as_u64()),
+        (0, Some(1), Some(0)),
+        "{document}"
+    );
+
+    let mut put =
+        spawn(&["queue-put", &connect, "priority", "/zkr/curator-app/jobs", "-", "a@5", "b@5", "c@-1"]);
+    within("DONE", put.expect_line("DONE", STEP)).await.expect("Curator put");
+    let (code, document) = zkr_json(&connect, &["queue", "/zkr/curator-app/jobs"]).await;
+    assert_eq!(
+        (code, document["layout"].as_str(), document["depth"].as_u64()),
+        (0, Some("priority"), Some(3))
+    );
+    assert_eq!(document["priorities"], serde_json::json!({"-1": 1, "5": 2}));
+
+    for (driver, line) in [(&mut leader, "close"), (&mut follower, "close"), (&mut lease, "release")] {
+        within("stop", driver.send_line(line)).await.expect("stop the driver");
+    }
+    within("close", observer.close()).await;
+}
