@@ -51,8 +51,7 @@ async fn run(cli: Cli) -> Result<u8, Box<dyn std::error::Error>> {
     let code = match cli.command {
         Command::Locks { path } => output::show(&inspect::lock(&framework, &path).await?, json),
         Command::Leader { path } => output::show(&inspect::leader(&framework, &path).await?, json),
-        Command::Semaphore { path, leases, max, command } if command.is_empty() => {
-            let _ = leases;
+        Command::Semaphore { path, max, command, .. } if command.is_empty() => {
             output::show(&inspect::semaphore(&framework, &path, max).await?, json)
         }
         Command::Semaphore { path, leases, command, .. } => {

@@ -286,26 +286,35 @@ async fn zkr_lock_stops_its_command_when_the_session_is_lost() {
 
 #[tokio::test]
 async fn usage_errors_exit_2_and_connection_failures_exit_1() {
-    let output = tokio::process::Command::new(zkr_binary()).args(["locks"]).output().await.expect("zkr");
-    assert_eq!(output.status.code(), Some(2), "a missing path is a usage error");
-    let output = tokio::process::Command::new(zkr_binary())
-        .args(["--connect", "127.0.0.1:1", "--connect-timeout", "1s", "locks", "/x"])
-        .output()
+    let output = within("zkr", tokio::process::Command::new(zkr_binary()).args(["locks"]).output())
         .await
         .expect("zkr");
+    assert_eq!(output.status.code(), Some(2), "a missing path is a usage error");
+    let output = within(
+        "zkr",
+        tokio::process::Command::new(zkr_binary())
+            .args(["--connect", "127.0.0.1:1", "--connect-timeout", "1s", "locks", "/x"])
+            .output(),
+    )
+    .await
+    .expect("zkr");
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("zkr:"), "an error message");
-    let output = tokio::process::Command::new(zkr_binary())
-        .args(["--tls-cert", "c.pem", "locks", "/x"])
-        .output()
-        .await
-        .expect("zkr");
+    let output = within(
+        "zkr",
+        tokio::process::Command::new(zkr_binary()).args(["--tls-cert", "c.pem", "locks", "/x"]).output(),
+    )
+    .await
+    .expect("zkr");
     assert_eq!(output.status.code(), Some(2), "a certificate needs its key");
-    let output = tokio::process::Command::new(zkr_binary())
-        .args(["--connect", "127.0.0.1:1", "--tls-ca", "/nonexistent/ca.pem", "locks", "/x"])
-        .output()
-        .await
-        .expect("zkr");
+    let output = within(
+        "zkr",
+        tokio::process::Command::new(zkr_binary())
+            .args(["--connect", "127.0.0.1:1", "--tls-ca", "/nonexistent/ca.pem", "locks", "/x"])
+            .output(),
+    )
+    .await
+    .expect("zkr");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("TLS") || stderr.contains("/nonexistent/ca.pem"), "says why: {stderr}");

@@ -4,6 +4,7 @@ use tokio::sync::oneshot;
 use tracing::debug;
 use zookeeper_client::{CreateMode, Stat};
 
+use crate::cleanup::CleanupTask;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::framework::Framework;
@@ -28,7 +29,8 @@ impl Framework {
     ///
     /// # Cancel safety
     /// Cancel safe: the create runs in its own task, and a node it creates for a caller that is
-    /// gone is deleted (if still ours).
+    /// gone is deleted (if still ours). A call that fails (a timeout after a create whose reply
+    /// was lost) hands the path to the cleanup worker too, so it leaves no node behind.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
@@ -58,16 +60,35 @@ impl Framework {
         let framework = self.clone();
         let (path, data) = (path.to_owned(), data.to_vec());
         tokio::spawn(async move {
+            // Every session a try was sent on: a try whose reply never came may have created the
+            // node there.
+            let tried = parking_lot::Mutex::new(Vec::new());
             let created = framework
                 .retry_across_sessions(deadline, |session| {
-                    let (path, data) = (&path, &data);
-                    async move { create_or_find(&session, path, data).await.map(|stat| (stat, session)) }
+                    let (path, data, tried) = (&path, &data, &tried);
+                    async move {
+                        {
+                            let mut tried = tried.lock();
+                            if !tried.contains(&session.id()) {
+                                tried.push(session.id());
+                            }
+                        }
+                        create_or_find(&session, path, data).await.map(|stat| (stat, session))
+                    }
                 })
                 .await
                 .map(|(stat, session)| {
                     debug!(path, session = %session.id(), "exclusive node created");
                     OwnedNode::exclusive(framework.clone(), path.clone(), stat, &session, data.clone())
                 });
+            if created.is_err() {
+                // A failed call leaves nothing behind: the cleanup worker deletes a node a lost
+                // reply created, if it is still ours (that session's, with our data).
+                for session_id in tried.into_inner() {
+                    let task = CleanupTask::Marked { path: path.clone(), session_id, mark: data.clone() };
+                    framework.core().cleanup.submit(task);
+                }
+            }
             // A caller that is gone drops the node here, which deletes it if still ours.
             let _ = reply.send(created);
         });

@@ -220,3 +220,46 @@ async fn bad_input_is_refused_before_anything_is_sent() {
     }
     within("close", a.close()).await;
 }
+
+#[tokio::test]
+async fn a_try_that_times_out_after_its_create_landed_leaves_no_node() {
+    init_tracing();
+    let server = server().await;
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let cut_off = framework(&proxy.connect_string(), Duration::from_secs(10));
+    let observer = framework(&server.connect_string(), STEP);
+    within("parent", cut_off.ensure_path("/single/timeout", step())).await.expect("parent");
+    let lock = SingleNodeLock::new(&cut_off, "/single/timeout/lock").expect("lock");
+    let session = session_of(&cut_off);
+    let mut timed_out = false;
+    // The create lands, its reply is cut, and the connection stays silent past the deadline. (If
+    // the client gets back in before the silence starts, it finds its node: try again.)
+    for _ in 0..5 {
+        let cut = proxy.cut_after_next_create();
+        let trying = tokio::spawn({
+            let lock = lock.clone();
+            async move { lock.try_lock_until(Deadline::after(Duration::from_millis(1500))).await }
+        });
+        within("the cut", cut).await.expect("the proxy cut the create's reply");
+        proxy.black_hole(Duration::from_secs(3));
+        match within("try_lock", trying).await.expect("task") {
+            Err(err) if err.is_timeout() => {
+                timed_out = true;
+                break;
+            }
+            Ok(TryLock::Acquired(guard)) => within("release", guard.release()).await.expect("release"),
+            other => panic!("expected a timeout or the lock, got {other:?}"),
+        }
+        eventually("the connection is back", || async { !proxy.is_black_holed() }).await;
+    }
+    assert!(timed_out, "no try timed out with its create landed");
+    let (_, owner) = node(&observer, "/single/timeout/lock").await.expect("the lost reply's create landed");
+    assert_eq!(owner, session, "on the session that is still alive");
+    eventually("the timed-out try's node is deleted", || async {
+        node(&observer, "/single/timeout/lock").await.is_none()
+    })
+    .await;
+    assert_eq!(session_of(&cut_off), session, "the same session throughout: nothing went with an expiry");
+    within("close", cut_off.close()).await;
+    within("close", observer.close()).await;
+}
