@@ -84,10 +84,12 @@ async fn auto_requeue_rotates_leadership_through_every_participant() {
         selector.start().expect("start");
     }
     eventually("four rounds of leadership", || async { turns.lock().len() >= 12 }).await;
+    // The turns taken while all three are queued; closing one lets the others lead out of turn.
+    let all_queued = turns.lock().clone();
     for (_, selector) in &selectors {
         within("close", selector.close()).await.expect("close");
     }
-    let turns = turns.lock().clone();
+    let turns = all_queued;
     assert_eq!(violations.load(Ordering::SeqCst), 0, "two leaders at once");
     // Once everyone queued, leadership goes round: every three turns in a row are three ids.
     for window in turns[3..].windows(3) {
