@@ -54,10 +54,29 @@ impl Pending {
     }
 }
 
+/// See [`CleanupQueue::settling`].
+pub(crate) struct SettlingGuard {
+    pending: Arc<Pending>,
+}
+
+impl Drop for SettlingGuard {
+    fn drop(&mut self) {
+        self.pending.finish_one();
+    }
+}
+
 impl CleanupQueue {
     pub(crate) fn new() -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         Self { sender, receiver: parking_lot::Mutex::new(Some(receiver)), pending: Arc::default() }
+    }
+
+    /// Counts a background task that may still create a node to clean up (an exclusive create
+    /// whose caller may be gone) as pending until the guard is dropped, so that
+    /// [`Framework::wait_for_cleanups`] waits for it too.
+    pub(crate) fn settling(&self) -> SettlingGuard {
+        self.pending.count.fetch_add(1, Ordering::AcqRel);
+        SettlingGuard { pending: self.pending.clone() }
     }
 
     /// Hands `task` to the worker. Never blocks, never needs a runtime.
@@ -92,7 +111,9 @@ impl Framework {
         self.core().cleanup.pending.count.load(Ordering::Acquire)
     }
 
-    /// Waits until every background deletion handed over so far has finished.
+    /// Waits until every background deletion handed over so far has finished, and every
+    /// exclusive create still running for a caller that may be gone has settled (see
+    /// [`Framework::create_exclusive_ephemeral`]).
     ///
     /// # Errors
     /// [`Error::Timeout`] if they have not by `deadline`.

@@ -59,6 +59,8 @@ impl Framework {
         let (reply, answer) = oneshot::channel();
         let framework = self.clone();
         let (path, data) = (path.to_owned(), data.to_vec());
+        // Pending for wait_for_cleanups until the task has settled (and handed over any cleanup).
+        let settling = self.core().cleanup.settling();
         tokio::spawn(async move {
             // Every session a try was sent on: a try whose reply never came may have created the
             // node there.
@@ -91,6 +93,7 @@ impl Framework {
             }
             // A caller that is gone drops the node here, which deletes it if still ours.
             let _ = reply.send(created);
+            drop(settling);
         });
         answer.await.map_err(|_| Error::Closed)?
     }
