@@ -1,0 +1,316 @@
+//! The consumer's task: lists the queue, takes items in batches, and hands them over.
+
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use tokio::sync::{mpsc, Semaphore};
+use tracing::{debug, error, trace, warn};
+use zk_recipes_framework::zookeeper_client::{self, WatchedEvent};
+use zk_recipes_framework::{ConnectionEvents, Deadline};
+
+use crate::background::holds_lock;
+use crate::error::Result;
+use crate::framing::unframe;
+use crate::names::{parse_due, Kind, ITEM_PREFIX};
+use crate::queue::Inner;
+
+use super::commit::release_job;
+use super::delivery::{Delivery, LockClaim};
+use super::StateListener;
+
+/// At most this many lock nodes of other consumers are watched at once.
+pub(super) const MAX_LOCK_WATCHES: usize = 256;
+
+pub(super) fn now_epoch_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as i64)
+}
+
+pub(super) type WatchFuture = Pin<Box<dyn Future<Output = WatchedEvent> + Send>>;
+
+/// The consumer's task: lists, takes, hands over.
+pub(super) struct Claimer<T> {
+    pub(super) inner: Arc<Inner<T>>,
+    pub(super) sender: mpsc::Sender<Result<Delivery<T>>>,
+    pub(super) credits: Arc<Semaphore>,
+    pub(super) prefetch: usize,
+    pub(super) listener: Option<StateListener>,
+    pub(super) events: ConnectionEvents,
+    /// Candidates from the last listing, in the order to try them.
+    pub(super) pending: VecDeque<String>,
+    /// The children watch armed by the last listing.
+    pub(super) children_watch: Option<WatchFuture>,
+    /// The children watch fired since the last listing.
+    pub(super) children_changed: bool,
+    /// Relist before taking anything else (a new session, or an error).
+    pub(super) must_relist: bool,
+    /// The session generation of the last listing.
+    pub(super) generation: u64,
+    /// Lost a race in the last pass: start the next pass at a random point (if the kind allows).
+    pub(super) contended: bool,
+    /// Items whose lock another consumer held, since the last listing.
+    pub(super) locked_by_others: Vec<String>,
+    /// Lock nodes of other consumers we watch, by item name.
+    pub(super) lock_watches: FuturesUnordered<BoxFuture<'static, String>>,
+    pub(super) watched: HashSet<String>,
+    /// Delay queue: when the earliest item not yet due is due (epoch ms).
+    pub(super) next_due: Option<i64>,
+    /// Lock creates whose outcome is unknown (connection lost in flight): item, lock claim.
+    pub(super) uncertain: Vec<(String, LockClaim)>,
+    /// Consecutive errors, for backing off.
+    pub(super) errors: u32,
+}
+
+impl<T: Send + 'static> Claimer<T> {
+    pub(super) fn new(
+        inner: Arc<Inner<T>>,
+        sender: mpsc::Sender<Result<Delivery<T>>>,
+        credits: Arc<Semaphore>,
+        prefetch: usize,
+        listener: Option<StateListener>,
+    ) -> Self {
+        let events = inner.framework.connection_events();
+        Self {
+            inner,
+            sender,
+            credits,
+            prefetch,
+            listener,
+            events,
+            pending: VecDeque::new(),
+            children_watch: None,
+            children_changed: false,
+            must_relist: true,
+            generation: 0,
+            contended: false,
+            locked_by_others: Vec::new(),
+            lock_watches: FuturesUnordered::new(),
+            watched: HashSet::new(),
+            next_due: None,
+            uncertain: Vec::new(),
+            errors: 0,
+        }
+    }
+
+    pub(super) async fn run(mut self) {
+        debug!(prefetch = self.prefetch, "consumer started");
+        loop {
+            if self.inner.framework.is_closed() {
+                break;
+            }
+            let credit = tokio::select! {
+                credit = self.credits.clone().acquire_owned() => match credit {
+                    Ok(credit) => credit,
+                    Err(_) => break,
+                },
+                () = self.sender.closed() => break,
+                update = self.events.next() => {
+                    if !self.on_connection_update(update) {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            credit.forget();
+            let extra = self.credits.available_permits().min(self.prefetch - 1);
+            if let Ok(extra) = self.credits.try_acquire_many(extra as u32) {
+                extra.forget();
+            }
+            let want = 1 + extra;
+            let deliveries = match self.take_some(want).await {
+                Ok(deliveries) => {
+                    self.errors = 0;
+                    deliveries
+                }
+                Err(err) if err.is_closed() => break,
+                Err(err) => {
+                    self.credits.add_permits(want);
+                    self.errors += 1;
+                    self.must_relist = true;
+                    let backoff = Duration::from_millis(50 << self.errors.min(5));
+                    debug!(%err, backoff = %zk_recipes_framework::ReadableDuration(backoff), "consumer error");
+                    if self.sender.send(Err(err)).await.is_err() {
+                        break;
+                    }
+                    tokio::time::sleep(backoff).await;
+                    continue;
+                }
+            };
+            self.credits.add_permits(want - deliveries.len());
+            if deliveries.is_empty() {
+                if !self.wait_for_work().await {
+                    break;
+                }
+                continue;
+            }
+            for delivery in deliveries {
+                // If the receiver is gone, the delivery is dropped and gives its item back.
+                if self.sender.send(Ok(delivery)).await.is_err() {
+                    break;
+                }
+            }
+        }
+        self.shut_down();
+        debug!("consumer stopped");
+    }
+
+    /// Takes up to `want` items: lists when needed (at most twice), then claims in pipelined
+    /// batches.
+    pub(super) async fn take_some(&mut self, want: usize) -> Result<Vec<Delivery<T>>> {
+        self.resolve_uncertain().await?;
+        let mut taken = Vec::new();
+        let mut lists = 0;
+        while taken.len() < want {
+            self.poll_children_watch();
+            let stale = self.must_relist || (self.inner.kind.head_only() && self.children_changed);
+            if stale || self.pending.is_empty() {
+                if lists >= 2 || (lists > 0 && (self.pending.is_empty() || !taken.is_empty())) {
+                    break;
+                }
+                self.relist().await?;
+                lists += 1;
+            }
+            let batch = self.next_batch(want - taken.len());
+            if batch.is_empty() {
+                break;
+            }
+            self.contended = false;
+            let claimed = if self.inner.lock_path.is_some() {
+                self.claim_locked(batch).await?
+            } else {
+                self.claim_plain(batch).await?
+            };
+            taken.extend(claimed);
+            if self.contended && !self.inner.kind.head_only() && self.pending.len() > 1 {
+                // Another consumer works on the same stretch: go on from a random point instead of
+                // racing it item by item.
+                let start = fastrand::usize(..self.pending.len());
+                self.pending.rotate_left(start);
+            }
+        }
+        Ok(taken)
+    }
+
+    /// The next candidates to try, from the front of the pending list (delay: due ones only).
+    pub(super) fn next_batch(&mut self, count: usize) -> Vec<String> {
+        let mut batch = Vec::with_capacity(count);
+        let now = now_epoch_ms();
+        while batch.len() < count {
+            let Some(name) = self.pending.front() else { break };
+            if self.inner.kind == Kind::Delay {
+                let due = parse_due(name);
+                if due > now {
+                    self.next_due = Some(due);
+                    // Not due: stop here, and look again when it is (or the queue changes).
+                    self.pending.clear();
+                    break;
+                }
+            }
+            batch.extend(self.pending.pop_front());
+        }
+        batch
+    }
+
+    /// Lists the queue with a children watch and rebuilds the pending list.
+    pub(super) async fn relist(&mut self) -> Result<()> {
+        let inner = &*self.inner;
+        let (children, watcher, generation, session_id) = inner
+            .framework
+            .retry(Deadline::never(), |session| async move {
+                inner.ensure_created(&session).await?;
+                let listed = match session.client().list_and_watch_children(&inner.path).await {
+                    Err(zookeeper_client::Error::NoNode) => {
+                        inner.forget_created();
+                        inner.ensure_created(&session).await?;
+                        session.client().list_and_watch_children(&inner.path).await?
+                    }
+                    other => other?,
+                };
+                Ok((listed.0, listed.1, session.generation(), session.id().0))
+            })
+            .await?;
+        if generation != self.generation {
+            // A new session: lock watches of the old one are dead.
+            self.lock_watches = FuturesUnordered::new();
+            self.watched.clear();
+        }
+        self.generation = generation;
+        self.children_watch = Some(Box::pin(watcher.changed()));
+        self.children_changed = false;
+        self.must_relist = false;
+        self.next_due = None;
+        self.locked_by_others.clear();
+        let depth = children.iter().filter(|child| child.starts_with(ITEM_PREFIX)).count();
+        inner.metrics.depth.set(depth as f64);
+        let mut names: Vec<String> = children
+            .into_iter()
+            .filter(|child| child.starts_with(ITEM_PREFIX))
+            .filter(|child| !self.watched.contains(child))
+            .collect();
+        if let Some(lock_path) = &inner.lock_path {
+            names
+                .retain(|child| !holds_lock(session_id, &zk_recipes_framework::path::join(lock_path, child)));
+        }
+        inner.kind.sort(&mut names);
+        if self.contended && !inner.kind.head_only() && names.len() > 1 {
+            let start = fastrand::usize(..names.len());
+            names.rotate_left(start);
+        }
+        trace!(candidates = names.len(), generation, "listed");
+        self.pending = names.into();
+        Ok(())
+    }
+
+    /// Most of a batch was already taken by others: the listing is stale, list again.
+    pub(super) fn note_races(&mut self, lost: usize, won: usize) {
+        if lost > 0 && lost >= won {
+            self.must_relist = true;
+        }
+    }
+
+    /// A delivery from a taken node; a corrupt node is logged and deleted.
+    pub(super) async fn delivery(
+        inner: &Arc<Inner<T>>,
+        name: String,
+        bytes: Vec<u8>,
+        claim: Option<LockClaim>,
+    ) -> Option<Delivery<T>> {
+        let items = unframe(&bytes).map_err(|err| err.to_string()).and_then(|frames| {
+            frames
+                .iter()
+                .map(|frame| inner.serializer.deserialize(frame).map_err(|err| err.to_string()))
+                .collect::<std::result::Result<Vec<T>, String>>()
+        });
+        let corrupt = items.as_ref().err().cloned();
+        let delivery = Delivery {
+            inner: inner.clone(),
+            name,
+            items: items.unwrap_or_default(),
+            bytes,
+            claim,
+            finished: false,
+            handed_out: false,
+        };
+        trace!(item = %delivery.name, lock = ?delivery.claim.as_ref().map(|c| c.session_id), "taken");
+        inner.metrics.takes.increment(1);
+        let Some(reason) = corrupt else { return Some(delivery) };
+        error!(item = %delivery.name, %reason, "corrupt queue item: deleting it");
+        let name = delivery.name.clone();
+        if let Err(err) = delivery.reject().await {
+            warn!(item = %name, %err, "could not delete a corrupt queue item");
+        }
+        None
+    }
+
+    /// Gives back what was taken but not handed over (the channel's deliveries give themselves
+    /// back when dropped).
+    pub(super) fn shut_down(&mut self) {
+        for (_, claim) in self.uncertain.drain(..) {
+            self.inner.submit(release_job(&claim, true));
+        }
+    }
+}

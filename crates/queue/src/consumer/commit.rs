@@ -1,0 +1,284 @@
+//! Finishing: the lock-safe finish multi, group commit of acks, the at-most-once requeue, and the id
+//! queue's remove.
+
+use std::time::Duration;
+
+use tracing::trace;
+use zk_recipes_framework::zookeeper_client::{self, CreateMode, MultiWriteError};
+use zk_recipes_framework::{Deadline, Error as FrameworkError};
+
+use crate::background::{register_lock, unregister_lock, Job};
+use crate::error::{QueueError, Result};
+use crate::queue::Inner;
+
+use super::delivery::{Finish, LockClaim};
+
+/// How long an ack, requeue or reject keeps retrying through connection trouble.
+pub(super) const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a lock-safe finish found.
+#[derive(Debug)]
+pub(super) enum Committed {
+    /// Committed (with the requeued item's name).
+    Done(Option<String>),
+    LockLost,
+    ItemGone,
+}
+
+/// The lock-safe finish: one multi {check lock, delete item, [create requeued item], delete lock}
+/// on the session that holds the lock.
+pub(super) async fn commit<T>(
+    inner: &Inner<T>,
+    name: &str,
+    claim: &LockClaim,
+    bytes: &[u8],
+    finish: Finish,
+    maybe_sent: bool,
+) -> Result<Committed, FrameworkError> {
+    let item_path = inner.item_path(name);
+    let requeue_prefix = (finish == Finish::Requeue).then(|| inner.item_path(&inner.kind.requeue_name(name)));
+    let tries = std::sync::atomic::AtomicU32::new(u32::from(maybe_sent));
+    let (item_path, requeue_prefix, tries) = (&item_path, &requeue_prefix, &tries);
+    inner
+        .framework
+        .retry(Deadline::after(COMMIT_TIMEOUT), |session| async move {
+            if session.generation() != claim.generation || session.id().0 != claim.session_id {
+                return Ok(Committed::LockLost);
+            }
+            let earlier_tries = tries.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            let mut multi = session.client().new_multi_writer();
+            multi.add_check_version(&claim.lock_node, -1)?;
+            multi.add_delete(item_path, None)?;
+            if let Some(prefix) = requeue_prefix {
+                let options = session.create_options(CreateMode::PersistentSequential);
+                multi.add_create(prefix, bytes, &options)?;
+            }
+            multi.add_delete(&claim.lock_node, None)?;
+            match multi.commit().await {
+                Ok(results) => {
+                    let requeued = results.into_iter().find_map(|result| match result {
+                        zookeeper_client::MultiWriteResult::Create { path, .. } => {
+                            Some(zk_recipes_framework::path::name(&path).to_owned())
+                        }
+                        _ => None,
+                    });
+                    Ok(Committed::Done(requeued))
+                }
+                Err(MultiWriteError::OperationFailed {
+                    index: 0,
+                    source: zookeeper_client::Error::NoNode,
+                }) => {
+                    if earlier_tries == 0 {
+                        return Ok(Committed::LockLost);
+                    }
+                    // An earlier try was in flight when the connection broke. On this same session
+                    // only that try can have deleted our lock; it committed iff the item is gone.
+                    match session.client().check_stat(item_path).await? {
+                        None => Ok(Committed::Done(None)),
+                        Some(_) => Ok(Committed::LockLost),
+                    }
+                }
+                Err(MultiWriteError::OperationFailed {
+                    index: 1,
+                    source: zookeeper_client::Error::NoNode,
+                }) => {
+                    // After an interrupted try, the lock that passed the check may be another
+                    // consumer's (taken after ours went with our committed try): the item is gone
+                    // because that try committed.
+                    if earlier_tries == 0 {
+                        Ok(Committed::ItemGone)
+                    } else {
+                        Ok(Committed::Done(None))
+                    }
+                }
+                Err(err) => Err(zookeeper_client::Error::from(err).into()),
+            }
+        })
+        .await
+}
+
+/// At most this many acks go in one multi (three operations each).
+pub(super) const MAX_ACKS_PER_MULTI: usize = 300;
+
+/// Group commit of lock-safe acks: acks that arrive while one multi is in flight go together in
+/// the next one (one transaction for many items). If a combined multi fails, each ack is
+/// committed on its own, so one lost lock never fails the others.
+#[derive(Debug, Default)]
+pub(crate) struct AckBatcher {
+    waiting: parking_lot::Mutex<Vec<AckRequest>>,
+    flushing: tokio::sync::Mutex<()>,
+}
+
+#[derive(Debug)]
+pub(super) struct AckRequest {
+    pub(super) name: String,
+    pub(super) claim: LockClaim,
+    pub(super) reply: tokio::sync::oneshot::Sender<Result<Committed, FrameworkError>>,
+}
+
+impl AckBatcher {
+    /// Deletes the item (and our lock), together with whatever other acks are waiting.
+    pub(super) async fn delete<T>(
+        &self,
+        inner: &Inner<T>,
+        name: &str,
+        claim: &LockClaim,
+    ) -> Result<Committed, FrameworkError> {
+        let (reply, mut outcome) = tokio::sync::oneshot::channel();
+        self.waiting.lock().push(AckRequest { name: name.to_owned(), claim: claim.clone(), reply });
+        let flushing = self.flushing.lock().await;
+        // Committed by the flusher before us?
+        if let Ok(committed) = outcome.try_recv() {
+            return committed;
+        }
+        let mut batch = std::mem::take(&mut *self.waiting.lock());
+        while !batch.is_empty() {
+            let rest = batch.split_off(batch.len().min(MAX_ACKS_PER_MULTI));
+            commit_acks(inner, batch).await;
+            batch = rest;
+        }
+        drop(flushing);
+        match outcome.try_recv() {
+            Ok(committed) => committed,
+            // Our ack was taken by a flusher that was cancelled: its outcome is unknown, so commit
+            // it ourselves, knowing it may have been sent.
+            Err(_) => commit(inner, name, claim, &[], Finish::Delete, true).await,
+        }
+    }
+}
+
+/// Commits `batch` in one multi {check lock, delete item, delete lock}*; falls back to one commit
+/// each when that fails.
+pub(super) async fn commit_acks<T>(inner: &Inner<T>, batch: Vec<AckRequest>) {
+    if batch.len() == 1 {
+        for request in batch {
+            let committed = commit(inner, &request.name, &request.claim, &[], Finish::Delete, false).await;
+            let _ = request.reply.send(committed);
+        }
+        return;
+    }
+    let together = async {
+        let session = inner.framework.session(Deadline::after(COMMIT_TIMEOUT)).await?;
+        let mut multi = session.client().new_multi_writer();
+        for request in &batch {
+            let claim = &request.claim;
+            if session.generation() != claim.generation || session.id().0 != claim.session_id {
+                return Ok(Err(false));
+            }
+            multi.add_check_version(&claim.lock_node, -1)?;
+            multi.add_delete(&inner.item_path(&request.name), None)?;
+            multi.add_delete(&claim.lock_node, None)?;
+        }
+        let committed = multi.commit().await;
+        Ok::<_, FrameworkError>(match committed {
+            Ok(_) => Ok(()),
+            Err(MultiWriteError::OperationFailed { .. }) => Err(false),
+            // Connection trouble: it may have committed.
+            Err(MultiWriteError::RequestFailed { .. }) => Err(true),
+        })
+    };
+    let maybe_sent = match together.await {
+        Ok(Ok(())) => {
+            trace!(acks = batch.len(), items = ?batch.iter().map(|r| &r.name).collect::<Vec<_>>(), "acks committed together");
+            for request in batch {
+                let _ = request.reply.send(Ok(Committed::Done(None)));
+            }
+            return;
+        }
+        Ok(Err(maybe_sent)) => maybe_sent,
+        Err(_) => true,
+    };
+    let each = batch.into_iter().map(|request| async move {
+        let committed = commit(inner, &request.name, &request.claim, &[], Finish::Delete, maybe_sent).await;
+        trace!(item = %request.name, ?committed, maybe_sent, "ack committed alone");
+        let _ = request.reply.send(committed);
+    });
+    futures::future::join_all(each).await;
+}
+
+/// Puts `bytes` back as a new node `<prefix><seq>` (at-most-once requeue).
+pub(super) async fn requeue_plain<T>(inner: &Inner<T>, prefix: &str, bytes: &[u8]) -> Result<String> {
+    let created = inner
+        .framework
+        .retry(Deadline::after(COMMIT_TIMEOUT), |session| async move {
+            inner.ensure_created(&session).await?;
+            let options = session.create_options(CreateMode::PersistentSequential);
+            let (_, sequence) = session.client().create(prefix, bytes, &options).await?;
+            Ok(format!("{}{sequence}", zk_recipes_framework::path::name(prefix)))
+        })
+        .await?;
+    Ok(created)
+}
+
+/// Removes one item for an id queue's `remove`: lock-safe, lock it first and delete it in one
+/// multi with the lock check; else delete it. `false` if someone else has it (or had it).
+pub(crate) async fn remove_item<T>(inner: &Inner<T>, name: &str) -> Result<bool> {
+    let item_path = inner.item_path(name);
+    let item_path = &item_path;
+    let Some(lock_node) = inner.lock_node(name) else {
+        let removed = inner
+            .framework
+            .retry(Deadline::after(COMMIT_TIMEOUT), |session| async move {
+                match session.client().delete(item_path, None).await {
+                    Ok(()) => Ok(true),
+                    Err(zookeeper_client::Error::NoNode) => Ok(false),
+                    Err(err) => Err(err.into()),
+                }
+            })
+            .await?;
+        return Ok(removed);
+    };
+    let session = inner.framework.session(Deadline::after(COMMIT_TIMEOUT)).await?;
+    let claim = LockClaim { lock_node, generation: session.generation(), session_id: session.id().0 };
+    if !register_lock(claim.session_id, &claim.lock_node) {
+        return Ok(false);
+    }
+    let options = session.create_options(CreateMode::Ephemeral);
+    let created = session.client().create(&claim.lock_node, &inner.data, &options).await;
+    drop(session);
+    match created {
+        Ok(_) => {}
+        Err(zookeeper_client::Error::NodeExists | zookeeper_client::Error::NoNode) => {
+            unregister_lock(claim.session_id, &claim.lock_node);
+            return Ok(false);
+        }
+        Err(err) => {
+            inner.submit(Job::ReleaseLock {
+                lock_node: claim.lock_node.clone(),
+                generation: claim.generation,
+                session_id: claim.session_id,
+                verify_owner: true,
+            });
+            return Err(FrameworkError::from(err).into());
+        }
+    }
+    let outcome = commit(inner, name, &claim, &[], Finish::Delete, false).await;
+    match outcome {
+        Ok(Committed::Done(_)) => {
+            unregister_lock(claim.session_id, &claim.lock_node);
+            Ok(true)
+        }
+        Ok(Committed::LockLost) => {
+            unregister_lock(claim.session_id, &claim.lock_node);
+            Ok(false)
+        }
+        Ok(Committed::ItemGone) | Err(_) => {
+            inner.submit(Job::ReleaseLock {
+                lock_node: claim.lock_node.clone(),
+                generation: claim.generation,
+                session_id: claim.session_id,
+                verify_owner: false,
+            });
+            outcome.map(|_| false).map_err(QueueError::from)
+        }
+    }
+}
+
+pub(super) fn release_job(claim: &LockClaim, verify_owner: bool) -> Job {
+    Job::ReleaseLock {
+        lock_node: claim.lock_node.clone(),
+        generation: claim.generation,
+        session_id: claim.session_id,
+        verify_owner,
+    }
+}

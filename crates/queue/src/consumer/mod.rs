@@ -1,0 +1,230 @@
+//! Consumers of the distributed-queue family: a claimer task per consumer takes items (in
+//! pipelined batches) and hands them over a bounded channel as [`Delivery`] values.
+
+mod claim;
+mod claimer;
+mod commit;
+mod delivery;
+mod follow;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::stream::{FuturesUnordered, Stream, StreamExt};
+use tokio::sync::{mpsc, Semaphore};
+use tracing::{error, info_span, warn, Instrument};
+use zk_recipes_framework::ConnectionState;
+
+use crate::error::Result;
+use crate::queue::{ErrorMode, Inner};
+
+use claimer::Claimer;
+pub(crate) use commit::{remove_item, AckBatcher};
+pub use delivery::Delivery;
+
+/// How many items a consumer takes ahead by default ([`Consumer::prefetch`]).
+pub const DEFAULT_PREFETCH: usize = 16;
+
+type StateListener = Arc<dyn Fn(ConnectionState) + Send + Sync>;
+
+/// Takes items from a queue of the distributed-queue family: a stream of [`Delivery`] values
+/// ([`next`](Self::next), [`into_stream`](Self::into_stream)) or a handler
+/// ([`run`](Self::run)).
+///
+/// The consumer starts with its first `next` (or `run`): a task takes up to
+/// [`prefetch`](Self::prefetch) items ahead of the application, a batch at a time in one round
+/// trip: at most once, the reads and one multi deleting the batch; lock-safe, one multi creating
+/// the batch's lock nodes and the reads (if another consumer holds one of them, the batch is taken
+/// item by item instead). Competing consumers that lose a race jump to a random point of the
+/// listing, and list again when most of a batch was gone. Taking works as the queue's mode
+/// says (see [`crate::DistributedQueue`]): without a lock path items are deleted when taken;
+/// with one they are locked. Items are skipped if their name does not start with `queue-`.
+///
+/// Dropping the consumer stops its task. Taken items not yet handed out are given back: their
+/// lock nodes are deleted (lock-safe) or they are put back as new items (at most once mode).
+/// A corrupt node (bad framing, or refused by the serializer) is logged and deleted, as Curator
+/// does.
+///
+/// ```no_run
+/// # async fn demo(queue: zk_recipes_queue::DistributedQueue<Vec<u8>>) -> zk_recipes_queue::Result<()> {
+/// use futures::StreamExt;
+///
+/// let mut deliveries = queue.consumer().prefetch(32).into_stream();
+/// while let Some(delivery) = deliveries.next().await {
+///     let delivery = delivery?;
+///     println!("{} items from {}", delivery.items().len(), delivery.name());
+///     delivery.ack().await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[must_use = "a consumer does nothing until `next` or `run` is called"]
+pub struct Consumer<T> {
+    inner: Arc<Inner<T>>,
+    prefetch: usize,
+    listener: Option<StateListener>,
+    receiver: Option<mpsc::Receiver<Result<Delivery<T>>>>,
+    /// Items the claimer may take: `prefetch - 1` ahead, plus one per waiting `next`.
+    credits: Arc<Semaphore>,
+}
+
+impl<T> fmt::Debug for Consumer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer")
+            .field("queue", &self.inner)
+            .field("prefetch", &self.prefetch)
+            .field("started", &self.receiver.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Send + 'static> Consumer<T> {
+    pub(crate) fn new(inner: Arc<Inner<T>>) -> Self {
+        Self {
+            inner,
+            prefetch: DEFAULT_PREFETCH,
+            listener: None,
+            receiver: None,
+            credits: Arc::new(Semaphore::new(0)),
+        }
+    }
+
+    /// How many items the consumer may have taken and not yet handed out: the one a
+    /// [`next`](Self::next) waits for, plus up to `prefetch - 1` taken ahead while the application
+    /// is busy (in [`run`](Self::run) also how many nodes the handler processes at once). At least
+    /// 1; defaults to [`DEFAULT_PREFETCH`]. Set it before the first `next`.
+    ///
+    /// Items taken ahead are unavailable to other consumers: locked (lock-safe) or already deleted
+    /// (at most once: a crash loses them too). With 1 the consumer takes an item only when asked,
+    /// so a priority or delay queue's consumer always gets the head at the time of asking; with
+    /// more, items taken ahead go before an urgent item put later.
+    pub fn prefetch(mut self, prefetch: usize) -> Self {
+        self.prefetch = prefetch.max(1);
+        self
+    }
+
+    /// Calls `listener` with every connection state change the consumer sees (Curator's
+    /// `QueueConsumer.stateChanged`, which Curator itself never calls: CURATOR-336). It runs on the
+    /// consumer's task: keep it short. Set it before the first [`next`](Self::next).
+    pub fn on_connection_state(mut self, listener: impl Fn(ConnectionState) + Send + Sync + 'static) -> Self {
+        self.listener = Some(Arc::new(listener));
+        self
+    }
+
+    /// The next delivery, waiting for one; `None` once the framework is closed.
+    ///
+    /// Errors are reported and the consumer goes on (it backs off while they last).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a delivery is never lost by dropping this future (the item it asked for is
+    /// handed to the next call).
+    pub async fn next(&mut self) -> Option<Result<Delivery<T>>> {
+        self.start();
+        // One more item may be taken: the one this call waits for. (If this call is cancelled, the
+        // item it asked for waits in the channel for the next call.)
+        self.credits.add_permits(1);
+        let receiver = self.receiver.as_mut()?;
+        let mut delivery = receiver.recv().await?;
+        if let Ok(delivery) = &mut delivery {
+            delivery.handed_out = true;
+        }
+        Some(delivery)
+    }
+
+    /// The deliveries as a [`Stream`].
+    pub fn into_stream(self) -> impl Stream<Item = Result<Delivery<T>>> + Send + Unpin {
+        Box::pin(futures::stream::unfold(self, |mut consumer| async move {
+            let delivery = consumer.next().await?;
+            Some((delivery, consumer))
+        }))
+    }
+
+    /// Runs `handler` on every item until the framework is closed, up to
+    /// [`prefetch`](Self::prefetch) nodes at a time (items of one node in order, one by one).
+    ///
+    /// When the handler succeeds for every item of a node, the node is acknowledged. When it fails,
+    /// the error is logged and the queue's [`ErrorMode`] decides: `Requeue` stops at the failed
+    /// item and puts the node back (every item of it, as Curator does), `Delete` goes on with the
+    /// node's other items and then deletes it. Failures to acknowledge are logged (lock-safe: the
+    /// item is delivered again).
+    ///
+    /// # Errors
+    /// None yet: it returns `Ok` when the framework is closed.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the consumer; nodes being processed are dropped mid-way (lock-safe:
+    /// delivered again).
+    pub async fn run<F, Fut, E>(self, handler: F) -> Result<()>
+    where
+        F: Fn(T) -> Fut,
+        Fut: Future<Output = std::result::Result<(), E>>,
+        E: fmt::Display,
+    {
+        let concurrency = self.prefetch;
+        let error_mode = self.inner.error_mode;
+        let handler = &handler;
+        // A stream keeps an unfinished `next` across the select below (no item is asked twice).
+        let mut deliveries = self.into_stream();
+        let mut in_flight = FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+                next = deliveries.next(), if in_flight.len() < concurrency => match next {
+                    None => break,
+                    Some(Err(err)) => warn!(%err, "queue consumer error"),
+                    Some(Ok(delivery)) => in_flight.push(process(delivery, handler, error_mode)),
+                },
+            }
+        }
+        while in_flight.next().await.is_some() {}
+        Ok(())
+    }
+
+    fn start(&mut self) {
+        if self.receiver.is_some() {
+            return;
+        }
+        // Room for the items taken ahead, and for those asked for by cancelled `next` calls.
+        let (sender, receiver) = mpsc::channel(self.prefetch);
+        self.credits.add_permits(self.prefetch - 1);
+        let claimer = Claimer::new(
+            self.inner.clone(),
+            sender,
+            self.credits.clone(),
+            self.prefetch,
+            self.listener.clone(),
+        );
+        let span =
+            info_span!("queue_consumer", path = %self.inner.path, lock_safe = self.inner.lock_path.is_some());
+        tokio::spawn(claimer.run().instrument(span));
+        self.receiver = Some(receiver);
+    }
+}
+
+async fn process<T, F, Fut, E>(mut delivery: Delivery<T>, handler: &F, error_mode: ErrorMode)
+where
+    F: Fn(T) -> Fut,
+    Fut: Future<Output = std::result::Result<(), E>>,
+    E: fmt::Display,
+{
+    let mut failed = false;
+    for item in delivery.take_items() {
+        if let Err(err) = handler(item).await {
+            error!(item = delivery.name(), %err, ?error_mode, "queue handler failed");
+            delivery.inner.metrics.handler_failures.increment(1);
+            failed = true;
+            if error_mode == ErrorMode::Requeue {
+                break;
+            }
+        }
+    }
+    let name = delivery.name().to_owned();
+    let outcome = if failed && error_mode == ErrorMode::Requeue {
+        delivery.requeue().await.map(drop)
+    } else {
+        delivery.ack().await
+    };
+    if let Err(err) = outcome {
+        warn!(item = %name, %err, "could not finish a queue item");
+    }
+}
