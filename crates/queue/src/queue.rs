@@ -141,7 +141,8 @@ impl<T: Send + 'static> QueueBuilder<T> {
     /// A [`DistributedQueue`] (Curator's `buildQueue`).
     ///
     /// # Errors
-    /// An invalid queue or lock path, the same path for both, `max_items == 0`: nothing is sent.
+    /// An invalid queue or lock path, the same path for both or one inside the other,
+    /// `max_items == 0`: nothing is sent.
     pub fn build(self) -> Result<DistributedQueue<T>> {
         self.build_kind(Kind::Plain)
     }
@@ -184,6 +185,7 @@ impl<T: Send + 'static> QueueBuilder<T> {
                     "the lock path must differ from the queue path".into(),
                 ));
             }
+            refuse_nesting(&self.path, "queue path", lock_path, "lock path")?;
         }
         if self.max_items == Some(0) {
             return Err(QueueError::InvalidArgument("max_items must be at least 1".into()));
@@ -192,6 +194,7 @@ impl<T: Send + 'static> QueueBuilder<T> {
         let background = Background::new(self.framework.clone(), self.path.clone(), data.clone());
         let metrics = crate::record::QueueMetrics::new(&self.framework, &self.path);
         Ok(DistributedQueue {
+            put_timeout: self.put_timeout,
             inner: Arc::new(Inner {
                 metrics,
                 framework: self.framework,
@@ -217,6 +220,20 @@ fn validate_queue_path(queue_path: &str) -> Result<()> {
         .map_err(|reason| FrameworkError::InvalidPath { path: queue_path.to_owned(), reason })?;
     if queue_path == "/" {
         return Err(QueueError::InvalidArgument("a queue cannot live at the root".into()));
+    }
+    Ok(())
+}
+
+/// Refuses one of the queue's paths inside another: a lock path under the queue path would be a
+/// foreign child that every consumer (Curator's too) lists and skips with a warning, and a queue
+/// under its lock path would look like a lock node.
+fn refuse_nesting(a: &str, a_name: &str, b: &str, b_name: &str) -> Result<()> {
+    for (outer, outer_name, inner, inner_name) in [(a, a_name, b, b_name), (b, b_name, a, a_name)] {
+        if inner.strip_prefix(outer).is_some_and(|rest| rest.starts_with('/')) {
+            return Err(QueueError::InvalidArgument(format!(
+                "the {inner_name} {inner} is inside the {outer_name} {outer}: use separate paths"
+            )));
+        }
     }
     Ok(())
 }
@@ -377,11 +394,13 @@ pub(crate) async fn create_persistent(
 /// ```
 pub struct DistributedQueue<T> {
     pub(crate) inner: Arc<Inner<T>>,
+    /// This handle's put deadline (the builder's, or [`DistributedQueue::with_put_timeout`]'s).
+    put_timeout: Option<Duration>,
 }
 
 impl<T> Clone for DistributedQueue<T> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone() }
+        Self { inner: self.inner.clone(), put_timeout: self.put_timeout }
     }
 }
 
@@ -416,6 +435,27 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// The lock path, if consumption is lock-safe.
     pub fn lock_path(&self) -> Option<&str> {
         self.inner.lock_path.as_deref()
+    }
+
+    /// A handle to the same queue whose puts time out after `timeout` (including the wait for room
+    /// in a bounded queue), whatever the builder's [`QueueBuilder::put_timeout`] said: a deadline
+    /// per call, without building another queue.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: zk_recipes_queue::DistributedQueue<Vec<u8>>) -> zk_recipes_queue::Result<()> {
+    /// use std::time::Duration;
+    /// // An interactive request waits a second at most; the batch job keeps the queue's default.
+    /// queue.with_put_timeout(Duration::from_secs(1)).put(&b"urgent".to_vec()).await?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn with_put_timeout(&self, timeout: Duration) -> Self {
+        Self { inner: self.inner.clone(), put_timeout: Some(timeout) }
+    }
+
+    /// The deadline each put of this handle has (`None`: no deadline).
+    pub fn put_timeout(&self) -> Option<Duration> {
+        self.put_timeout
     }
 
     /// Adds `item` as one node, `queue-<seq>`, and returns the node's name.
@@ -530,7 +570,7 @@ impl<T: Send + 'static> DistributedQueue<T> {
         if self.inner.framework.is_closed() {
             return Err(FrameworkError::Closed.into());
         }
-        let deadline = Deadline::within(self.inner.put_timeout);
+        let deadline = Deadline::within(self.put_timeout);
         let span = info_span!("queue_put", path = %self.inner.path, nodes = nodes.len());
         async {
             let mut names = Vec::with_capacity(nodes.len());
@@ -734,6 +774,18 @@ macro_rules! common_queue_methods {
             /// A consumer (not started until its first [`Consumer::next`]).
             pub fn consumer(&self) -> Consumer<T> {
                 self.queue.consumer()
+            }
+
+            /// As [`DistributedQueue::with_put_timeout`]: a handle whose puts time out after
+            /// `timeout`.
+            #[must_use]
+            pub fn with_put_timeout(&self, timeout: Duration) -> Self {
+                Self { queue: self.queue.with_put_timeout(timeout) }
+            }
+
+            /// As [`DistributedQueue::put_timeout`].
+            pub fn put_timeout(&self) -> Option<Duration> {
+                self.queue.put_timeout()
             }
 
             /// How many items the queue holds now (due or not), including items being processed.

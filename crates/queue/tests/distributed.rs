@@ -366,6 +366,30 @@ async fn bounded_queue_blocks_producers_and_overshoots_by_at_most_producers_minu
 }
 
 #[tokio::test]
+async fn a_put_timeout_can_be_set_per_call() {
+    let (_server, framework) = server_and_framework().await;
+    let queue = DistributedQueue::builder(&framework, "/dq/per-call").max_items(1).build().expect("queue");
+    within("put", queue.put(&vec![1])).await.expect("room for one");
+    assert_eq!(queue.put_timeout(), None);
+    let impatient = queue.with_put_timeout(Duration::from_millis(300));
+    assert_eq!(impatient.put_timeout(), Some(Duration::from_millis(300)));
+    let refused = within("put on a full queue", impatient.put(&vec![2])).await.expect_err("full");
+    assert!(refused.is_timeout(), "{refused}");
+    let refused = within("put_batch", impatient.put_batch(&[vec![3]])).await.expect_err("full");
+    assert!(refused.is_timeout(), "{refused}");
+    assert_eq!(queue.put_timeout(), None, "the original handle keeps its deadline");
+    assert_eq!(within("len", queue.len()).await.expect("len"), 1, "nothing was added");
+
+    let priorities =
+        DistributedQueue::builder(&framework, "/dq/per-call-priority").max_items(1).build_priority().expect("queue");
+    within("put", priorities.put(&vec![1], 0)).await.expect("room for one");
+    let refused = within("priority put", priorities.with_put_timeout(Duration::from_millis(300)).put(&vec![2], 0))
+        .await
+        .expect_err("full");
+    assert!(refused.is_timeout(), "{refused}");
+}
+
+#[tokio::test]
 async fn bad_input_is_refused_and_nothing_is_written() {
     let (server, framework) = server_and_framework().await;
     let before = server.znode_count().await.expect("znodes");
@@ -382,6 +406,15 @@ async fn bad_input_is_refused_and_nothing_is_written() {
         build_error(DistributedQueue::builder(&framework, "/dq/bad").lock_path("/dq/bad").build()),
         QueueError::InvalidArgument(_)
     ));
+    for (queue_path, lock_path) in [("/dq/bad", "/dq/bad/locks"), ("/dq/bad-outer/inner", "/dq/bad-outer")] {
+        let refused = build_error(DistributedQueue::builder(&framework, queue_path).lock_path(lock_path).build());
+        assert!(
+            matches!(&refused, QueueError::InvalidArgument(reason) if reason.contains("inside")),
+            "{queue_path} with locks at {lock_path}: {refused}"
+        );
+    }
+    // A sibling whose name starts with the queue's is not nested.
+    DistributedQueue::builder(&framework, "/dq/bad").lock_path("/dq/bad-locks").build().expect("siblings");
     assert!(matches!(
         build_error(DistributedQueue::builder(&framework, "/dq/bad").max_items(0).build()),
         QueueError::InvalidArgument(_)
