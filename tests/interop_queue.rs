@@ -782,3 +782,47 @@ async fn id_queue_removal_across_languages() {
     assert_gone(&framework, root).await;
     within("close", framework.close()).await;
 }
+
+/// Items carrying our delivery count (a trailer after Curator's end marker, written when a queue
+/// has `max_deliveries`) are read by Curator's consumer as the same items: each exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_reads_items_that_carry_our_delivery_count() {
+    let env = Env::start().await;
+    let framework = env.framework().await;
+    let root = "/interop-queue-counted";
+    let queue_path = format!("{root}/queue");
+    let lock_path = format!("{root}/locks");
+    let count = 20;
+    let queue = builder(&framework, &queue_path, Some(&lock_path))
+        .max_deliveries(5)
+        .dead_letter_path(format!("{root}/dead"))
+        .build()
+        .expect("queue");
+    let expected: BTreeSet<String> = (0..count).map(|index| format!("counted-{index:02}")).collect();
+    let items: Vec<String> = expected.iter().cloned().collect();
+    within("put", queue.put_batch(&items)).await.expect("put");
+    // Each item delivered once and requeued: its new node carries the count 1.
+    let mut consumer = queue.consumer().prefetch(1);
+    for _ in 0..count {
+        let delivery = within("next", consumer.next()).await.expect("open").expect("delivery");
+        assert_eq!(delivery.delivery_count(), 1);
+        within("requeue", delivery.requeue()).await.expect("requeue");
+    }
+    drop(consumer);
+    let nodes = sorted_children(&framework, &queue_path).await;
+    assert_eq!(nodes.len(), count);
+    for node in &nodes {
+        let (bytes, _) = read(&framework, &path::join(&queue_path, node)).await.expect("node");
+        assert_eq!(zk_recipes::queue::framing::delivery_count(&bytes), 1, "{node} carries its count");
+    }
+
+    let mut driver = java_consumer(&env, "queue", &queue_path, Some(&lock_path), count);
+    let got: Vec<String> = java_items(&mut driver).await.into_iter().map(|(_, item)| item).collect();
+    expect_success(driver).await;
+    assert_exactly_once("counted items → Curator", &expected, &got);
+    assert_drained(&framework, &queue_path, Some(&lock_path)).await;
+
+    within("clean up", framework.delete_recursive(root, Deadline::after(STEP))).await.expect("delete");
+    assert_gone(&framework, root).await;
+    within("close", framework.close()).await;
+}

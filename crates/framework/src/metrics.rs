@@ -58,6 +58,8 @@ pub mod names {
     pub const QUEUE_REDELIVERIES: &str = "zk_recipes_queue_redeliveries_total";
     /// Counter: handler calls that failed.
     pub const QUEUE_HANDLER_FAILURES: &str = "zk_recipes_queue_handler_failures_total";
+    /// Counter: nodes moved to the dead-letter path (or deleted) past `max_deliveries`.
+    pub const QUEUE_DEAD_LETTERS: &str = "zk_recipes_queue_dead_letters_total";
     /// Gauge: items in the queue at the consumer's last listing.
     pub const QUEUE_DEPTH: &str = "zk_recipes_queue_depth";
 }

@@ -55,6 +55,20 @@ pub enum QueueError {
         item: String,
     },
 
+    /// A stopped consumer's handlers did not all finish within its drain timeout
+    /// ([`crate::Consumer::drain_timeout`]). The unfinished deliveries were dropped: lock-safe,
+    /// they are delivered again; at most once, they count as consumed.
+    #[error(
+        "the queue consumer stopped with {abandoned} deliveries still being handled after its drain timeout of {}; lock-safe ones will be delivered again",
+        zk_recipes_framework::ReadableDuration(*timeout)
+    )]
+    DrainTimedOut {
+        /// How many deliveries were still being handled.
+        abandoned: usize,
+        /// The drain timeout.
+        timeout: std::time::Duration,
+    },
+
     /// An ack, requeue or reject of a lock-safe delivery found the item already deleted while we
     /// held its lock: someone removed it without taking the lock (a consumer without a lock path,
     /// an id queue's `remove` without one, or an operator).
@@ -66,14 +80,17 @@ pub enum QueueError {
 }
 
 impl QueueError {
+    /// Whether the caller's deadline passed (including a consumer's drain deadline).
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            QueueError::Framework(FrameworkError::Timeout { .. }) | QueueError::DrainTimedOut { .. }
+        )
+    }
+
     /// Whether trying again may succeed (the connection was lost, so the outcome is unknown).
     pub fn is_retryable(&self) -> bool {
         matches!(self, QueueError::Framework(err) if err.is_retryable())
-    }
-
-    /// Whether the caller's deadline passed.
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, QueueError::Framework(FrameworkError::Timeout { .. }))
     }
 
     /// Whether our lock on the item is gone with its session (lock-safe mode): another consumer

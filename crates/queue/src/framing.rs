@@ -205,6 +205,61 @@ pub fn unframe(data: &[u8]) -> Result<Vec<Vec<u8>>, FrameError> {
     }
 }
 
+/// Marks the delivery count zk-recipes appends after the end marker (see [`delivery_count`]).
+const DELIVERY_TRAILER: &[u8; 4] = b"zkrD";
+
+/// How many times the node was handed to a consumer, as counted by zk-recipes consumers of a queue
+/// with `max_deliveries` set: a trailer after the frame's end marker, `b"zkrD"` then a big-endian
+/// `u32`. Curator reads no further than the end marker, so it sees the same items; a node that
+/// Curator wrote (or requeued) has no trailer and counts 0.
+///
+/// ```
+/// use zk_recipes_queue::framing::{delivery_count, frame, unframe, with_delivery_count};
+/// let node = frame([b"job".as_slice()]);
+/// assert_eq!(delivery_count(&node), 0);
+/// let counted = with_delivery_count(&node, 3);
+/// assert_eq!(delivery_count(&counted), 3);
+/// assert_eq!(unframe(&counted).unwrap(), unframe(&node).unwrap());
+/// assert_eq!(delivery_count(&with_delivery_count(&counted, 4)), 4);
+/// ```
+pub fn delivery_count(data: &[u8]) -> u32 {
+    frame_len(data)
+        .and_then(|len| data[len..].strip_prefix(DELIVERY_TRAILER.as_slice()))
+        .and_then(|count| <[u8; 4]>::try_from(count).ok())
+        .map_or(0, u32::from_be_bytes)
+}
+
+/// `data` (a valid frame) with its delivery count set to `count` (see [`delivery_count`]). Data that
+/// is not a valid frame is returned unchanged.
+pub fn with_delivery_count(data: &[u8], count: u32) -> Vec<u8> {
+    let Some(len) = frame_len(data) else { return data.to_vec() };
+    let mut out = Vec::with_capacity(len + 8);
+    out.extend_from_slice(&data[..len]);
+    out.extend_from_slice(DELIVERY_TRAILER);
+    out.extend_from_slice(&count.to_be_bytes());
+    out
+}
+
+/// The length of the frame at the start of `data`, up to and including its end marker.
+fn frame_len(data: &[u8]) -> Option<usize> {
+    let mut rest = data;
+    if read_i32(&mut rest).ok()? != FRAME_VERSION {
+        return None;
+    }
+    loop {
+        let (&opcode, tail) = rest.split_first()?;
+        rest = tail;
+        match opcode {
+            EOF_OPCODE => return Some(data.len() - rest.len()),
+            ITEM_OPCODE => {
+                let len = usize::try_from(read_i32(&mut rest).ok()?).ok()?;
+                rest = rest.get(len..)?;
+            }
+            _ => return None,
+        }
+    }
+}
+
 fn read_i32(rest: &mut &[u8]) -> Result<i32, FrameError> {
     if rest.len() < 4 {
         return Err(FrameError::Truncated);
@@ -234,5 +289,19 @@ mod tests {
         assert_eq!(unframe(&[0, 1, 0, 1, 1, 0xff, 0xff, 0xff, 0xff]), Err(FrameError::Length(-1)));
         assert_eq!(unframe(&[0, 1, 0, 1, 1, 0, 0, 0, 5, 1, 2]), Err(FrameError::Truncated));
         assert_eq!(unframe(&[0, 1, 0, 1, 2, 9, 9]).unwrap(), Vec::<Vec<u8>>::new(), "trailing bytes ignored");
+    }
+
+    #[test]
+    fn the_delivery_count_lives_after_the_end_marker() {
+        let node = frame([b"x".as_slice()]);
+        let counted = with_delivery_count(&node, 7);
+        assert_eq!(&counted[..node.len()], node.as_slice(), "the frame itself is unchanged");
+        assert_eq!(&counted[node.len()..], [b'z', b'k', b'r', b'D', 0, 0, 0, 7]);
+        assert_eq!(delivery_count(&counted), 7);
+        // Other trailing bytes, a truncated trailer and broken frames count 0.
+        assert_eq!(delivery_count(&[0, 1, 0, 1, 2, 9, 9]), 0);
+        assert_eq!(delivery_count(&counted[..counted.len() - 1]), 0);
+        assert_eq!(delivery_count(b"junk"), 0);
+        assert_eq!(with_delivery_count(b"junk", 3), b"junk");
     }
 }

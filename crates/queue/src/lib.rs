@@ -59,7 +59,7 @@ mod queue;
 mod record;
 mod simple;
 
-pub use consumer::{Consumer, Delivery, DEFAULT_PREFETCH};
+pub use consumer::{Consumer, Delivery, Item, DEFAULT_DRAIN_TIMEOUT, DEFAULT_PREFETCH};
 pub use error::{BoxError, QueueError, Result};
 pub use framing::{BytesSerializer, FnSerializer, QueueSerializer, Utf8Serializer};
 pub use queue::{

@@ -72,6 +72,8 @@ pub struct QueueBuilder<T> {
     error_mode: ErrorMode,
     put_timeout: Option<Duration>,
     max_node_bytes: usize,
+    max_deliveries: Option<u32>,
+    dead_letter_path: Option<String>,
 }
 
 impl<T> fmt::Debug for QueueBuilder<T> {
@@ -83,6 +85,8 @@ impl<T> fmt::Debug for QueueBuilder<T> {
             .field("error_mode", &self.error_mode)
             .field("put_timeout", &self.put_timeout)
             .field("max_node_bytes", &self.max_node_bytes)
+            .field("max_deliveries", &self.max_deliveries)
+            .field("dead_letter_path", &self.dead_letter_path)
             .finish_non_exhaustive()
     }
 }
@@ -99,6 +103,8 @@ impl<T: Send + 'static> QueueBuilder<T> {
             error_mode: self.error_mode,
             put_timeout: self.put_timeout,
             max_node_bytes: self.max_node_bytes,
+            max_deliveries: self.max_deliveries,
+            dead_letter_path: self.dead_letter_path,
         }
     }
 
@@ -128,6 +134,31 @@ impl<T: Send + 'static> QueueBuilder<T> {
     /// A deadline for each put (including waiting for room in a bounded queue). Defaults to none.
     pub fn put_timeout(mut self, timeout: Duration) -> Self {
         self.put_timeout = Some(timeout);
+        self
+    }
+
+    /// Bounds redelivery: a node handed to consumers `max_deliveries` times is not handed out again
+    /// but moved to the [`dead_letter_path`](Self::dead_letter_path) (or, without one, deleted
+    /// with an error logged), so an item that always fails (or always crashes its consumer) cannot
+    /// loop forever. Defaults to unbounded.
+    ///
+    /// The count travels with the item, in a trailer after the frame's end marker (see
+    /// [`crate::framing::delivery_count`]) that Curator does not read: Curator consumers see the
+    /// same items. Lock-safe, a consumer writes the new count to the item before it hands the item
+    /// out (one more write per delivery), so deliveries cut short by a crash count too; at most
+    /// once, the count is written when the item is requeued. A node Curator requeues loses its
+    /// count (Curator writes the items again without it).
+    pub fn max_deliveries(mut self, max_deliveries: u32) -> Self {
+        self.max_deliveries = Some(max_deliveries);
+        self
+    }
+
+    /// Where items over [`max_deliveries`](Self::max_deliveries) go: a queue path of their own,
+    /// where each becomes a plain `queue-<seq>` node with the same bytes (priority and due time are
+    /// not kept), for a [`DistributedQueue`] (Rust or Curator) on that path to inspect or replay.
+    /// Lock-safe, the move is one multi with the release of our lock: never lost nor doubled.
+    pub fn dead_letter_path(mut self, dead_letter_path: impl Into<String>) -> Self {
+        self.dead_letter_path = Some(dead_letter_path.into());
         self
     }
 
@@ -187,6 +218,27 @@ impl<T: Send + 'static> QueueBuilder<T> {
             }
             refuse_nesting(&self.path, "queue path", lock_path, "lock path")?;
         }
+        if self.max_deliveries == Some(0) {
+            return Err(QueueError::InvalidArgument("max_deliveries must be at least 1".into()));
+        }
+        if let Some(dead_letters) = &self.dead_letter_path {
+            validate_queue_path(dead_letters)?;
+            if self.max_deliveries.is_none() {
+                return Err(QueueError::InvalidArgument(
+                    "a dead-letter path needs max_deliveries: nothing would ever go there".into(),
+                ));
+            }
+            let others = std::iter::once((&self.path, "queue path"))
+                .chain(self.lock_path.as_ref().map(|lock_path| (lock_path, "lock path")));
+            for (other, other_name) in others {
+                if dead_letters == other {
+                    return Err(QueueError::InvalidArgument(format!(
+                        "the dead-letter path must differ from the {other_name}"
+                    )));
+                }
+                refuse_nesting(other, other_name, dead_letters, "dead-letter path")?;
+            }
+        }
         if self.max_items == Some(0) {
             return Err(QueueError::InvalidArgument("max_items must be at least 1".into()));
         }
@@ -206,6 +258,8 @@ impl<T: Send + 'static> QueueBuilder<T> {
                 error_mode: self.error_mode,
                 put_timeout: self.put_timeout,
                 max_node_bytes: self.max_node_bytes,
+                max_deliveries: self.max_deliveries,
+                dead_letter_path: self.dead_letter_path,
                 data,
                 created: AtomicBool::new(false),
                 background,
@@ -249,6 +303,8 @@ pub(crate) struct Inner<T> {
     pub(crate) error_mode: ErrorMode,
     pub(crate) put_timeout: Option<Duration>,
     pub(crate) max_node_bytes: usize,
+    pub(crate) max_deliveries: Option<u32>,
+    pub(crate) dead_letter_path: Option<String>,
     /// Default node data (this host's address), for the queue and lock paths and lock nodes.
     pub(crate) data: Arc<[u8]>,
     /// Whether the queue path (and lock path) are known to exist.
@@ -279,8 +335,8 @@ impl<T> Inner<T> {
             return Ok(());
         }
         create_persistent(&self.framework, session, &self.path, &self.data).await?;
-        if let Some(lock_path) = &self.lock_path {
-            create_persistent(&self.framework, session, lock_path, &self.data).await?;
+        for other in [&self.lock_path, &self.dead_letter_path].into_iter().flatten() {
+            create_persistent(&self.framework, session, other, &self.data).await?;
         }
         self.created.store(true, Ordering::Release);
         Ok(())
@@ -293,6 +349,11 @@ impl<T> Inner<T> {
 
     pub(crate) fn item_path(&self, name: &str) -> String {
         path::join(&self.path, name)
+    }
+
+    /// Where a node goes past `max_deliveries`: `<dead_letter_path>/queue-` (sequential).
+    pub(crate) fn dead_letter_prefix(&self) -> Option<String> {
+        self.dead_letter_path.as_deref().map(|dead_letters| path::join(dead_letters, ITEM_PREFIX))
     }
 
     pub(crate) fn lock_node(&self, name: &str) -> Option<String> {
@@ -422,6 +483,8 @@ impl DistributedQueue<Vec<u8>> {
             error_mode: ErrorMode::default(),
             put_timeout: None,
             max_node_bytes: DEFAULT_MAX_NODE_BYTES,
+            max_deliveries: None,
+            dead_letter_path: None,
         }
     }
 }

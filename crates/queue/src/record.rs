@@ -12,6 +12,7 @@ pub(crate) struct QueueMetrics {
     pub(crate) acks: Counter,
     pub(crate) redeliveries: Counter,
     pub(crate) handler_failures: Counter,
+    pub(crate) dead_letters: Counter,
     pub(crate) depth: Gauge,
 }
 
@@ -24,6 +25,7 @@ impl QueueMetrics {
             acks: metrics::counter!(names::QUEUE_ACKS, labels.iter()),
             redeliveries: metrics::counter!(names::QUEUE_REDELIVERIES, labels.iter()),
             handler_failures: metrics::counter!(names::QUEUE_HANDLER_FAILURES, labels.iter()),
+            dead_letters: metrics::counter!(names::QUEUE_DEAD_LETTERS, labels.iter()),
             depth: metrics::gauge!(names::QUEUE_DEPTH, labels.iter()),
         }
     }

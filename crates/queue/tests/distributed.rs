@@ -380,12 +380,15 @@ async fn a_put_timeout_can_be_set_per_call() {
     assert_eq!(queue.put_timeout(), None, "the original handle keeps its deadline");
     assert_eq!(within("len", queue.len()).await.expect("len"), 1, "nothing was added");
 
-    let priorities =
-        DistributedQueue::builder(&framework, "/dq/per-call-priority").max_items(1).build_priority().expect("queue");
+    let priorities = DistributedQueue::builder(&framework, "/dq/per-call-priority")
+        .max_items(1)
+        .build_priority()
+        .expect("queue");
     within("put", priorities.put(&vec![1], 0)).await.expect("room for one");
-    let refused = within("priority put", priorities.with_put_timeout(Duration::from_millis(300)).put(&vec![2], 0))
-        .await
-        .expect_err("full");
+    let refused =
+        within("priority put", priorities.with_put_timeout(Duration::from_millis(300)).put(&vec![2], 0))
+            .await
+            .expect_err("full");
     assert!(refused.is_timeout(), "{refused}");
 }
 
@@ -407,7 +410,8 @@ async fn bad_input_is_refused_and_nothing_is_written() {
         QueueError::InvalidArgument(_)
     ));
     for (queue_path, lock_path) in [("/dq/bad", "/dq/bad/locks"), ("/dq/bad-outer/inner", "/dq/bad-outer")] {
-        let refused = build_error(DistributedQueue::builder(&framework, queue_path).lock_path(lock_path).build());
+        let refused =
+            build_error(DistributedQueue::builder(&framework, queue_path).lock_path(lock_path).build());
         assert!(
             matches!(&refused, QueueError::InvalidArgument(reason) if reason.contains("inside")),
             "{queue_path} with locks at {lock_path}: {refused}"

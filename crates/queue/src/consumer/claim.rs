@@ -7,9 +7,10 @@ use zk_recipes_framework::{Deadline, Error as FrameworkError, Session};
 
 use crate::background::{register_lock, unregister_lock};
 use crate::error::Result;
+use crate::queue::Inner;
 
 use super::claimer::Claimer;
-use super::commit::release_job;
+use super::commit::{release_job, COMMIT_TIMEOUT};
 use super::delivery::{Delivery, LockClaim};
 
 impl<T: Send + 'static> Claimer<T> {
@@ -62,8 +63,8 @@ impl<T: Send + 'static> Claimer<T> {
         let mut lost_races = 0;
         for ((name, read), delete) in batch.into_iter().zip(read_results).zip(deleted) {
             match (read, delete) {
-                (Ok((bytes, _)), Ok(())) => {
-                    if let Some(delivery) = Self::delivery(&inner, name, bytes, None).await {
+                (Ok((bytes, stat)), Ok(())) => {
+                    if let Some(delivery) = Self::delivery(&inner, name, bytes, stat.version, None).await {
                         taken.push(delivery);
                     }
                 }
@@ -132,9 +133,10 @@ impl<T: Send + 'static> Claimer<T> {
             let (created, read) = (create.await, read.await);
             match created {
                 Ok(_) => match read {
-                    Ok((bytes, _)) => {
+                    Ok((bytes, stat)) => {
                         if let Some(delivery) =
-                            Self::delivery(&inner, name.clone(), bytes, Some(claim.clone())).await
+                            Self::delivery(&inner, name.clone(), bytes, stat.version, Some(claim.clone()))
+                                .await
                         {
                             taken.push(delivery);
                         }
@@ -209,9 +211,9 @@ impl<T: Send + 'static> Claimer<T> {
         let mut taken = Vec::new();
         for ((name, claim, _), read) in claims.iter().zip(read_results) {
             match read {
-                Ok((bytes, _)) => {
+                Ok((bytes, stat)) => {
                     if let Some(delivery) =
-                        Self::delivery(&inner, name.clone(), bytes, Some(claim.clone())).await
+                        Self::delivery(&inner, name.clone(), bytes, stat.version, Some(claim.clone())).await
                     {
                         taken.push(delivery);
                     }
@@ -278,4 +280,38 @@ impl<T: Send + 'static> Claimer<T> {
         }
         Ok(())
     }
+}
+
+/// Writes a lock-safe delivery's new count into the item, on the session that holds our lock,
+/// before the item is handed out (so a delivery cut short by a crash counts too). `version` is the
+/// item's version as we read it: nobody else writes an item whose lock we hold.
+pub(super) async fn count_delivery<T>(
+    inner: &Inner<T>,
+    name: &str,
+    claim: &LockClaim,
+    counted: &[u8],
+    version: i32,
+) -> Result<(), FrameworkError> {
+    let item_path = inner.item_path(name);
+    let item_path = &item_path;
+    inner
+        .framework
+        .retry_on_session(claim.generation, Deadline::after(COMMIT_TIMEOUT), |session| async move {
+            if session.id().0 != claim.session_id {
+                return Err(FrameworkError::SessionLost);
+            }
+            match session.client().set_data(item_path, counted, Some(version)).await {
+                Ok(_) => Ok(()),
+                // A try whose reply was lost may have written it already.
+                Err(zookeeper_client::Error::BadVersion) => {
+                    match session.client().get_data(item_path).await {
+                        Ok((data, _)) if data == counted => Ok(()),
+                        Ok(_) => Err(zookeeper_client::Error::BadVersion.into()),
+                        Err(err) => Err(err.into()),
+                    }
+                }
+                Err(err) => Err(err.into()),
+            }
+        })
+        .await
 }

@@ -15,10 +15,11 @@ use zk_recipes_framework::{ConnectionEvents, Deadline};
 
 use crate::background::holds_lock;
 use crate::error::Result;
-use crate::framing::unframe;
+use crate::framing::{delivery_count, unframe, with_delivery_count};
 use crate::names::{parse_due, Kind, ITEM_PREFIX};
 use crate::queue::Inner;
 
+use super::claim::count_delivery;
 use super::commit::release_job;
 use super::delivery::{Delivery, LockClaim};
 use super::StateListener;
@@ -277,6 +278,7 @@ impl<T: Send + 'static> Claimer<T> {
         inner: &Arc<Inner<T>>,
         name: String,
         bytes: Vec<u8>,
+        version: i32,
         claim: Option<LockClaim>,
     ) -> Option<Delivery<T>> {
         let items = unframe(&bytes).map_err(|err| err.to_string()).and_then(|frames| {
@@ -286,7 +288,8 @@ impl<T: Send + 'static> Claimer<T> {
                 .collect::<std::result::Result<Vec<T>, String>>()
         });
         let corrupt = items.as_ref().err().cloned();
-        let delivery = Delivery {
+        let earlier_deliveries = delivery_count(&bytes);
+        let mut delivery = Delivery {
             inner: inner.clone(),
             name,
             items: items.unwrap_or_default(),
@@ -294,16 +297,43 @@ impl<T: Send + 'static> Claimer<T> {
             claim,
             finished: false,
             handed_out: false,
+            deliveries: earlier_deliveries.saturating_add(1),
         };
         trace!(item = %delivery.name, lock = ?delivery.claim.as_ref().map(|c| c.session_id), "taken");
         inner.metrics.takes.increment(1);
-        let Some(reason) = corrupt else { return Some(delivery) };
-        error!(item = %delivery.name, %reason, "corrupt queue item: deleting it");
-        let name = delivery.name.clone();
-        if let Err(err) = delivery.reject().await {
-            warn!(item = %name, %err, "could not delete a corrupt queue item");
+        if let Some(reason) = corrupt {
+            error!(item = %delivery.name, %reason, "corrupt queue item: deleting it");
+            let name = delivery.name.clone();
+            if let Err(err) = delivery.reject().await {
+                warn!(item = %name, %err, "could not delete a corrupt queue item");
+            }
+            return None;
         }
-        None
+        let Some(max_deliveries) = inner.max_deliveries else { return Some(delivery) };
+        if earlier_deliveries >= max_deliveries {
+            let name = delivery.name.clone();
+            error!(
+                item = %name,
+                deliveries = earlier_deliveries,
+                dead_letter_path = inner.dead_letter_path.as_deref().unwrap_or("(none: deleted)"),
+                "queue item delivered max_deliveries times: taken out of the queue"
+            );
+            delivery.deliveries = earlier_deliveries;
+            match delivery.dead_letter().await {
+                Ok(_) => inner.metrics.dead_letters.increment(1),
+                Err(err) => warn!(item = %name, %err, "could not move a queue item to the dead-letter path"),
+            }
+            return None;
+        }
+        delivery.bytes = with_delivery_count(&delivery.bytes, delivery.deliveries);
+        if let Some(claim) = &delivery.claim {
+            if let Err(err) = count_delivery(inner, &delivery.name, claim, &delivery.bytes, version).await {
+                // Dropped unhanded: our lock is released and the item is taken again later.
+                warn!(item = %delivery.name, %err, "could not count a delivery: letting the item go");
+                return None;
+            }
+        }
+        Some(delivery)
     }
 
     /// Gives back what was taken but not handed over (the channel's deliveries give themselves

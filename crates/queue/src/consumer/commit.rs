@@ -36,7 +36,11 @@ pub(super) async fn commit<T>(
     maybe_sent: bool,
 ) -> Result<Committed, FrameworkError> {
     let item_path = inner.item_path(name);
-    let requeue_prefix = (finish == Finish::Requeue).then(|| inner.item_path(&inner.kind.requeue_name(name)));
+    let requeue_prefix = match finish {
+        Finish::Delete => None,
+        Finish::Requeue => Some(inner.item_path(&inner.kind.requeue_name(name))),
+        Finish::DeadLetter => inner.dead_letter_prefix(),
+    };
     let tries = std::sync::atomic::AtomicU32::new(u32::from(maybe_sent));
     let (item_path, requeue_prefix, tries) = (&item_path, &requeue_prefix, &tries);
     inner

@@ -47,6 +47,8 @@ pub struct Delivery<T> {
     pub(super) claim: Option<LockClaim>,
     pub(super) finished: bool,
     pub(super) handed_out: bool,
+    /// How many times the node has been handed out, this time included.
+    pub(super) deliveries: u32,
 }
 
 impl<T> fmt::Debug for Delivery<T> {
@@ -64,6 +66,8 @@ impl<T> fmt::Debug for Delivery<T> {
 pub(super) enum Finish {
     Delete,
     Requeue,
+    /// Past `max_deliveries`: to the dead-letter path (or deleted without one).
+    DeadLetter,
 }
 
 impl<T> Delivery<T> {
@@ -85,6 +89,13 @@ impl<T> Delivery<T> {
     /// The node's raw data (Curator's framing of the items).
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// How many times this node has been handed to a consumer, this time included: 1 for a new
+    /// item. Counted only when the queue has [`crate::QueueBuilder::max_deliveries`] (otherwise 1,
+    /// or the count the node carries); see there for what counts.
+    pub fn delivery_count(&self) -> u32 {
+        self.deliveries
     }
 
     /// Our lock node, in lock-safe mode.
@@ -147,44 +158,39 @@ impl<T> Delivery<T> {
     /// # Cancel safety
     /// Cancel safe.
     pub async fn lost(&self) -> ConnectionState {
-        let Some(claim) = &self.claim else {
-            return std::future::pending().await;
-        };
-        let framework = &self.inner.framework;
-        let policy = framework.error_policy();
-        let mut events = framework.connection_events();
-        let snapshot = framework.current();
-        if snapshot.closed || snapshot.generation != claim.generation {
-            return ConnectionState::Lost;
-        }
-        if let Some(state) = snapshot.state.filter(|state| policy.is_error_state(*state)) {
-            return state;
-        }
-        loop {
-            match events.next().await {
-                None => return ConnectionState::Lost,
-                Some(update @ ConnectionUpdate::Lagged { .. }) => return update.state(),
-                Some(ConnectionUpdate::Changed(event)) => {
-                    let ours = event.generation == claim.generation;
-                    if (ours && policy.is_error_state(event.state)) || event.state == ConnectionState::Lost {
-                        return event.state;
-                    }
-                }
-            }
+        self.lost_signal().wait().await
+    }
+
+    /// What [`lost`](Self::lost) waits on, detached from the delivery (for [`super::Item`]).
+    pub(super) fn lost_signal(&self) -> LostSignal {
+        LostSignal {
+            framework: self.inner.framework.clone(),
+            generation: self.claim.as_ref().map(|claim| claim.generation),
         }
     }
 
-    pub(super) async fn finish(&mut self, finish: Finish) -> Result<Option<String>> {
+    /// Takes the node out of the queue past `max_deliveries`: to the dead-letter path, or deleted.
+    pub(super) async fn dead_letter(mut self) -> Result<Option<String>> {
+        self.finish(Finish::DeadLetter).await
+    }
+
+    async fn finish(&mut self, finish: Finish) -> Result<Option<String>> {
         let inner = self.inner.clone();
         let Some(claim) = self.claim.clone() else {
             self.finished = true;
+            let prefix = match finish {
+                Finish::Delete => return Ok(None),
+                Finish::Requeue => inner.item_path(&inner.kind.requeue_name(&self.name)),
+                Finish::DeadLetter => match inner.dead_letter_prefix() {
+                    Some(prefix) => prefix,
+                    None => return Ok(None),
+                },
+            };
+            let name = requeue_plain(&inner, &prefix, &self.bytes).await?;
             if finish == Finish::Requeue {
-                let prefix = inner.item_path(&inner.kind.requeue_name(&self.name));
-                let name = requeue_plain(&inner, &prefix, &self.bytes).await?;
                 inner.metrics.redeliveries.increment(1);
-                return Ok(Some(name));
             }
-            return Ok(None);
+            return Ok(Some(name));
         };
         let span = info_span!("queue_finish", item = %self.name, ?finish);
         if inner.framework.is_closed() {
@@ -195,7 +201,7 @@ impl<T> Delivery<T> {
         }
         let outcome = match finish {
             Finish::Delete => inner.acks.delete(&inner, &self.name, &claim).instrument(span).await,
-            Finish::Requeue => {
+            Finish::Requeue | Finish::DeadLetter => {
                 commit(&inner, &self.name, &claim, &self.bytes, finish, false).instrument(span).await
             }
         };
@@ -206,6 +212,7 @@ impl<T> Delivery<T> {
                 match finish {
                     Finish::Delete => inner.metrics.acks.increment(1),
                     Finish::Requeue => inner.metrics.redeliveries.increment(1),
+                    Finish::DeadLetter => {}
                 }
                 Ok(requeued)
             }
@@ -249,6 +256,44 @@ impl<T> Drop for Delivery<T> {
             debug!(item = %self.name, "taken item never handed out: putting it back");
             let prefix = self.inner.item_path(&self.inner.kind.requeue_name(&self.name));
             self.inner.submit(Job::Reput { prefix, bytes: std::mem::take(&mut self.bytes) });
+        }
+    }
+}
+
+/// Resolves when a lock-safe delivery's lock can no longer be trusted (see [`Delivery::lost`]).
+#[derive(Debug, Clone)]
+pub(super) struct LostSignal {
+    framework: zk_recipes_framework::Framework,
+    /// The generation of the session that holds the lock; `None` at most once (never lost).
+    generation: Option<u64>,
+}
+
+impl LostSignal {
+    pub(super) async fn wait(&self) -> ConnectionState {
+        let Some(generation) = self.generation else {
+            return std::future::pending().await;
+        };
+        let framework = &self.framework;
+        let policy = framework.error_policy();
+        let mut events = framework.connection_events();
+        let snapshot = framework.current();
+        if snapshot.closed || snapshot.generation != generation {
+            return ConnectionState::Lost;
+        }
+        if let Some(state) = snapshot.state.filter(|state| policy.is_error_state(*state)) {
+            return state;
+        }
+        loop {
+            match events.next().await {
+                None => return ConnectionState::Lost,
+                Some(update @ ConnectionUpdate::Lagged { .. }) => return update.state(),
+                Some(ConnectionUpdate::Changed(event)) => {
+                    let ours = event.generation == generation;
+                    if (ours && policy.is_error_state(event.state)) || event.state == ConnectionState::Lost {
+                        return event.state;
+                    }
+                }
+            }
         }
     }
 }

@@ -6,25 +6,33 @@ mod claimer;
 mod commit;
 mod delivery;
 mod follow;
+mod item;
 
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, Stream, StreamExt};
 use tokio::sync::{mpsc, Semaphore};
-use tracing::{error, info_span, warn, Instrument};
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, info_span, warn, Instrument};
 use zk_recipes_framework::ConnectionState;
 
-use crate::error::Result;
+use crate::error::{QueueError, Result};
 use crate::queue::{ErrorMode, Inner};
 
 use claimer::Claimer;
 pub(crate) use commit::{remove_item, AckBatcher};
 pub use delivery::Delivery;
+pub use item::Item;
 
 /// How many items a consumer takes ahead by default ([`Consumer::prefetch`]).
 pub const DEFAULT_PREFETCH: usize = 16;
+
+/// How long a stopped [`Consumer::run`] waits for its handlers by default
+/// ([`Consumer::drain_timeout`]).
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 type StateListener = Arc<dyn Fn(ConnectionState) + Send + Sync>;
 
@@ -43,6 +51,13 @@ type StateListener = Arc<dyn Fn(ConnectionState) + Send + Sync>;
 ///
 /// Dropping the consumer stops its task. Taken items not yet handed out are given back: their
 /// lock nodes are deleted (lock-safe) or they are put back as new items (at most once mode).
+///
+/// # Stopping
+/// [`close`](Self::close), or cancelling its [`stop_token`](Self::stop_token) (or a token given
+/// with [`stop_on`](Self::stop_on)), stops the consumer on its own, without closing the framework:
+/// it takes nothing more, gives back what it took ahead, and [`next`](Self::next) returns `None`.
+/// A [`run`](Self::run) lets the handlers at work finish (their items are acknowledged or requeued
+/// as usual) for up to [`drain_timeout`](Self::drain_timeout), then returns.
 /// A corrupt node (bad framing, or refused by the serializer) is logged and deleted, as Curator
 /// does.
 ///
@@ -66,6 +81,8 @@ pub struct Consumer<T> {
     receiver: Option<mpsc::Receiver<Result<Delivery<T>>>>,
     /// Items the claimer may take: `prefetch - 1` ahead, plus one per waiting `next`.
     credits: Arc<Semaphore>,
+    stop: CancellationToken,
+    drain_timeout: Duration,
 }
 
 impl<T> fmt::Debug for Consumer<T> {
@@ -74,6 +91,8 @@ impl<T> fmt::Debug for Consumer<T> {
             .field("queue", &self.inner)
             .field("prefetch", &self.prefetch)
             .field("started", &self.receiver.is_some())
+            .field("stopped", &self.stop.is_cancelled())
+            .field("drain_timeout", &self.drain_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -86,7 +105,46 @@ impl<T: Send + 'static> Consumer<T> {
             listener: None,
             receiver: None,
             credits: Arc::new(Semaphore::new(0)),
+            stop: CancellationToken::new(),
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
         }
+    }
+
+    /// Stops the consumer when `token` is cancelled (instead of its own token): one token can stop
+    /// a whole service's consumers.
+    pub fn stop_on(mut self, token: CancellationToken) -> Self {
+        self.stop = token;
+        self
+    }
+
+    /// The token that stops this consumer when cancelled (see [Stopping](Self#stopping)). Take it
+    /// before [`run`](Self::run), which consumes the consumer.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: zk_recipes_queue::DistributedQueue<Vec<u8>>) -> zk_recipes_queue::Result<()> {
+    /// let consumer = queue.consumer();
+    /// let stop = consumer.stop_token();
+    /// let worker = tokio::spawn(consumer.run(|item| async move { println!("{item:?}"); Ok::<_, String>(()) }));
+    /// // ... at shutdown:
+    /// stop.cancel(); // no new items; those being handled finish
+    /// worker.await.expect("worker")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn stop_token(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
+    /// Stops the consumer (see [Stopping](Self#stopping)): cancels its stop token.
+    pub fn close(&self) {
+        self.stop.cancel();
+    }
+
+    /// How long a stopped [`run`](Self::run) waits for the handlers at work before it drops them
+    /// (lock-safe: their items are delivered again; at most once: they count as consumed) and
+    /// returns [`QueueError::DrainTimedOut`]. Defaults to [`DEFAULT_DRAIN_TIMEOUT`].
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
     }
 
     /// How many items the consumer may have taken and not yet handed out: the one a
@@ -111,7 +169,8 @@ impl<T: Send + 'static> Consumer<T> {
         self
     }
 
-    /// The next delivery, waiting for one; `None` once the framework is closed.
+    /// The next delivery, waiting for one; `None` once the framework is closed or the consumer is
+    /// stopped (items it took ahead are then given back).
     ///
     /// Errors are reported and the consumer goes on (it backs off while they last).
     ///
@@ -119,16 +178,40 @@ impl<T: Send + 'static> Consumer<T> {
     /// Cancel safe: a delivery is never lost by dropping this future (the item it asked for is
     /// handed to the next call).
     pub async fn next(&mut self) -> Option<Result<Delivery<T>>> {
+        if self.stop.is_cancelled() {
+            self.give_back();
+            return None;
+        }
         self.start();
         // One more item may be taken: the one this call waits for. (If this call is cancelled, the
         // item it asked for waits in the channel for the next call.)
         self.credits.add_permits(1);
         let receiver = self.receiver.as_mut()?;
-        let mut delivery = receiver.recv().await?;
+        let received = tokio::select! {
+            biased;
+            () = self.stop.cancelled() => None,
+            received = receiver.recv() => Some(received),
+        };
+        let Some(received) = received else {
+            self.give_back();
+            return None;
+        };
+        let mut delivery = received?;
         if let Ok(delivery) = &mut delivery {
             delivery.handed_out = true;
         }
         Some(delivery)
+    }
+
+    /// Stops the claimer and gives back what it took ahead (dropped deliveries give their items
+    /// back).
+    fn give_back(&mut self) {
+        if let Some(receiver) = &mut self.receiver {
+            receiver.close();
+            while let Ok(taken_ahead) = receiver.try_recv() {
+                drop(taken_ahead);
+            }
+        }
     }
 
     /// The deliveries as a [`Stream`].
@@ -139,17 +222,23 @@ impl<T: Send + 'static> Consumer<T> {
         }))
     }
 
-    /// Runs `handler` on every item until the framework is closed, up to
+    /// Runs `handler` on every item until the framework is closed or the consumer is stopped, up to
     /// [`prefetch`](Self::prefetch) nodes at a time (items of one node in order, one by one).
     ///
     /// When the handler succeeds for every item of a node, the node is acknowledged. When it fails,
     /// the error is logged and the queue's [`ErrorMode`] decides: `Requeue` stops at the failed
     /// item and puts the node back (every item of it, as Curator does), `Delete` goes on with the
     /// node's other items and then deletes it. Failures to acknowledge are logged (lock-safe: the
-    /// item is delivered again).
+    /// item is delivered again). With [`crate::QueueBuilder::max_deliveries`], a node that keeps
+    /// failing goes to the dead-letter path instead of coming back forever.
+    ///
+    /// The handler gets the item alone; [`run_items`](Self::run_items) gives it the delivery's
+    /// context too (the node's name, its delivery count, the lock's `lost()`).
     ///
     /// # Errors
-    /// None yet: it returns `Ok` when the framework is closed.
+    /// [`QueueError::DrainTimedOut`] if, once stopped, handlers were still at work after the
+    /// [`drain_timeout`](Self::drain_timeout). Otherwise `Ok` when the framework is closed or the
+    /// consumer stopped.
     ///
     /// # Cancel safety
     /// Dropping the future stops the consumer; nodes being processed are dropped mid-way (lock-safe:
@@ -160,14 +249,49 @@ impl<T: Send + 'static> Consumer<T> {
         Fut: Future<Output = std::result::Result<(), E>>,
         E: fmt::Display,
     {
+        self.run_items(|item: Item<T>| handler(item.into_value())).await
+    }
+
+    /// As [`run`](Self::run), but the handler receives each item with its delivery's context: an
+    /// [`Item`] with the node's name ([`Item::id`]), its delivery count, and
+    /// [`Item::lost`], which resolves when the consumer's lock on it can no longer be trusted.
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: zk_recipes_queue::DistributedQueue<String>) -> zk_recipes_queue::Result<()> {
+    /// queue
+    ///     .consumer()
+    ///     .run_items(|item| async move {
+    ///         if item.delivery_count() > 1 {
+    ///             println!("{} came back (delivery {})", item.id(), item.delivery_count());
+    ///         }
+    ///         Ok::<_, String>(())
+    ///     })
+    ///     .await
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run`](Self::run).
+    ///
+    /// # Cancel safety
+    /// As [`run`](Self::run).
+    pub async fn run_items<F, Fut, E>(self, handler: F) -> Result<()>
+    where
+        F: Fn(Item<T>) -> Fut,
+        Fut: Future<Output = std::result::Result<(), E>>,
+        E: fmt::Display,
+    {
         let concurrency = self.prefetch;
         let error_mode = self.inner.error_mode;
+        let stop = self.stop.clone();
+        let drain_timeout = self.drain_timeout;
         let handler = &handler;
         // A stream keeps an unfinished `next` across the select below (no item is asked twice).
         let mut deliveries = self.into_stream();
         let mut in_flight = FuturesUnordered::new();
         loop {
             tokio::select! {
+                () = stop.cancelled() => break,
                 Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
                 next = deliveries.next(), if in_flight.len() < concurrency => match next {
                     None => break,
@@ -176,8 +300,28 @@ impl<T: Send + 'static> Consumer<T> {
                 },
             }
         }
-        while in_flight.next().await.is_some() {}
-        Ok(())
+        // Stops the claimer; what it took ahead goes back.
+        drop(deliveries);
+        if !in_flight.is_empty() {
+            info!(
+                in_flight = in_flight.len(),
+                "queue consumer stopping: letting the handlers at work finish"
+            );
+        }
+        let drained =
+            tokio::time::timeout(drain_timeout, async { while in_flight.next().await.is_some() {} }).await;
+        match drained {
+            Ok(()) => Ok(()),
+            Err(_) => {
+                let abandoned = in_flight.len();
+                warn!(
+                    abandoned,
+                    "queue consumer's drain timed out: dropping the deliveries still being handled"
+                );
+                drop(in_flight);
+                Err(QueueError::DrainTimedOut { abandoned, timeout: drain_timeout })
+            }
+        }
     }
 
     fn start(&mut self) {
@@ -203,12 +347,20 @@ impl<T: Send + 'static> Consumer<T> {
 
 async fn process<T, F, Fut, E>(mut delivery: Delivery<T>, handler: &F, error_mode: ErrorMode)
 where
-    F: Fn(T) -> Fut,
+    F: Fn(Item<T>) -> Fut,
     Fut: Future<Output = std::result::Result<(), E>>,
     E: fmt::Display,
 {
     let mut failed = false;
-    for item in delivery.take_items() {
+    let lost = delivery.lost_signal();
+    for (index, value) in delivery.take_items().into_iter().enumerate() {
+        let item = Item {
+            value,
+            id: delivery.name().to_owned(),
+            index,
+            deliveries: delivery.delivery_count(),
+            lost: lost.clone(),
+        };
         if let Err(err) = handler(item).await {
             error!(item = delivery.name(), %err, ?error_mode, "queue handler failed");
             delivery.inner.metrics.handler_failures.increment(1);
