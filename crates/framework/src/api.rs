@@ -209,7 +209,7 @@ impl CreateBuilder {
     async fn create_on(&self, session: &Session) -> Result<Created> {
         let options = match &self.acl {
             Some(acl) => self.mode.with_acls(zookeeper_client::Acls::new(acl)),
-            None => session.create_options(self.mode),
+            None => session.create_options_for(&self.path, self.mode),
         };
         let options = match self.ttl {
             Some(ttl) => options.with_ttl(ttl),
@@ -541,7 +541,7 @@ impl Transaction {
         for op in &self.ops {
             match op {
                 TransactionOp::Create { path, data, mode } => {
-                    writer.add_create(path, data, &session.create_options(*mode))?
+                    writer.add_create(path, data, &session.create_options_for(path, *mode))?
                 }
                 TransactionOp::SetData { path, data, version } => {
                     writer.add_set_data(path, data, *version)?

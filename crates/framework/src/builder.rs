@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use zookeeper_client::{Acl, Client, Connector};
 
+use crate::acl::{AclProvider, PathAclProvider};
 use crate::error::{Error, Result};
 use crate::framework::Framework;
 use crate::path;
@@ -50,7 +51,7 @@ pub struct FrameworkBuilder {
     pub(crate) connection_timeout: Duration,
     pub(crate) retry_policy: Arc<dyn RetryPolicy>,
     pub(crate) auth: Vec<(String, Vec<u8>)>,
-    pub(crate) default_acl: Vec<Acl>,
+    pub(crate) acl: Arc<dyn AclProvider>,
     pub(crate) namespace: Option<String>,
     pub(crate) error_policy: ErrorPolicy,
     pub(crate) can_be_read_only: bool,
@@ -73,10 +74,7 @@ impl FrameworkBuilder {
                     .with_max_sleep(Duration::from_secs(5)),
             ),
             auth: Vec::new(),
-            default_acl: vec![Acl::new(
-                zookeeper_client::Permission::ALL,
-                zookeeper_client::AuthId::anyone(),
-            )],
+            acl: Arc::new(PathAclProvider::open()),
             namespace: None,
             error_policy: ErrorPolicy::default(),
             can_be_read_only: false,
@@ -122,8 +120,31 @@ impl FrameworkBuilder {
     }
 
     /// The ACL of every node the framework and the recipes create. Defaults to open to anyone.
+    /// The same as `acl_provider(PathAclProvider::new(acl))`.
     pub fn default_acl(mut self, acl: Vec<Acl>) -> Self {
-        self.default_acl = acl;
+        self.acl = Arc::new(PathAclProvider::new(acl));
+        self
+    }
+
+    /// Chooses the ACL of each node the framework and the recipes create, parents included, by
+    /// path (Curator's `aclProvider`): a [`PathAclProvider`] with per-subtree rules, or a provider
+    /// of your own. Replaces [`default_acl`](Self::default_acl).
+    ///
+    /// ```no_run
+    /// # fn demo() -> zk_recipes_framework::Result<()> {
+    /// use zk_recipes_framework::{Framework, PathAclProvider};
+    /// use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission};
+    ///
+    /// // Locks under /billing: anyone may read, only this service's identity may change them.
+    /// let locked_down = vec![Acl::new(Permission::ALL, AuthId::authed()), Acl::new(Permission::READ, AuthId::anyone())];
+    /// let framework = Framework::builder("127.0.0.1:2181")
+    ///     .digest_auth("billing", "secret")
+    ///     .acl_provider(PathAclProvider::open().with_path("/billing", locked_down))
+    ///     .start()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn acl_provider(mut self, provider: impl AclProvider) -> Self {
+        self.acl = Arc::new(provider);
         self
     }
 
@@ -205,7 +226,7 @@ impl FrameworkBuilder {
         if self.session_timeout.is_zero() {
             return Err(Error::InvalidArgument("the session timeout is zero".into()));
         }
-        if self.default_acl.is_empty() {
+        if self.acl.default_acl().is_empty() {
             return Err(Error::InvalidArgument("the default ACL is empty".into()));
         }
         if let Some(namespace) = &self.namespace {

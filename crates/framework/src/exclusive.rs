@@ -102,7 +102,7 @@ impl Framework {
 /// One try on `session`: our node's `Stat`, created now or found from an earlier try whose reply
 /// was lost (our session's, with our data).
 async fn create_or_find(session: &Session, path: &str, data: &[u8]) -> Result<Stat> {
-    let options = session.create_options(CreateMode::Ephemeral);
+    let options = session.create_options_for(path, CreateMode::Ephemeral);
     loop {
         match session.client().create(path, data, &options).await {
             Ok((stat, _)) => return Ok(stat),

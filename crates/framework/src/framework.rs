@@ -71,7 +71,7 @@ impl Drop for Handle {
 #[derive(Debug)]
 pub(crate) struct Core {
     pub(crate) config: FrameworkBuilder,
-    pub(crate) default_acl: Arc<[Acl]>,
+    pub(crate) acl: Arc<dyn crate::acl::AclProvider>,
     snapshot: watch::Sender<Snapshot>,
     events: broadcast::Sender<ConnectionEvent>,
     pub(crate) cleanup: CleanupQueue,
@@ -104,10 +104,10 @@ impl Framework {
     pub(crate) fn start(config: FrameworkBuilder) -> Framework {
         let (snapshot, _) = watch::channel(Snapshot::default());
         let (events, _) = broadcast::channel(config.event_capacity);
-        let default_acl: Arc<[Acl]> = config.default_acl.clone().into();
+        let acl = config.acl.clone();
         let core = Arc::new(Core {
             config,
-            default_acl,
+            acl,
             snapshot,
             events,
             cleanup: CleanupQueue::new(),
@@ -163,9 +163,15 @@ impl Framework {
         self.core().config.namespace_path()
     }
 
-    /// The ACL given to every node the framework and the recipes create.
+    /// The ACL given to nodes the [`acl_provider`](Self::acl_provider) has no rule for.
     pub fn default_acl(&self) -> &[Acl] {
-        &self.core().default_acl
+        self.core().acl.default_acl()
+    }
+
+    /// Which ACL each node the framework and the recipes create gets
+    /// ([`crate::FrameworkBuilder::acl_provider`]).
+    pub fn acl_provider(&self) -> &dyn crate::AclProvider {
+        &*self.core().acl
     }
 
     /// Waits until a session is connected, at most `timeout`.
@@ -432,7 +438,7 @@ async fn supervise(core: Arc<Core>) {
         core.last_connection_failure.lock().take();
         generation += 1;
         ::metrics::counter!(crate::metrics::names::SESSIONS_CREATED).increment(1);
-        let session = Session::new(client, generation, core.default_acl.clone());
+        let session = Session::new(client, generation, core.acl.clone());
         let first_state = match session.client().state() {
             SessionState::ConnectedReadOnly => ConnectionState::ReadOnly,
             _ if generation == 1 => ConnectionState::Connected,
@@ -487,8 +493,8 @@ async fn connect(core: &Core) -> Result<Client> {
     let Some(namespace) = core.config.namespace_path() else {
         return Ok(client);
     };
-    let options =
-        zookeeper_client::CreateMode::Persistent.with_acls(zookeeper_client::Acls::new(&core.default_acl));
+    let options = zookeeper_client::CreateMode::Persistent
+        .with_acls(zookeeper_client::Acls::new(core.acl.acl_for_path(&namespace)));
     client.mkdir(&namespace, &options).await?;
     let root = crate::path::join(client.path(), &namespace);
     client.chroot(root).map_err(|_| Error::InvalidArgument(format!("bad namespace {namespace:?}")))

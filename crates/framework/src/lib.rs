@@ -41,6 +41,7 @@
 //! # Ok(()) }
 //! ```
 
+mod acl;
 mod api;
 mod builder;
 mod cleanup;
@@ -60,6 +61,7 @@ mod session;
 mod state;
 mod watch;
 
+pub use acl::{AclProvider, PathAclProvider};
 pub use api::{
     CreateBuilder, Created, DeleteBuilder, NodeData, Transaction, TransactionOp, TransactionResult,
     DEFAULT_OPERATION_TIMEOUT, MAX_TTL,

@@ -236,10 +236,10 @@ impl<'a> ProtectedCreate<'a> {
         matches!(self.mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
     }
 
-    fn options(&self, session: &'a Session) -> zookeeper_client::CreateOptions<'a> {
+    fn options(&self, session: &'a Session, node_path: &str) -> zookeeper_client::CreateOptions<'a> {
         let options = match self.acl {
             Some(acl) => self.mode.with_acls(zookeeper_client::Acls::new(acl)),
-            None => session.create_options(self.mode),
+            None => session.create_options_for(node_path, self.mode),
         };
         match self.ttl {
             Some(ttl) => options.with_ttl(ttl),
@@ -357,18 +357,18 @@ pub(crate) async fn ensure_parents(session: &Session, path: &str, mode: ParentMo
     if path == "/" {
         return Ok(());
     }
-    let options = session.create_options(match mode {
+    let mode = match mode {
         ParentMode::Persistent => CreateMode::Persistent,
         ParentMode::Container => CreateMode::Container,
-    });
+    };
     // Fast path: the node usually exists, or only it is missing.
-    let missing = match session.client().create(path, &[], &options).await {
+    let missing = match session.client().create(path, &[], &session.create_options_for(path, mode)).await {
         Ok(_) | Err(zookeeper_client::Error::NodeExists) => return Ok(()),
         Err(zookeeper_client::Error::NoNode) => path::ancestors(path),
         Err(err) => return Err(err.into()),
     };
     for ancestor in missing.into_iter().chain(std::iter::once(path)) {
-        match session.client().create(ancestor, &[], &options).await {
+        match session.client().create(ancestor, &[], &session.create_options_for(ancestor, mode)).await {
             Ok(_) | Err(zookeeper_client::Error::NodeExists) => {}
             Err(err) => return Err(err.into()),
         }
@@ -493,7 +493,7 @@ async fn create_or_find(
     if let Some(anchor) = anchor {
         return create_while_exists(session, anchor, parent, &node_path, name, data, mode).await;
     }
-    let options = request.options(session);
+    let options = request.options(session, &node_path);
     // Both requests go on the wire now, back to back; the server runs them in order.
     let create = session.client().create(&node_path, data, &options);
     let listing = list_siblings.then(|| session.client().list_children(parent));
@@ -533,7 +533,7 @@ async fn create_while_exists(
     data: &[u8],
     mode: CreateMode,
 ) -> Result<Created> {
-    let options = session.create_options(mode);
+    let options = session.create_options_for(node_path, mode);
     let mut parent_created = false;
     let (path, stat) = loop {
         let mut writer = session.client().new_check_writer(anchor.path, None)?;

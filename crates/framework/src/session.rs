@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use zookeeper_client::{Acl, Acls, Client, CreateMode, CreateOptions, SessionId};
+use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, SessionId};
+
+use crate::acl::AclProvider;
 
 /// One ZooKeeper session of the framework, cheap to clone.
 ///
@@ -23,12 +25,12 @@ use zookeeper_client::{Acl, Acls, Client, CreateMode, CreateOptions, SessionId};
 pub struct Session {
     client: Client,
     generation: u64,
-    default_acl: Arc<[Acl]>,
+    acl: Arc<dyn AclProvider>,
 }
 
 impl Session {
-    pub(crate) fn new(client: Client, generation: u64, default_acl: Arc<[Acl]>) -> Self {
-        Self { client, generation, default_acl }
+    pub(crate) fn new(client: Client, generation: u64, acl: Arc<dyn AclProvider>) -> Self {
+        Self { client, generation, acl }
     }
 
     /// The zookeeper-client handle (paths are relative to the framework's namespace).
@@ -51,9 +53,17 @@ impl Session {
         self.client.session_timeout()
     }
 
-    /// Create options with `mode` and the framework's default ACL.
+    /// Create options for a node at `path`: `mode`, and the ACL the framework's
+    /// [`AclProvider`] gives `path`. Every node the framework and the recipes create gets its
+    /// options here.
+    pub fn create_options_for(&self, path: &str, mode: CreateMode) -> CreateOptions<'_> {
+        mode.with_acls(Acls::new(self.acl.acl_for_path(path)))
+    }
+
+    /// Create options with `mode` and the provider's default ACL, whatever the path: for nodes of
+    /// your own outside the provider's rules. Prefer [`create_options_for`](Self::create_options_for).
     pub fn create_options(&self, mode: CreateMode) -> CreateOptions<'_> {
-        mode.with_acls(Acls::new(&self.default_acl))
+        mode.with_acls(Acls::new(self.acl.default_acl()))
     }
 
     /// Whether `ephemeral_owner` (from a node's `Stat`) is this session.

@@ -212,7 +212,7 @@ impl HeldLease {
         for op in ops {
             let added = match op {
                 GuardedOp::Create { path, data, mode } => {
-                    writer.add_create(path, data, &session.create_options(*mode))
+                    writer.add_create(path, data, &session.create_options_for(path, *mode))
                 }
                 GuardedOp::SetData { path, data, version } => writer.add_set_data(path, data, *version),
                 GuardedOp::Delete { path, version } => writer.add_delete(path, *version),

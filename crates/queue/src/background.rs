@@ -197,7 +197,7 @@ impl Worker {
         let (framework, queue_path, queue_data) = (&self.framework, &*self.queue_path, &*self.queue_data);
         framework
             .retry(Deadline::after(JOB_TIMEOUT), |session| async move {
-                let options = session.create_options(CreateMode::PersistentSequential);
+                let options = session.create_options_for(prefix, CreateMode::PersistentSequential);
                 match session.client().create(prefix, bytes, &options).await {
                     Ok(_) => Ok(()),
                     Err(zookeeper_client::Error::NoNode) => {

@@ -372,7 +372,7 @@ pub(crate) async fn create_persistent(
     node: &str,
     data: &[u8],
 ) -> Result<(), FrameworkError> {
-    let options = session.create_options(CreateMode::Persistent);
+    let options = session.create_options_for(node, CreateMode::Persistent);
     match session.client().create(node, data, &options).await {
         Ok(_) | Err(zookeeper_client::Error::NodeExists) => return Ok(()),
         Err(zookeeper_client::Error::NoNode) => {}
@@ -722,14 +722,16 @@ async fn create_nodes(
     dir: &str,
     nodes: &[(String, Vec<u8>)],
 ) -> Result<Vec<String>, FrameworkError> {
-    let options = session.create_options(CreateMode::PersistentSequential);
     if let [(name, data)] = nodes {
-        let (_, sequence) = session.client().create(&path::join(dir, name), data, &options).await?;
+        let node = path::join(dir, name);
+        let options = session.create_options_for(&node, CreateMode::PersistentSequential);
+        let (_, sequence) = session.client().create(&node, data, &options).await?;
         return Ok(vec![format!("{name}{sequence}")]);
     }
     let mut multi = session.client().new_multi_writer();
     for (name, data) in nodes {
-        multi.add_create(&path::join(dir, name), data, &options)?;
+        let node = path::join(dir, name);
+        multi.add_create(&node, data, &session.create_options_for(&node, CreateMode::PersistentSequential))?;
     }
     let results = multi.commit().await.map_err(zookeeper_client::Error::from)?;
     Ok(results

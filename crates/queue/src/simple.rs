@@ -90,7 +90,7 @@ impl SimpleQueue {
         let (prefix, dir, framework) = (&prefix, &*self.path, &self.framework);
         let created = framework
             .retry(Deadline::never(), |session| async move {
-                let options = session.create_options(CreateMode::PersistentSequential);
+                let options = session.create_options_for(prefix, CreateMode::PersistentSequential);
                 match session.client().create(prefix, data, &options).await {
                     Err(zookeeper_client::Error::NoNode) => {
                         framework.ensure_path(dir, Deadline::never()).await?;

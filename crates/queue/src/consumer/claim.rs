@@ -97,7 +97,6 @@ impl<T: Send + 'static> Claimer<T> {
             self.must_relist = true;
             return Ok(Vec::new());
         }
-        let options = session.create_options(CreateMode::Ephemeral);
         let claims: Vec<(String, LockClaim, String)> = batch
             .into_iter()
             .filter_map(|name| {
@@ -122,6 +121,7 @@ impl<T: Send + 'static> Claimer<T> {
         let requests: Vec<_> = claims
             .iter()
             .map(|(_, claim, item_path)| {
+                let options = session.create_options_for(&claim.lock_node, CreateMode::Ephemeral);
                 let create = session.client().create(&claim.lock_node, &inner.data, &options);
                 let read = session.client().get_data(item_path);
                 (create, read)
@@ -182,9 +182,9 @@ impl<T: Send + 'static> Claimer<T> {
         claims: &[(String, LockClaim, String)],
     ) -> Option<Vec<Delivery<T>>> {
         let inner = self.inner.clone();
-        let options = session.create_options(CreateMode::Ephemeral);
         let mut multi = session.client().new_multi_writer();
         for (_, claim, _) in claims {
+            let options = session.create_options_for(&claim.lock_node, CreateMode::Ephemeral);
             multi.add_create(&claim.lock_node, &inner.data, &options).expect("valid path");
         }
         // Sent now, back to back: the locks, then the reads.

@@ -54,7 +54,7 @@ pub(super) async fn commit<T>(
             multi.add_check_version(&claim.lock_node, -1)?;
             multi.add_delete(item_path, None)?;
             if let Some(prefix) = requeue_prefix {
-                let options = session.create_options(CreateMode::PersistentSequential);
+                let options = session.create_options_for(prefix, CreateMode::PersistentSequential);
                 multi.add_create(prefix, bytes, &options)?;
             }
             multi.add_delete(&claim.lock_node, None)?;
@@ -206,7 +206,7 @@ pub(super) async fn requeue_plain<T>(inner: &Inner<T>, prefix: &str, bytes: &[u8
         .framework
         .retry(Deadline::after(COMMIT_TIMEOUT), |session| async move {
             inner.ensure_created(&session).await?;
-            let options = session.create_options(CreateMode::PersistentSequential);
+            let options = session.create_options_for(prefix, CreateMode::PersistentSequential);
             let (_, sequence) = session.client().create(prefix, bytes, &options).await?;
             Ok(format!("{}{sequence}", zk_recipes_framework::path::name(prefix)))
         })
@@ -237,7 +237,7 @@ pub(crate) async fn remove_item<T>(inner: &Inner<T>, name: &str) -> Result<bool>
     if !register_lock(claim.session_id, &claim.lock_node) {
         return Ok(false);
     }
-    let options = session.create_options(CreateMode::Ephemeral);
+    let options = session.create_options_for(&claim.lock_node, CreateMode::Ephemeral);
     let created = session.client().create(&claim.lock_node, &inner.data, &options).await;
     drop(session);
     match created {
