@@ -58,6 +58,18 @@ pub enum Error {
         last_connection_failure: Option<ConnectionFailure>,
     },
 
+    /// The server refused this framework's credentials (the auth info of
+    /// [`crate::FrameworkBuilder::auth`] / `digest_auth`, or SASL): no session can be opened with
+    /// them. Calls that need a session fail at once with it, instead of waiting for their deadline;
+    /// the framework keeps trying in the background (the server side may be fixed).
+    #[error(
+        "authentication failed at {connect_string}: the server refused this client's credentials (see FrameworkBuilder::auth, digest_auth, sasl)"
+    )]
+    AuthFailed {
+        /// The servers the framework connects to.
+        connect_string: String,
+    },
+
     /// The framework was closed (or every handle to it dropped).
     #[error("the framework is closed")]
     Closed,

@@ -88,6 +88,9 @@ pub(crate) struct Snapshot {
     pub(crate) session: Option<Session>,
     pub(crate) generation: u64,
     pub(crate) closed: bool,
+    /// The last attempt to open a session was refused for its credentials (cleared by the next
+    /// session): calls that wait for a session fail at once with [`Error::AuthFailed`].
+    pub(crate) auth_failed: bool,
 }
 
 tokio::task_local! {
@@ -196,6 +199,7 @@ impl Framework {
         let mut snapshot = self.core().snapshot.subscribe();
         let wait = snapshot.wait_for(|snapshot| {
             snapshot.closed
+                || snapshot.auth_failed
                 || (snapshot.generation >= min_generation
                     && snapshot.state.is_some_and(ConnectionState::is_connected)
                     && snapshot.session.is_some())
@@ -213,6 +217,12 @@ impl Framework {
         let ready = ready.map_err(|_| Error::Closed)?;
         if ready.closed {
             return Err(Error::Closed);
+        }
+        let connected = ready.generation >= min_generation
+            && ready.state.is_some_and(ConnectionState::is_connected)
+            && ready.session.is_some();
+        if ready.auth_failed && !connected {
+            return Err(Error::AuthFailed { connect_string: self.core().config.connect_string.clone() });
         }
         ready.session.clone().ok_or(Error::Closed)
     }
@@ -423,6 +433,10 @@ async fn supervise(core: Arc<Core>) {
                     failure = diagnose(&core.config.connect_string, &err) => failure,
                 };
                 warnings.failed(&failure, backoff);
+                let auth_failed = matches!(err, Error::ZooKeeper(zookeeper_client::Error::AuthFailed));
+                if auth_failed != core.snapshot.borrow().auth_failed {
+                    core.snapshot.send_modify(|snapshot| snapshot.auth_failed = auth_failed);
+                }
                 ::metrics::counter!(crate::metrics::names::CONNECTION_ATTEMPTS_FAILED).increment(1);
                 *core.last_connection_failure.lock() = Some(failure);
                 tokio::select! {
@@ -436,6 +450,9 @@ async fn supervise(core: Arc<Core>) {
         backoff = Duration::from_millis(50);
         warnings.connected();
         core.last_connection_failure.lock().take();
+        if core.snapshot.borrow().auth_failed {
+            core.snapshot.send_modify(|snapshot| snapshot.auth_failed = false);
+        }
         generation += 1;
         ::metrics::counter!(crate::metrics::names::SESSIONS_CREATED).increment(1);
         let session = Session::new(client, generation, core.acl.clone());

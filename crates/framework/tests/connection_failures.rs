@@ -94,3 +94,44 @@ async fn the_message_reads_well() {
         )
     );
 }
+
+/// Credentials the server refuses give `Error::AuthFailed` at once, not a timeout at the deadline,
+/// and the same error reaches calls that wait for a session.
+#[tokio::test]
+async fn refused_credentials_give_a_typed_auth_error_at_once() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", zk_recipes_testing::TestingServer::start())
+        .await
+        .expect("server");
+    // The server has no provider for this scheme: it answers AuthFailed.
+    let framework = builder(&server.connect_string(), Duration::from_secs(6))
+        .auth("no-such-scheme", b"anything".to_vec())
+        .start()
+        .expect("framework");
+    let deadline = Duration::from_secs(20);
+    let started = std::time::Instant::now();
+    let err = within("connect", framework.block_until_connected(deadline)).await.expect_err("refused");
+    assert!(
+        matches!(&err, Error::AuthFailed { connect_string } if *connect_string == server.connect_string()),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < deadline / 2, "failed at once, not at the deadline: {:?}", started.elapsed());
+    assert!(err.to_string().contains("authentication failed"), "{err}");
+    assert!(!err.is_retryable());
+    let err = within(
+        "create",
+        framework.create("/never").deadline(zk_recipes_framework::Deadline::after(deadline)),
+    )
+    .await
+    .expect_err("refused");
+    assert!(matches!(err, Error::AuthFailed { .. }), "{err:?}");
+    within("close", framework.close()).await;
+
+    // Good credentials on the same server still connect.
+    let fine = builder(&server.connect_string(), Duration::from_secs(6))
+        .digest_auth("alice", "secret")
+        .start()
+        .expect("framework");
+    within("connect", fine.block_until_connected(STEP)).await.expect("connected");
+    within("close", fine.close()).await;
+}

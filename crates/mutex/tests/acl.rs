@@ -64,7 +64,8 @@ async fn a_lock_under_a_restrictive_provider_is_safe_from_other_credentials_and_
         .start()
         .expect("framework");
     let session = within("session", mallory.session(Deadline::after(STEP))).await.expect("session");
-    let children = within("list", session.client().list_children("/acl/orders/lock")).await.expect("readable");
+    let children =
+        within("list", session.client().list_children("/acl/orders/lock")).await.expect("readable");
     assert_eq!(children.len(), 1);
     assert_eq!(
         within("delete", session.client().delete(&node, None)).await.err(),
@@ -72,9 +73,10 @@ async fn a_lock_under_a_restrictive_provider_is_safe_from_other_credentials_and_
         "another identity cannot delete the holder's node"
     );
     drop(session);
-    let refused = within("mallory locks", Mutex::new(&mallory, "/acl/orders/lock").expect("mutex").try_lock())
-        .await
-        .expect_err("mallory may not create a contender node");
+    let refused =
+        within("mallory locks", Mutex::new(&mallory, "/acl/orders/lock").expect("mutex").try_lock())
+            .await
+            .expect_err("mallory may not create a contender node");
     assert!(refused.to_string().to_lowercase().contains("auth"), "{refused}");
 
     // The holder still releases, and nothing is left.

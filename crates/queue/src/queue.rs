@@ -731,7 +731,11 @@ async fn create_nodes(
     let mut multi = session.client().new_multi_writer();
     for (name, data) in nodes {
         let node = path::join(dir, name);
-        multi.add_create(&node, data, &session.create_options_for(&node, CreateMode::PersistentSequential))?;
+        multi.add_create(
+            &node,
+            data,
+            &session.create_options_for(&node, CreateMode::PersistentSequential),
+        )?;
     }
     let results = multi.commit().await.map_err(zookeeper_client::Error::from)?;
     Ok(results
