@@ -7,6 +7,8 @@ bash scripts/install-deps.sh
 command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 1; }
 cargo test --workspace --all-targets --no-fail-fast "$@"
 cargo test --workspace --doc "$@"
+# SASL (DIGEST-MD5) against a server configured for it: behind the framework's `sasl` feature.
+cargo test -p zk-recipes-framework --features sasl --test sasl "$@"
 # Every example runs to completion (each starts an embedded ZooKeeper unless ZK_CONNECT is set).
 for example in tour job_locks semaphore_pool leader_service queue_worker connection_states metrics; do
     echo "== example $example"

@@ -61,6 +61,8 @@ pub struct FrameworkBuilder {
     pub(crate) metric_path_labels: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
+    #[cfg(feature = "sasl")]
+    pub(crate) sasl: Option<zookeeper_client::SaslOptions>,
 }
 
 impl FrameworkBuilder {
@@ -84,6 +86,8 @@ impl FrameworkBuilder {
             max_node_data: DEFAULT_MAX_NODE_DATA,
             #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "sasl")]
+            sasl: None,
         }
     }
 
@@ -205,6 +209,24 @@ impl FrameworkBuilder {
         self
     }
 
+    /// SASL authentication (feature `sasl`: DIGEST-MD5), done on every connection before the
+    /// session is used. A server that refuses the credentials gives [`Error::AuthFailed`].
+    ///
+    /// ```no_run
+    /// # fn demo() -> zk_recipes_framework::Result<()> {
+    /// use zk_recipes_framework::{zookeeper_client::SaslOptions, Framework};
+    ///
+    /// let framework = Framework::builder("127.0.0.1:2181")
+    ///     .sasl(SaslOptions::digest_md5("billing", "secret"))
+    ///     .start()?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "sasl")]
+    pub fn sasl(mut self, options: impl Into<zookeeper_client::SaslOptions>) -> Self {
+        self.sasl = Some(options.into());
+        self
+    }
+
     /// TLS options, passed to zookeeper-client (connect string entries `tcp+tls://host:port`, or
     /// every host when all are plain `host:port`).
     #[cfg(feature = "tls")]
@@ -255,6 +277,10 @@ impl FrameworkBuilder {
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
             connector = connector.with_tls(tls.clone());
+        }
+        #[cfg(feature = "sasl")]
+        if let Some(sasl) = &self.sasl {
+            connector = connector.with_sasl(sasl.clone());
         }
         connector
     }

@@ -226,6 +226,7 @@ impl TestingClusterBuilder {
                     jit: self.tuning.jit,
                     extended_types: self.tuning.extended_types,
                     heap_mib: self.tuning.heap_mib,
+                    jaas_path: None,
                 },
                 server_id,
                 quorum_port: ports[3 * index + 1],

@@ -38,6 +38,8 @@ pub(crate) struct Tuning {
     pub(crate) extended_types: bool,
     /// The JVM's maximum heap (`-Xmx`), in MiB.
     pub(crate) heap_mib: u32,
+    /// SASL DIGEST-MD5 users (`user`, `password`) the server accepts; none: SASL off.
+    pub(crate) sasl_users: Vec<(String, String)>,
 }
 
 impl Tuning {
@@ -57,6 +59,7 @@ impl Tuning {
             jit: Jit::QuickStart,
             extended_types: true,
             heap_mib: Self::DEFAULT_HEAP_MIB,
+            sasl_users: Vec::new(),
         }
     }
 
@@ -96,7 +99,28 @@ impl Tuning {
         let _ = writeln!(config, "maxClientCnxns=0");
         let _ = writeln!(config, "admin.enableServer=false");
         let _ = writeln!(config, "4lw.commands.whitelist={FOUR_LETTER_WHITELIST}");
+        if !self.sasl_users.is_empty() {
+            let _ = writeln!(
+                config,
+                "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+            );
+        }
         config
+    }
+
+    /// The JAAS configuration of the server's SASL users (`Server` section, DIGEST-MD5); `None`
+    /// without SASL users.
+    pub(crate) fn jaas_config(&self) -> Option<String> {
+        if self.sasl_users.is_empty() {
+            return None;
+        }
+        let mut jaas =
+            String::from("Server {\n    org.apache.zookeeper.server.auth.DigestLoginModule required");
+        for (user, password) in &self.sasl_users {
+            let _ = write!(jaas, "\n    user_{user}=\"{password}\"");
+        }
+        jaas.push_str(";\n};\n");
+        Some(jaas)
     }
 }
 
@@ -130,6 +154,8 @@ pub(crate) struct Launch {
     pub(crate) jit: Jit,
     pub(crate) extended_types: bool,
     pub(crate) heap_mib: u32,
+    /// The JAAS file of the server's SASL users, if it has any.
+    pub(crate) jaas_path: Option<PathBuf>,
 }
 
 /// Why a start-up attempt failed.
@@ -167,6 +193,11 @@ impl Launch {
             self.extended_types,
             self.heap_mib,
         );
+        if let Some(jaas_path) = &self.jaas_path {
+            let mut flag = OsString::from("-Djava.security.auth.login.config=");
+            flag.push(jaas_path);
+            args.push(flag);
+        }
         args.push("-cp".into());
         args.push(self.jvm.classpath.clone().into());
         args.push(self.main_class.into());

@@ -113,6 +113,14 @@ impl TestingServerBuilder {
         self
     }
 
+    /// Accepts SASL DIGEST-MD5 authentication from `user` with `password` (a JAAS `Server`
+    /// section with ZooKeeper's `DigestLoginModule`, and the SASL authentication provider). Call it
+    /// once per user. A client with a wrong password is refused (`AuthFailed`).
+    pub fn with_sasl_digest_user(mut self, user: &str, password: &str) -> Self {
+        self.tuning.sasl_users.push((user.to_owned(), password.to_owned()));
+        self
+    }
+
     /// How often empty containers (and expired TTL nodes) are reaped
     /// (`-Dznode.container.checkIntervalMs`); defaults to 500 ms. ZooKeeper reaps a container
     /// only after it has had a child.
@@ -166,6 +174,14 @@ impl TestingServerBuilder {
         let dir = temp_dir("zk-recipes-server-")?;
         let data_dir = dir.path().join("data");
         create_dir(&data_dir)?;
+        let jaas_path = match self.tuning.jaas_config() {
+            Some(jaas) => {
+                let jaas_path = dir.path().join("jaas.conf");
+                write_file(&jaas_path, &jaas)?;
+                Some(jaas_path)
+            }
+            None => None,
+        };
         let started_at = Instant::now();
         let mut last_tail = String::new();
         let attempts = if self.port.is_some() { 1 } else { FRESH_PORT_ATTEMPTS };
@@ -189,6 +205,7 @@ impl TestingServerBuilder {
                     jit: self.tuning.jit,
                     extended_types: self.tuning.extended_types,
                     heap_mib: self.tuning.heap_mib,
+                    jaas_path: jaas_path.clone(),
                 },
                 data_dir: data_dir.clone(),
                 tuning: self.tuning.clone(),
