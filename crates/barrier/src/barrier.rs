@@ -89,7 +89,8 @@ impl DistributedBarrier {
     /// barrier.set(zk_recipes_framework::Deadline::after(Duration::from_secs(5))).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn set(&self, deadline: Deadline) -> Result<()> {
+    pub async fn set(&self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         let created = self
             .framework
             .create(&self.barrier_path)
@@ -122,7 +123,8 @@ impl DistributedBarrier {
     /// barrier.remove(zk_recipes_framework::Deadline::after(Duration::from_secs(5))).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn remove(&self, deadline: Deadline) -> Result<()> {
+    pub async fn remove(&self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         self.framework.delete(&self.barrier_path).quietly().deadline(deadline).await?;
         debug!(path = %self.barrier_path, "barrier removed");
         Ok(())
@@ -144,7 +146,8 @@ impl DistributedBarrier {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn is_set(&self, deadline: Deadline) -> Result<bool> {
+    pub async fn is_set(&self, deadline: impl Into<Deadline>) -> Result<bool> {
+        let deadline = deadline.into();
         Ok(self.framework.exists(&self.barrier_path, deadline).await?.is_some())
     }
 
@@ -171,7 +174,8 @@ impl DistributedBarrier {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn wait(&self, deadline: Deadline) -> Result<()> {
+    pub async fn wait(&self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         let session = self.framework.current().session_id;
         let span = info_span!("barrier_wait", path = %self.barrier_path, ?session);
         deadline.run(self.wait_until_removed(deadline)).instrument(span).await.map_err(BarrierError::from)

@@ -154,7 +154,8 @@ impl DistributedDoubleBarrier {
     /// entered.leave(Deadline::after(Duration::from_secs(60))).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn enter(&self, deadline: Deadline) -> Result<Entered> {
+    pub async fn enter(&self, deadline: impl Into<Deadline>) -> Result<Entered> {
+        let deadline = deadline.into();
         let member_name = uuid::Uuid::new_v4().to_string();
         let member_path = path::join(&self.barrier_path, &member_name);
         let session = self.framework.current().session_id;
@@ -326,7 +327,8 @@ impl Entered {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn leave(mut self, deadline: Deadline) -> Result<()> {
+    pub async fn leave(mut self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         let session = self.framework.current().session_id;
         let span = info_span!(
             "double_barrier_leave",

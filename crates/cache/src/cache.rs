@@ -286,7 +286,8 @@ impl Cache {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn initialized(&self, deadline: Deadline) -> Result<()> {
+    pub async fn initialized(&self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         let mut initialized = self.shared.initialized.subscribe();
         deadline
             .run(async {

@@ -252,7 +252,8 @@ impl DistributedAtomicValue {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn get(&self, deadline: Deadline) -> Result<AtomicValue<Bytes>> {
+    pub async fn get(&self, deadline: impl Into<Deadline>) -> Result<AtomicValue<Bytes>> {
+        let deadline = deadline.into();
         let current = self.read_current(deadline).await?.map(|(data, _)| data);
         Ok(AtomicValue {
             succeeded: true,
@@ -270,7 +271,8 @@ impl DistributedAtomicValue {
     ///
     /// # Cancel safety
     /// If dropped after sending, the value may or may not have been set.
-    pub async fn force_set(&self, value: &[u8], deadline: Deadline) -> Result<()> {
+    pub async fn force_set(&self, value: &[u8], deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         self.framework.check_data_size(value.len())?;
         loop {
             match self.framework.set_data(&self.path, value, None, deadline).await {
@@ -307,8 +309,9 @@ impl DistributedAtomicValue {
         &self,
         expected: &[u8],
         new_value: &[u8],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<AtomicValue<Bytes>> {
+        let deadline = deadline.into();
         self.framework.check_data_size(new_value.len())?;
         let current = self.read_current(deadline).await?;
         let mut result = AtomicValue {
@@ -338,7 +341,12 @@ impl DistributedAtomicValue {
     ///
     /// # Cancel safety
     /// If dropped after sending, the value may or may not have been set.
-    pub async fn try_set(&self, new_value: &[u8], deadline: Deadline) -> Result<AtomicValue<Bytes>> {
+    pub async fn try_set(
+        &self,
+        new_value: &[u8],
+        deadline: impl Into<Deadline>,
+    ) -> Result<AtomicValue<Bytes>> {
+        let deadline = deadline.into();
         self.framework.check_data_size(new_value.len())?;
         self.apply(&|_| Ok(new_value.to_vec()), deadline).await
     }
@@ -352,7 +360,8 @@ impl DistributedAtomicValue {
     ///
     /// # Cancel safety
     /// If dropped after sending, the node may or may not have been created.
-    pub async fn initialize(&self, value: &[u8], deadline: Deadline) -> Result<bool> {
+    pub async fn initialize(&self, value: &[u8], deadline: impl Into<Deadline>) -> Result<bool> {
+        let deadline = deadline.into();
         self.framework.check_data_size(value.len())?;
         match write_once(&self.framework, &self.path, Write::Create { data: value }, deadline).await? {
             Written::Applied(_) => Ok(true),
@@ -576,7 +585,8 @@ impl DistributedAtomicLong {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn get(&self, deadline: Deadline) -> Result<AtomicValue<i64>> {
+    pub async fn get(&self, deadline: impl Into<Deadline>) -> Result<AtomicValue<i64>> {
+        let deadline = deadline.into();
         self.decode(self.value.get(deadline).await?)
     }
 
@@ -587,7 +597,8 @@ impl DistributedAtomicLong {
     ///
     /// # Cancel safety
     /// As [`DistributedAtomicValue::force_set`].
-    pub async fn force_set(&self, value: i64, deadline: Deadline) -> Result<()> {
+    pub async fn force_set(&self, value: i64, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         self.value.force_set(&encode_long(value), deadline).await
     }
 
@@ -603,8 +614,9 @@ impl DistributedAtomicLong {
         &self,
         expected: i64,
         new_value: i64,
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<AtomicValue<i64>> {
+        let deadline = deadline.into();
         let result =
             self.value.compare_and_set(&encode_long(expected), &encode_long(new_value), deadline).await?;
         self.decode(result)
@@ -617,7 +629,8 @@ impl DistributedAtomicLong {
     ///
     /// # Cancel safety
     /// As [`DistributedAtomicValue::try_set`].
-    pub async fn try_set(&self, new_value: i64, deadline: Deadline) -> Result<AtomicValue<i64>> {
+    pub async fn try_set(&self, new_value: i64, deadline: impl Into<Deadline>) -> Result<AtomicValue<i64>> {
+        let deadline = deadline.into();
         self.decode(self.value.try_set(&encode_long(new_value), deadline).await?)
     }
 
@@ -629,7 +642,8 @@ impl DistributedAtomicLong {
     ///
     /// # Cancel safety
     /// As [`DistributedAtomicValue::initialize`].
-    pub async fn initialize(&self, value: i64, deadline: Deadline) -> Result<bool> {
+    pub async fn initialize(&self, value: i64, deadline: impl Into<Deadline>) -> Result<bool> {
+        let deadline = deadline.into();
         self.value.initialize(&encode_long(value), deadline).await
     }
 
@@ -640,7 +654,8 @@ impl DistributedAtomicLong {
     ///
     /// # Cancel safety
     /// As [`add`](Self::add).
-    pub async fn increment(&self, deadline: Deadline) -> Result<AtomicValue<i64>> {
+    pub async fn increment(&self, deadline: impl Into<Deadline>) -> Result<AtomicValue<i64>> {
+        let deadline = deadline.into();
         self.add(1, deadline).await
     }
 
@@ -651,7 +666,8 @@ impl DistributedAtomicLong {
     ///
     /// # Cancel safety
     /// As [`add`](Self::add).
-    pub async fn decrement(&self, deadline: Deadline) -> Result<AtomicValue<i64>> {
+    pub async fn decrement(&self, deadline: impl Into<Deadline>) -> Result<AtomicValue<i64>> {
+        let deadline = deadline.into();
         self.add(-1, deadline).await
     }
 
@@ -664,7 +680,8 @@ impl DistributedAtomicLong {
     ///
     /// # Cancel safety
     /// If dropped after sending, the delta may or may not have been added (once).
-    pub async fn add(&self, delta: i64, deadline: Deadline) -> Result<AtomicValue<i64>> {
+    pub async fn add(&self, delta: i64, deadline: impl Into<Deadline>) -> Result<AtomicValue<i64>> {
+        let deadline = deadline.into();
         let path = self.path().to_owned();
         let make = move |current: Option<&[u8]>| -> Result<Vec<u8>> {
             Ok(encode_long(decode_long(&path, current)?.wrapping_add(delta)).to_vec())
@@ -679,7 +696,8 @@ impl DistributedAtomicLong {
     ///
     /// # Cancel safety
     /// As [`add`](Self::add).
-    pub async fn subtract(&self, delta: i64, deadline: Deadline) -> Result<AtomicValue<i64>> {
+    pub async fn subtract(&self, delta: i64, deadline: impl Into<Deadline>) -> Result<AtomicValue<i64>> {
+        let deadline = deadline.into();
         self.add(delta.wrapping_neg(), deadline).await
     }
 }

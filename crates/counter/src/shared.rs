@@ -121,7 +121,13 @@ impl SharedValue {
     ///
     /// # Cancel safety
     /// Cancel safe; the node may have been created.
-    pub async fn start(framework: &Framework, path: &str, seed: &[u8], deadline: Deadline) -> Result<Self> {
+    pub async fn start(
+        framework: &Framework,
+        path: &str,
+        seed: &[u8],
+        deadline: impl Into<Deadline>,
+    ) -> Result<Self> {
+        let deadline = deadline.into();
         path::validate(path)
             .map_err(|reason| FrameworkError::InvalidPath { path: path.to_owned(), reason })?;
         if path == "/" {
@@ -172,7 +178,8 @@ impl SharedValue {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn read(&self, deadline: Deadline) -> Result<VersionedValue<Vec<u8>>> {
+    pub async fn read(&self, deadline: impl Into<Deadline>) -> Result<VersionedValue<Vec<u8>>> {
+        let deadline = deadline.into();
         let framework = &self.inner.framework;
         framework.sync(&self.inner.path, deadline).await?;
         let node = framework.get_data(&self.inner.path, deadline).await?;
@@ -188,7 +195,8 @@ impl SharedValue {
     ///
     /// # Cancel safety
     /// If dropped after sending, the value may or may not have been set.
-    pub async fn set(&self, value: &[u8], deadline: Deadline) -> Result<i32> {
+    pub async fn set(&self, value: &[u8], deadline: impl Into<Deadline>) -> Result<i32> {
+        let deadline = deadline.into();
         let stat = self.inner.framework.set_data(&self.inner.path, value, None, deadline).await?;
         update(&self.inner.known, &stat, value);
         Ok(stat.version)
@@ -209,7 +217,13 @@ impl SharedValue {
     /// # Cancel safety
     /// If dropped after sending, the value may or may not have been set.
     #[must_use = "false means the value was not set"]
-    pub async fn try_set(&self, expected_version: i32, value: &[u8], deadline: Deadline) -> Result<bool> {
+    pub async fn try_set(
+        &self,
+        expected_version: i32,
+        value: &[u8],
+        deadline: impl Into<Deadline>,
+    ) -> Result<bool> {
+        let deadline = deadline.into();
         let framework = &self.inner.framework;
         if expected_version < 0 {
             // ZooKeeper takes -1 as "any version": that would be an unconditional set.
@@ -387,7 +401,13 @@ impl SharedCount {
     ///
     /// # Cancel safety
     /// Cancel safe; the node may have been created.
-    pub async fn start(framework: &Framework, path: &str, seed: i32, deadline: Deadline) -> Result<Self> {
+    pub async fn start(
+        framework: &Framework,
+        path: &str,
+        seed: i32,
+        deadline: impl Into<Deadline>,
+    ) -> Result<Self> {
+        let deadline = deadline.into();
         Ok(Self { value: SharedValue::start(framework, path, &encode_count(seed), deadline).await? })
     }
 
@@ -420,7 +440,8 @@ impl SharedCount {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn read(&self, deadline: Deadline) -> Result<VersionedValue<i32>> {
+    pub async fn read(&self, deadline: impl Into<Deadline>) -> Result<VersionedValue<i32>> {
+        let deadline = deadline.into();
         let seen = self.value.read(deadline).await?;
         Ok(VersionedValue { version: seen.version, value: decode_count(self.path(), &seen.value)? })
     }
@@ -432,7 +453,8 @@ impl SharedCount {
     ///
     /// # Cancel safety
     /// As [`SharedValue::set`].
-    pub async fn set(&self, count: i32, deadline: Deadline) -> Result<i32> {
+    pub async fn set(&self, count: i32, deadline: impl Into<Deadline>) -> Result<i32> {
+        let deadline = deadline.into();
         self.value.set(&encode_count(count), deadline).await
     }
 
@@ -445,7 +467,13 @@ impl SharedCount {
     /// # Cancel safety
     /// As [`SharedValue::try_set`].
     #[must_use = "false means the count was not set"]
-    pub async fn try_set(&self, expected_version: i32, count: i32, deadline: Deadline) -> Result<bool> {
+    pub async fn try_set(
+        &self,
+        expected_version: i32,
+        count: i32,
+        deadline: impl Into<Deadline>,
+    ) -> Result<bool> {
+        let deadline = deadline.into();
         self.value.try_set(expected_version, &encode_count(count), deadline).await
     }
 

@@ -144,7 +144,8 @@ impl CreateBuilder {
     }
 
     /// The deadline of the whole call, retries included, instead of a timeout.
-    pub fn deadline(mut self, deadline: Deadline) -> Self {
+    pub fn deadline(mut self, deadline: impl Into<Deadline>) -> Self {
+        let deadline = deadline.into();
         self.limit = Limit::Deadline(deadline);
         self
     }
@@ -324,7 +325,8 @@ impl DeleteBuilder {
     }
 
     /// The deadline of the whole call, retries included, instead of a timeout.
-    pub fn deadline(mut self, deadline: Deadline) -> Self {
+    pub fn deadline(mut self, deadline: impl Into<Deadline>) -> Self {
+        let deadline = deadline.into();
         self.limit = Limit::Deadline(deadline);
         self
     }
@@ -505,7 +507,8 @@ impl Transaction {
     }
 
     /// The deadline of the whole call instead of a timeout.
-    pub fn deadline(mut self, deadline: Deadline) -> Self {
+    pub fn deadline(mut self, deadline: impl Into<Deadline>) -> Self {
+        let deadline = deadline.into();
         self.limit = Limit::Deadline(deadline);
         self
     }
@@ -641,7 +644,8 @@ impl Framework {
     /// println!("{} bytes at version {}", node.data.len(), node.stat.version);
     /// # Ok(()) }
     /// ```
-    pub async fn get_data(&self, path: &str, deadline: Deadline) -> Result<NodeData> {
+    pub async fn get_data(&self, path: &str, deadline: impl Into<Deadline>) -> Result<NodeData> {
+        let deadline = deadline.into();
         self.read(path, deadline, |session, path| async move {
             let (data, stat) = session.client().get_data(&path).await?;
             Ok(NodeData { data, stat })
@@ -668,8 +672,9 @@ impl Framework {
         path: &str,
         data: &[u8],
         version: Option<i32>,
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<Stat> {
+        let deadline = deadline.into();
         self.check_data_size(data.len())?;
         self.read(path, deadline, |session, path| async move {
             Ok(session.client().set_data(&path, data, version).await?)
@@ -689,7 +694,8 @@ impl Framework {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn exists(&self, path: &str, deadline: Deadline) -> Result<Option<Stat>> {
+    pub async fn exists(&self, path: &str, deadline: impl Into<Deadline>) -> Result<Option<Stat>> {
+        let deadline = deadline.into();
         self.read(
             path,
             deadline,
@@ -710,7 +716,8 @@ impl Framework {
     /// assert_eq!(children.len(), stat.num_children as usize);
     /// # Ok(()) }
     /// ```
-    pub async fn children(&self, path: &str, deadline: Deadline) -> Result<(Vec<String>, Stat)> {
+    pub async fn children(&self, path: &str, deadline: impl Into<Deadline>) -> Result<(Vec<String>, Stat)> {
+        let deadline = deadline.into();
         self.read(
             path,
             deadline,
@@ -724,7 +731,8 @@ impl Framework {
     ///
     /// # Errors
     /// As [`exists`](Self::exists).
-    pub async fn sync(&self, path: &str, deadline: Deadline) -> Result<()> {
+    pub async fn sync(&self, path: &str, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         self.read(path, deadline, |session, path| async move { Ok(session.client().sync(&path).await?) })
             .await
     }
@@ -734,7 +742,8 @@ impl Framework {
     ///
     /// # Errors
     /// As [`exists`](Self::exists).
-    pub async fn ephemerals(&self, path: &str, deadline: Deadline) -> Result<Vec<String>> {
+    pub async fn ephemerals(&self, path: &str, deadline: impl Into<Deadline>) -> Result<Vec<String>> {
+        let deadline = deadline.into();
         self.read(path, deadline, |session, path| async move {
             Ok(session.client().list_ephemerals(&path).await?)
         })
@@ -745,7 +754,8 @@ impl Framework {
     ///
     /// # Errors
     /// `NoNode` if it does not exist; otherwise as [`exists`](Self::exists).
-    pub async fn descendant_count(&self, path: &str, deadline: Deadline) -> Result<usize> {
+    pub async fn descendant_count(&self, path: &str, deadline: impl Into<Deadline>) -> Result<usize> {
+        let deadline = deadline.into();
         self.read(path, deadline, |session, path| async move {
             Ok(session.client().count_descendants_number(&path).await?)
         })
@@ -757,7 +767,8 @@ impl Framework {
     ///
     /// # Errors
     /// As [`Framework::retry`].
-    pub async fn whoami(&self, deadline: Deadline) -> Result<Vec<(String, String)>> {
+    pub async fn whoami(&self, deadline: impl Into<Deadline>) -> Result<Vec<(String, String)>> {
+        let deadline = deadline.into();
         self.retry_across_sessions(deadline, |session| async move {
             let users = session.client().list_auth_users().await?;
             Ok(users.into_iter().map(|user| (user.scheme().to_owned(), user.user().to_owned())).collect())

@@ -117,7 +117,8 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::Timeout`] if they have not by `deadline`.
-    pub async fn wait_for_cleanups(&self, deadline: Deadline) -> Result<()> {
+    pub async fn wait_for_cleanups(&self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         let pending = self.core().cleanup.pending.clone();
         deadline
             .run(async move {

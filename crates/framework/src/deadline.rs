@@ -18,6 +18,9 @@ use crate::error::{Error, Result};
 /// let deadline = Deadline::after(Duration::from_secs(5));
 /// assert!(!deadline.is_expired());
 /// assert!(Deadline::never().remaining().is_none());
+/// // Every method that takes a deadline takes `impl Into<Deadline>`: a `Duration` is one from now.
+/// let from_a_duration: Deadline = Duration::from_secs(5).into();
+/// assert!(from_a_duration.remaining().is_some());
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Deadline {

@@ -49,8 +49,9 @@ impl Framework {
         &self,
         path: &str,
         data: &[u8],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<OwnedNode> {
+        let deadline = deadline.into();
         path::validate(path).map_err(|reason| Error::invalid_path(path, reason))?;
         if path == "/" {
             return Err(Error::InvalidArgument("the root cannot be an ephemeral node".into()));

@@ -190,7 +190,8 @@ impl Framework {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn session(&self, deadline: Deadline) -> Result<Session> {
+    pub async fn session(&self, deadline: impl Into<Deadline>) -> Result<Session> {
+        let deadline = deadline.into();
         self.session_after(0, deadline).await
     }
 
@@ -267,22 +268,28 @@ impl Framework {
     /// # Cancel safety
     /// Dropping the future abandons the operation where it stands, as dropping `operation`'s
     /// future would; what it already sent is executed by the server.
-    pub async fn retry<T, F, Fut>(&self, deadline: Deadline, operation: F) -> Result<T>
+    pub async fn retry<T, F, Fut>(&self, deadline: impl Into<Deadline>, operation: F) -> Result<T>
     where
         F: FnMut(Session) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
+        let deadline = deadline.into();
         self.retry_loop(deadline, false, operation).await
     }
 
     /// As [`retry`](Self::retry), but when the session is lost the operation starts over on the next
     /// session (counted against the same budget). Only for operations that are safe to repeat from
     /// scratch on a new session.
-    pub async fn retry_across_sessions<T, F, Fut>(&self, deadline: Deadline, operation: F) -> Result<T>
+    pub async fn retry_across_sessions<T, F, Fut>(
+        &self,
+        deadline: impl Into<Deadline>,
+        operation: F,
+    ) -> Result<T>
     where
         F: FnMut(Session) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
+        let deadline = deadline.into();
         self.retry_loop(deadline, true, operation).await
     }
 

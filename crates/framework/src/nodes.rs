@@ -21,7 +21,8 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
-    pub async fn ensure_path(&self, path: &str, deadline: Deadline) -> Result<()> {
+    pub async fn ensure_path(&self, path: &str, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         validate(path)?;
         if path == "/" {
             return Ok(());
@@ -42,7 +43,8 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
-    pub async fn delete_recursive(&self, path: &str, deadline: Deadline) -> Result<()> {
+    pub async fn delete_recursive(&self, path: &str, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         self.delete(path).deleting_children_if_needed().quietly().deadline(deadline).await
     }
 
@@ -82,8 +84,9 @@ impl Framework {
         parent: &str,
         name: &str,
         data: &[u8],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<OwnedNode> {
+        let deadline = deadline.into();
         let request = ProtectedCreate::new(parent, name, data, CreateMode::EphemeralSequential);
         Ok(self.create_protected_inner(request, deadline).await?.0)
     }
@@ -103,8 +106,9 @@ impl Framework {
         parent: &str,
         name: &str,
         data: &[u8],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<OwnedNode> {
+        let deadline = deadline.into();
         let request = ProtectedCreate::new(parent, name, data, CreateMode::Ephemeral);
         Ok(self.create_protected_inner(request, deadline).await?.0)
     }
@@ -124,8 +128,9 @@ impl Framework {
         parent: &str,
         name: &str,
         data: &[u8],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<(OwnedNode, Option<Vec<String>>)> {
+        let deadline = deadline.into();
         let request = ProtectedCreate {
             list_siblings: true,
             ..ProtectedCreate::new(parent, name, data, CreateMode::EphemeralSequential)
@@ -276,13 +281,14 @@ impl Framework {
     pub async fn retry_on_session<T, F, Fut>(
         &self,
         generation: u64,
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
         mut operation: F,
     ) -> Result<T>
     where
         F: FnMut(Session) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
+        let deadline = deadline.into();
         self.retry(deadline, |session| {
             let attempt = (session.generation() == generation).then(|| operation(session));
             async move {
@@ -303,8 +309,9 @@ impl Framework {
         &self,
         generation: u64,
         path: &str,
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<Option<Vec<String>>> {
+        let deadline = deadline.into();
         self.retry_on_session(generation, deadline, |session| async move {
             match session.client().list_children(path).await {
                 Ok(children) => Ok(Some(children)),
@@ -326,8 +333,9 @@ impl Framework {
         &self,
         generation: u64,
         path: &str,
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<Option<(Stat, zookeeper_client::OneshotWatcher)>> {
+        let deadline = deadline.into();
         self.retry_on_session(generation, deadline, |session| async move {
             match session.client().get_and_watch_data(path).await {
                 Ok((_, stat, watcher)) => Ok(Some((stat, watcher))),
@@ -712,7 +720,8 @@ impl OwnedNode {
     ///
     /// # Cancel safety
     /// Cancel safe: if dropped, the cleanup worker deletes the node.
-    pub async fn delete(mut self, deadline: Deadline) -> Result<()> {
+    pub async fn delete(mut self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         let path = self.path.clone();
         let result = self
             .framework

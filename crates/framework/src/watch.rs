@@ -91,7 +91,13 @@ impl Framework {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn watch(&self, path: &str, recursive: bool, deadline: Deadline) -> Result<PersistentWatch> {
+    pub async fn watch(
+        &self,
+        path: &str,
+        recursive: bool,
+        deadline: impl Into<Deadline>,
+    ) -> Result<PersistentWatch> {
+        let deadline = deadline.into();
         path::validate(path).map_err(|reason| Error::invalid_path(path, reason))?;
         let mode = if recursive { AddWatchMode::PersistentRecursive } else { AddWatchMode::Persistent };
         let events = self.connection_events();

@@ -271,7 +271,8 @@ impl LockInternals {
     ///
     /// # Errors
     /// As [`Framework::retry`].
-    pub async fn participants(&self, deadline: Deadline) -> Result<Vec<(String, Vec<u8>)>> {
+    pub async fn participants(&self, deadline: impl Into<Deadline>) -> Result<Vec<(String, Vec<u8>)>> {
+        let deadline = deadline.into();
         let dir = self.dir.as_str();
         let driver = &self.driver;
         let participants = self
@@ -315,7 +316,8 @@ pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 /// zk_recipes_lock_internals::revoke(&framework, holder, Deadline::after(std::time::Duration::from_secs(5))).await?;
 /// # Ok(()) }
 /// ```
-pub async fn revoke(framework: &Framework, node_path: &str, deadline: Deadline) -> Result<()> {
+pub async fn revoke(framework: &Framework, node_path: &str, deadline: impl Into<Deadline>) -> Result<()> {
+    let deadline = deadline.into();
     path::validate(node_path)
         .map_err(|reason| FrameworkError::InvalidPath { path: node_path.to_owned(), reason })?;
     framework

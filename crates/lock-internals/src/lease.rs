@@ -128,7 +128,8 @@ impl HeldLease {
     ///
     /// # Cancel safety
     /// Cancel safe: if dropped, the cleanup worker deletes the node.
-    pub async fn release(self, deadline: Deadline) -> Result<()> {
+    pub async fn release(self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         Ok(self.node.delete(deadline).await?)
     }
 
@@ -192,8 +193,9 @@ impl HeldLease {
     pub async fn write_guarded(
         &self,
         ops: &[GuardedOp],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<Vec<MultiWriteResult>> {
+        let deadline = deadline.into();
         let lost = || LockError::NodeLost { path: self.node.path().to_owned() };
         let data_size = ops
             .iter()

@@ -58,7 +58,8 @@ impl MultiLock {
     ///
     /// # Cancel safety
     /// Cancel safe: dropped guards release in the background.
-    pub async fn acquire_until(&self, deadline: Deadline) -> Result<MultiGuard> {
+    pub async fn acquire_until(&self, deadline: impl Into<Deadline>) -> Result<MultiGuard> {
+        let deadline = deadline.into();
         let mut guards = Vec::with_capacity(self.locks.len());
         for lock in &self.locks {
             match lock.acquire_until(deadline).await {

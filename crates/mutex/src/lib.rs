@@ -147,7 +147,8 @@ impl Mutex {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn lock_until(&self, deadline: Deadline) -> Result<MutexGuard> {
+    pub async fn lock_until(&self, deadline: impl Into<Deadline>) -> Result<MutexGuard> {
+        let deadline = deadline.into();
         let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
         let held = held.ok_or_else(|| LockError::from(deadline.timeout_error()))?;
         Ok(MutexGuard { hold: SharedHold::new(held) })
@@ -237,8 +238,9 @@ impl MutexGuard {
     pub async fn write_guarded(
         &self,
         ops: &[GuardedOp],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
+        let deadline = deadline.into();
         self.hold.write_guarded(ops, deadline).await
     }
 

@@ -130,7 +130,8 @@ impl SingleNodeLock {
     ///
     /// # Cancel safety
     /// Cancel safe: a node created for a dropped call is deleted.
-    pub async fn try_lock_until(&self, deadline: Deadline) -> Result<TryLock> {
+    pub async fn try_lock_until(&self, deadline: impl Into<Deadline>) -> Result<TryLock> {
+        let deadline = deadline.into();
         let mut owner_id = self.owner.clone();
         owner_id.push(b'#');
         owner_id.extend_from_slice(uuid::Uuid::new_v4().to_string().as_bytes());
@@ -162,7 +163,8 @@ impl SingleNodeLock {
     ///
     /// # Errors
     /// [`LockError::Framework`] from the read.
-    pub async fn holder(&self, deadline: Deadline) -> Result<Option<Holder>> {
+    pub async fn holder(&self, deadline: impl Into<Deadline>) -> Result<Option<Holder>> {
+        let deadline = deadline.into();
         match self.framework.get_data(&self.path, deadline).await {
             Ok(read) => Ok(Some(Holder {
                 owner_id: read.data,

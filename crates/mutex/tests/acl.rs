@@ -45,7 +45,8 @@ async fn a_lock_under_a_restrictive_provider_is_safe_from_other_credentials_and_
         .acl_provider(PathAclProvider::open().with_path("/acl/orders", locked_down()))
         .start()
         .expect("framework");
-    let guard = within("lock", Mutex::new(&alice, "/acl/orders/lock").expect("mutex").lock())
+    // Methods that take a deadline take a Duration too.
+    let guard = within("lock", Mutex::new(&alice, "/acl/orders/lock").expect("mutex").lock_until(STEP))
         .await
         .expect("alice locks");
     let node = guard.node_path().to_owned();
@@ -81,6 +82,7 @@ async fn a_lock_under_a_restrictive_provider_is_safe_from_other_credentials_and_
 
     // The holder still releases, and nothing is left.
     within("release", guard.release()).await.expect("alice releases");
+    within("cleanups", alice.wait_for_cleanups(STEP)).await.expect("no cleanup pending");
     let session = within("session", alice.session(Deadline::after(STEP))).await.expect("session");
     let left = within("list", session.client().list_children("/acl/orders/lock")).await.expect("list");
     assert!(left.is_empty(), "{left:?}");

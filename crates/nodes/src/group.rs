@@ -124,7 +124,8 @@ impl GroupMember {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn initialized(&self, deadline: Deadline) -> Result<()> {
+    pub async fn initialized(&self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         self.node.wait_for_initial_create(deadline).await?;
         Ok(self.cache.initialized(deadline).await?)
     }

@@ -214,7 +214,8 @@ impl PersistentNode {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn wait_for_initial_create(&self, deadline: Deadline) -> Result<String> {
+    pub async fn wait_for_initial_create(&self, deadline: impl Into<Deadline>) -> Result<String> {
+        let deadline = deadline.into();
         let mut created = self.shared.created.subscribe();
         let found = deadline
             .run(async {

@@ -174,7 +174,8 @@ impl PersistentTtlNode {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn wait_for_initial_create(&self, deadline: Deadline) -> Result<String> {
+    pub async fn wait_for_initial_create(&self, deadline: impl Into<Deadline>) -> Result<String> {
+        let deadline = deadline.into();
         self.node().wait_for_initial_create(deadline).await
     }
 

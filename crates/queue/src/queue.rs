@@ -602,7 +602,8 @@ impl<T: Send + 'static> DistributedQueue<T> {
     ///
     /// # Errors
     /// A timeout at `deadline`.
-    pub async fn flush_background(&self, deadline: Deadline) -> Result<()> {
+    pub async fn flush_background(&self, deadline: impl Into<Deadline>) -> Result<()> {
+        let deadline = deadline.into();
         Ok(self.inner.background.idle(deadline).await?)
     }
 
@@ -877,7 +878,8 @@ macro_rules! common_queue_methods {
             ///
             /// # Errors
             /// A timeout at `deadline`.
-            pub async fn flush_background(&self, deadline: Deadline) -> Result<()> {
+            pub async fn flush_background(&self, deadline: impl Into<Deadline>) -> Result<()> {
+                let deadline = deadline.into();
                 self.queue.flush_background(deadline).await
             }
         }

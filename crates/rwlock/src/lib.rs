@@ -219,7 +219,8 @@ impl ReadLock {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn read_until(&self, deadline: Deadline) -> Result<RwLockReadGuard> {
+    pub async fn read_until(&self, deadline: impl Into<Deadline>) -> Result<RwLockReadGuard> {
+        let deadline = deadline.into();
         let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
         let held = held.ok_or_else(|| LockError::from(deadline.timeout_error()))?;
         Ok(RwLockReadGuard { hold: SharedHold::new(held) })
@@ -234,7 +235,8 @@ impl WriteLock {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn write_until(&self, deadline: Deadline) -> Result<RwLockWriteGuard> {
+    pub async fn write_until(&self, deadline: impl Into<Deadline>) -> Result<RwLockWriteGuard> {
+        let deadline = deadline.into();
         let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
         let held = held.ok_or_else(|| LockError::from(deadline.timeout_error()))?;
         Ok(RwLockWriteGuard { hold: SharedHold::new(held), read: self.read.clone() })
@@ -276,8 +278,9 @@ impl RwLockReadGuard {
     pub async fn write_guarded(
         &self,
         ops: &[GuardedOp],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
+        let deadline = deadline.into();
         self.hold.write_guarded(ops, deadline).await
     }
 
@@ -368,8 +371,9 @@ impl RwLockWriteGuard {
     pub async fn write_guarded(
         &self,
         ops: &[GuardedOp],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
+        let deadline = deadline.into();
         self.hold.write_guarded(ops, deadline).await
     }
 

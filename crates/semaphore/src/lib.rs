@@ -235,7 +235,8 @@ impl Semaphore {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn acquire_many_until(&self, count: u32, deadline: Deadline) -> Result<Vec<Lease>> {
+    pub async fn acquire_many_until(&self, count: u32, deadline: impl Into<Deadline>) -> Result<Vec<Lease>> {
+        let deadline = deadline.into();
         let leases = self.acquire_leases(count, Wait::Until(deadline)).await?;
         leases.ok_or_else(|| deadline.timeout_error().into())
     }
@@ -409,8 +410,9 @@ impl Lease {
     pub async fn write_guarded(
         &self,
         ops: &[GuardedOp],
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
+        let deadline = deadline.into();
         Ok(self.held.write_guarded(ops, deadline).await?)
     }
 
