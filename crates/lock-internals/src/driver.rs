@@ -2,6 +2,8 @@
 
 use std::fmt::Debug;
 
+use zk_recipes_framework::NodeMarker;
+
 /// What a driver decided for one listing of the lock directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -28,6 +30,12 @@ pub struct OurNodeMissing {
 pub trait LockDriver: Debug + Send + Sync + 'static {
     /// The name every contender node carries (`lock-`, `__READ__`, ...), after the protected prefix.
     fn lock_name(&self) -> &str;
+
+    /// How our node's name starts (before [`lock_name`](Self::lock_name)), so that we find it again
+    /// after a connection loss: Curator's `_c_<uuid>-` unless the layout says otherwise.
+    fn marker(&self) -> NodeMarker {
+        NodeMarker::Protected
+    }
 
     /// The text a contender node sorts by: by default the text after the last occurrence of
     /// [`lock_name`](Self::lock_name) (the sequence), or the whole name without it (Curator's
@@ -83,23 +91,36 @@ impl LockDriver for StandardDriver {
         our_node: &str,
         max_leases: u32,
     ) -> Result<Decision, OurNodeMissing> {
-        let our_index = children
-            .iter()
-            .position(|child| child == our_node)
-            .ok_or_else(|| OurNodeMissing { our_node: our_node.to_owned() })?;
-        let max_leases = max_leases as usize;
-        if our_index < max_leases {
-            return Ok(Decision { holds: true, path_to_watch: None, holds_once_watched_node_goes: false });
-        }
-        let watch_index = our_index - max_leases;
-        // Sequence numbers only grow, so nothing new sorts before us: if the node we watch is the
-        // first, its deletion moves us to index max_leases - 1.
-        Ok(Decision {
-            holds: false,
-            path_to_watch: Some(children[watch_index].clone()),
-            holds_once_watched_node_goes: watch_index == 0,
-        })
+        standard_rule(children, our_node, max_leases)
     }
+}
+
+/// The standard rule over sorted `children`, whatever the node names: with our node at index `i`,
+/// we hold iff `i < max_leases`; otherwise we watch `children[i - max_leases]`.
+///
+/// # Errors
+/// [`OurNodeMissing`] if `our_node` is not among `children`.
+pub(crate) fn standard_rule(
+    children: &[String],
+    our_node: &str,
+    max_leases: u32,
+) -> Result<Decision, OurNodeMissing> {
+    let our_index = children
+        .iter()
+        .position(|child| child == our_node)
+        .ok_or_else(|| OurNodeMissing { our_node: our_node.to_owned() })?;
+    let max_leases = max_leases as usize;
+    if our_index < max_leases {
+        return Ok(Decision { holds: true, path_to_watch: None, holds_once_watched_node_goes: false });
+    }
+    let watch_index = our_index - max_leases;
+    // Sequence numbers only grow, so nothing new sorts before us: if the node we watch is the
+    // first, its deletion moves us to index max_leases - 1.
+    Ok(Decision {
+        holds: false,
+        path_to_watch: Some(children[watch_index].clone()),
+        holds_once_watched_node_goes: watch_index == 0,
+    })
 }
 
 /// Sorts lock children as Curator does: by the text after the *last* occurrence of `lock_name`
