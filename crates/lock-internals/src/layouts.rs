@@ -147,6 +147,11 @@ impl KazooDriver {
         Self { node_name: KAZOO_READ_LOCK_NAME, excluded_by: &[KAZOO_LOCK_NAME] }
     }
 
+    /// Whether `child` is a contender of kazoo's, a reader or a writer (what `contenders()` lists).
+    pub fn is_contender(&self, child: &str) -> bool {
+        Self::contender_sequence(child, &[KAZOO_LOCK_NAME, KAZOO_READ_LOCK_NAME]).is_some()
+    }
+
     /// The sequence of `child` if it is a contender of kazoo's under one of `names`.
     fn contender_sequence<'a>(child: &'a str, names: &[&str]) -> Option<&'a str> {
         let sequence = trailing_sequence(child)?;
