@@ -306,3 +306,38 @@ async fn a_sigkilled_kazoo_holder_hands_over_once_its_session_expires() {
     within("release", guard.release()).await.expect("release");
     within("close", framework.close()).await;
 }
+
+#[tokio::test]
+async fn kazoo_readers_share_with_ours_and_writers_exclude_both_ways() {
+    let env = Env::start().await;
+    let framework = env.framework().await;
+    let lock_path = "/interop-kazoo-rw-share/lock";
+    let ours = RwLock::kazoo(&framework, lock_path).expect("rwlock").with_node_data("rust-1");
+
+    // A kazoo reader holds: our reader joins it, our writer cannot.
+    let mut reader = kazoo(["hold", &env.connect(), lock_path, "kazoo-reader", "read"]);
+    within("kazoo reads", reader.expect_line("HELD ", STEP)).await.expect("HELD");
+    let reading = within("try_read", ours.try_read()).await.expect("try_read");
+    assert!(reading.is_some(), "readers hold together");
+    assert!(
+        within("try_write", ours.try_write()).await.expect("try_write").is_none(),
+        "a writer beside a reader"
+    );
+    within("release", reading.expect("read guard").release()).await.expect("release");
+    reader.kill().expect("kill the kazoo reader");
+
+    // Our writer holds: a kazoo reader waits until it is released.
+    let writing = within("write", ours.write_timeout(STEP)).await.expect("write");
+    let mut reader = kazoo(["hold", &env.connect(), lock_path, "kazoo-reader-2", "read"]);
+    within("kazoo session", reader.expect_line("SESSION ", STEP)).await.expect("SESSION");
+    common::eventually_true("kazoo's reader queued", || async {
+        children(&framework, lock_path).await.len() == 2
+    })
+    .await;
+    let early = reader.next_line(Duration::from_millis(500)).await;
+    assert!(early.is_err(), "kazoo read while we wrote: {early:?}");
+    within("release", writing.release()).await.expect("release");
+    within("kazoo reads", reader.expect_line("HELD ", STEP)).await.expect("HELD after our writer left");
+    reader.kill().expect("kill the kazoo reader");
+    within("close", framework.close()).await;
+}

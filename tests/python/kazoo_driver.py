@@ -23,9 +23,9 @@ Commands:
       wait for a "next" line, print CONTENDERS <comma-separated election.contenders()>, delete
       the marker, give up leadership. READY first (then waits for "go"); finally
       FINISHED leaderships=N violations=M
-  hold <connect> <path> <id>
-      kazoo's Lock(path, id): SESSION <hex id>, then HELD <node name> once acquired; holds until
-      killed (or stdin closes).
+  hold <connect> <path> <id> [lock|read|write]
+      kazoo's Lock (default), ReadLock or WriteLock (path, id): SESSION <hex id>, then
+      HELD <node name> once acquired; holds until killed (or stdin closes).
 """
 
 import argparse
@@ -192,9 +192,11 @@ def election(args, session_timeout):
 
 def hold(args, session_timeout):
     connect, path, identifier = args[:3]
+    kind = args[3] if len(args) > 3 else "lock"
     client = start(connect, session_timeout)
     out("SESSION %x" % client.client_id[0])
-    lock = client.Lock(path, identifier)
+    locks = {"lock": client.Lock, "read": client.ReadLock, "write": client.WriteLock}
+    lock = locks[kind](path, identifier)
     lock.acquire()
     out("HELD %s" % lock.node)
     threading.Event().wait()
