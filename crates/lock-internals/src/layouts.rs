@@ -262,6 +262,17 @@ mod tests {
         assert!(read.gets_the_lock(&children, "zz__rlock__0000000009", 1).is_err());
     }
 
+    /// kazoo#649: a reader that also counted a later writer as its predecessor, while that writer
+    /// waited for the reader, deadlocked. Only lower sequences count.
+    #[test]
+    fn kazoo_649_a_reader_never_waits_for_a_later_writer() {
+        let children = names(&["w1__lock__0000000001", "r2__rlock__0000000002", "w3__lock__0000000003"]);
+        let reader = KazooDriver::read_lock().gets_the_lock(&children, "r2__rlock__0000000002", 1).unwrap();
+        assert_eq!(reader.path_to_watch.as_deref(), Some("w1__lock__0000000001"));
+        let writer = KazooDriver::write_lock().gets_the_lock(&children, "w3__lock__0000000003", 1).unwrap();
+        assert_eq!(writer.path_to_watch.as_deref(), Some("r2__rlock__0000000002"));
+    }
+
     #[test]
     fn kazoo_sorts_by_sequence_and_unknown_names_last() {
         let driver = KazooDriver::lock();
