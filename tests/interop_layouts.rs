@@ -170,65 +170,71 @@ async fn mixed_run(env: &Env, mut other: CuratorProcess, side: RustSide, base: &
     done
 }
 
-#[tokio::test]
-async fn zookeeper_recipe_java_and_rust_exclude_each_other() {
+/// The other side of a mixed run.
+#[derive(Debug, Clone, Copy)]
+enum OtherSide {
+    /// ZooKeeper's recipe, in Java (Rust on `LockLayout::ZooKeeperRecipe`).
+    Recipe,
+    /// kazoo's `Lock` (Rust on `LockLayout::Kazoo`).
+    KazooLock,
+    /// kazoo's `ReadLock`/`WriteLock`, writes with this probability in percent (Rust on
+    /// `RwLock::kazoo`, the same mix).
+    KazooRw { write_percent: u64 },
+}
+
+/// A server, the counter and markers under `base`, `CONTENDERS` contenders of `other` and as
+/// many Rust ones on `<base>/lock`; returns the other side's DONE line.
+async fn mixed(other: OtherSide, base: &str) -> String {
     let env = Env::start().await;
     let admin = env.framework().await;
-    let base = "/interop-recipe";
-    prepare(&admin, &format!("{base}/markers"), &format!("{base}/counter")).await;
-    let java = curator([
-        "recipe-contend".to_owned(),
-        env.connect(),
-        format!("{base}/lock"),
-        ITERATIONS.to_string(),
-        format!("{base}/markers/writer"),
-        format!("{base}/counter"),
-        CONTENDERS.to_string(),
-    ]);
-    mixed_run(&env, java, RustSide::Mutex(LockLayout::ZooKeeperRecipe), base).await;
+    let (marker_dir, counter_path) = (format!("{base}/markers"), format!("{base}/counter"));
+    prepare(&admin, &marker_dir, &counter_path).await;
+    let common = [env.connect(), format!("{base}/lock"), ITERATIONS.to_string()];
+    let (process, side) = match other {
+        OtherSide::Recipe => {
+            let guard_path = format!("{marker_dir}/writer");
+            let args = [&common[..], &[guard_path, counter_path, CONTENDERS.to_string()]].concat();
+            (
+                curator([&["recipe-contend".to_owned()][..], &args].concat()),
+                RustSide::Mutex(LockLayout::ZooKeeperRecipe),
+            )
+        }
+        OtherSide::KazooLock | OtherSide::KazooRw { .. } => {
+            let (kind, side) = match other {
+                OtherSide::KazooRw { write_percent } => {
+                    (vec!["rw".to_owned(), write_percent.to_string()], RustSide::KazooRw { write_percent })
+                }
+                _ => (vec!["lock".to_owned()], RustSide::Mutex(LockLayout::Kazoo)),
+            };
+            let args = [
+                &["contend".to_owned()][..],
+                &common,
+                &[marker_dir, counter_path, CONTENDERS.to_string()],
+                &kind,
+            ]
+            .concat();
+            (kazoo(args), side)
+        }
+    };
+    let done = mixed_run(&env, process, side, base).await;
     within("close", admin.close()).await;
+    done
+}
+
+#[tokio::test]
+async fn zookeeper_recipe_java_and_rust_exclude_each_other() {
+    mixed(OtherSide::Recipe, "/interop-recipe").await;
 }
 
 #[tokio::test]
 async fn kazoo_lock_and_rust_exclude_each_other() {
-    let env = Env::start().await;
-    let admin = env.framework().await;
-    let base = "/interop-kazoo-lock";
-    prepare(&admin, &format!("{base}/markers"), &format!("{base}/counter")).await;
-    let python = kazoo([
-        "contend".to_owned(),
-        env.connect(),
-        format!("{base}/lock"),
-        ITERATIONS.to_string(),
-        format!("{base}/markers"),
-        format!("{base}/counter"),
-        CONTENDERS.to_string(),
-        "lock".to_owned(),
-    ]);
-    mixed_run(&env, python, RustSide::Mutex(LockLayout::Kazoo), base).await;
-    within("close", admin.close()).await;
+    mixed(OtherSide::KazooLock, "/interop-kazoo-lock").await;
 }
 
 #[tokio::test]
 async fn kazoo_read_write_lock_and_rust_one_writer_alone_readers_together() {
-    let env = Env::start().await;
-    let admin = env.framework().await;
-    let base = "/interop-kazoo-rw";
-    prepare(&admin, &format!("{base}/markers"), &format!("{base}/counter")).await;
-    let python = kazoo([
-        "contend".to_owned(),
-        env.connect(),
-        format!("{base}/lock"),
-        ITERATIONS.to_string(),
-        format!("{base}/markers"),
-        format!("{base}/counter"),
-        CONTENDERS.to_string(),
-        "rw".to_owned(),
-        "30".to_owned(),
-    ]);
-    let done = mixed_run(&env, python, RustSide::KazooRw { write_percent: 30 }, base).await;
+    let done = mixed(OtherSide::KazooRw { write_percent: 30 }, "/interop-kazoo-rw").await;
     assert!(field(&done, "reads") > 0 && field(&done, "writes") > 0, "kazoo took both kinds: {done}");
-    within("close", admin.close()).await;
 }
 
 #[tokio::test]

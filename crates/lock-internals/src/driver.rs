@@ -44,7 +44,8 @@ pub trait LockDriver: Debug + Send + Sync + 'static {
         sort_key(child, self.lock_name())
     }
 
-    /// `children` are sorted by [`sort_key`](Self::sort_key); `our_node` is our node's name.
+    /// `children` are sorted by [`sort_key`](Self::sort_key); `our_node` is our node's name. By
+    /// default Curator's standard rule (see [`StandardDriver`]), whatever the node names.
     ///
     /// # Errors
     /// [`OurNodeMissing`] if `our_node` is not among `children`.
@@ -53,7 +54,9 @@ pub trait LockDriver: Debug + Send + Sync + 'static {
         children: &[String],
         our_node: &str,
         max_leases: u32,
-    ) -> Result<Decision, OurNodeMissing>;
+    ) -> Result<Decision, OurNodeMissing> {
+        standard_rule(children, our_node, max_leases)
+    }
 }
 
 /// Curator's standard rule (`StandardLockInternalsDriver`): with our node at index `i` of the
@@ -83,15 +86,6 @@ impl StandardDriver {
 impl LockDriver for StandardDriver {
     fn lock_name(&self) -> &str {
         &self.lock_name
-    }
-
-    fn gets_the_lock(
-        &self,
-        children: &[String],
-        our_node: &str,
-        max_leases: u32,
-    ) -> Result<Decision, OurNodeMissing> {
-        standard_rule(children, our_node, max_leases)
     }
 }
 
@@ -159,10 +153,11 @@ pub fn sort_key<'a>(child: &'a str, lock_name: &str) -> &'a str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn names(names: &[&str]) -> Vec<String> {
+    /// Owned names, for the driver tests of every layout.
+    pub(crate) fn names(names: &[&str]) -> Vec<String> {
         names.iter().map(|name| name.to_string()).collect()
     }
 

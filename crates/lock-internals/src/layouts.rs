@@ -6,7 +6,7 @@
 
 use zk_recipes_framework::NodeMarker;
 
-use crate::driver::{standard_rule, Decision, LockDriver, OurNodeMissing};
+use crate::driver::{Decision, LockDriver, OurNodeMissing};
 
 /// The node layout of a lock: whose clients it queues with.
 ///
@@ -87,15 +87,6 @@ impl LockDriver for ZooKeeperRecipeDriver {
     /// The sequence; a name without one sorts by its whole text.
     fn sort_key<'a>(&self, child: &'a str) -> &'a str {
         trailing_sequence(child).unwrap_or(child)
-    }
-
-    fn gets_the_lock(
-        &self,
-        children: &[String],
-        our_node: &str,
-        max_leases: u32,
-    ) -> Result<Decision, OurNodeMissing> {
-        standard_rule(children, our_node, max_leases)
     }
 }
 
@@ -208,10 +199,7 @@ impl LockDriver for KazooDriver {
 mod tests {
     use super::*;
     use crate::driver::sort_children_by;
-
-    fn names(names: &[&str]) -> Vec<String> {
-        names.iter().map(|name| name.to_string()).collect()
-    }
+    use crate::driver::tests::names;
 
     /// ZOOKEEPER-2931: the original compared the text before the sequence first, so `x-10-…`
     /// (a newcomer) sorted before `x-9-…` (the holder).
