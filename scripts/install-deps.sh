@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what zk-recipes' tests need to run real ZooKeeper servers and Curator interop tests:
-# Debian's `zookeeper` (3.8) and `libcurator-recipes-java` (5.4) packages and a JDK (java + javac).
+# Debian's `zookeeper` (3.8) and `libcurator-recipes-java` (5.4) packages and a JDK (java + javac),
+# and kazoo 2.11 from PyPI in a virtualenv (/opt/zk-recipes-venv, or ZK_RECIPES_VENV).
 #
 # Idempotent and fast: when everything is present it makes no apt call. Runs apt as root, or
 # through sudo when not root. Fails loudly (non-zero exit) if anything is still missing afterwards.
@@ -82,6 +83,30 @@ else
     exit 1
   fi
   log "installed ${PACKAGES[*]}"
+fi
+
+# kazoo 2.11 from PyPI, in a virtualenv (Debian's python3-kazoo is 2.8, older than the read-write
+# lock fix kazoo#649), for the kazoo interop tests (tests/interop_layouts.rs, tests/python/).
+VENV=${ZK_RECIPES_VENV:-/opt/zk-recipes-venv}
+KAZOO_SPEC='kazoo==2.11.*'
+kazoo_ok() {
+  "$VENV/bin/python3" -c 'import kazoo.version, sys; sys.exit(0 if kazoo.version.__version__.startswith("2.11.") else 1)' \
+    >/dev/null 2>&1
+}
+if kazoo_ok; then
+  log "kazoo 2.11 is present in $VENV"
+else
+  if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || die "python3's venv module is missing; install python3-venv by hand"
+    log "apt-get install -y python3-venv"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+  fi
+  log "making the virtualenv $VENV with $KAZOO_SPEC"
+  as_root python3 -m venv "$VENV"
+  as_root "$VENV/bin/pip" install --quiet --disable-pip-version-check "$KAZOO_SPEC"
+  kazoo_ok || die "kazoo 2.11 still does not import from $VENV"
+  log "installed $KAZOO_SPEC into $VENV"
 fi
 
 log "$("$(java_bin)" -version 2>&1 | head -n 1)"

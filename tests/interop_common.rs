@@ -208,3 +208,93 @@ pub fn is_lowercase_v4_uuid(text: &str) -> bool {
             _ => matches!(c, '0'..='9' | 'a'..='f'),
         })
 }
+
+/// Adds 1 to the decimal counter at `counter_path` with a versioned write, retrying on BadVersion;
+/// returns how many BadVersions it met (a concurrent writer).
+pub async fn increment_counter(framework: &Framework, counter_path: &str) -> u64 {
+    let mut conflicts = 0;
+    loop {
+        let session = session(framework).await;
+        let (data, stat) =
+            within("read counter", session.client().get_data(counter_path)).await.expect("counter");
+        let value: u64 = String::from_utf8(data).expect("utf-8").trim().parse().expect("decimal counter");
+        let next = (value + 1).to_string();
+        match within(
+            "write counter",
+            session.client().set_data(counter_path, next.as_bytes(), Some(stat.version)),
+        )
+        .await
+        {
+            Ok(_) => return conflicts,
+            Err(zookeeper_client::Error::BadVersion) => conflicts += 1,
+            Err(err) => panic!("write counter: {err}"),
+        }
+    }
+}
+
+/// The check inside one exclusive hold (a mutex, a write lock), the same on every side of the
+/// mixed runs: create the EPHEMERAL `<marker_dir>/writer` (it must not exist), find no other marker,
+/// add 1 to the counter with a versioned write (a BadVersion means another writer), delete the
+/// marker. Returns the violations seen.
+pub async fn exclusive_section(framework: &Framework, marker_dir: &str, counter_path: &str) -> u64 {
+    let session = session(framework).await;
+    let writer = path::join(marker_dir, "writer");
+    let mut violations = 0;
+    let options = session.create_options(zookeeper_client::CreateMode::Ephemeral);
+    match within("writer marker", session.client().create(&writer, b"", &options)).await {
+        Ok(_) => {}
+        Err(zookeeper_client::Error::NodeExists) => violations += 1,
+        Err(err) => panic!("writer marker: {err}"),
+    }
+    let markers = within("markers", session.client().list_children(marker_dir)).await.expect("markers");
+    if markers.len() > 1 {
+        violations += 1;
+    }
+    violations += increment_counter(framework, counter_path).await;
+    match within("delete marker", session.client().delete(&writer, None)).await {
+        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+        Err(err) => panic!("delete marker: {err}"),
+    }
+    violations
+}
+
+/// The check inside one shared hold (a read lock): create an EPHEMERAL_SEQUENTIAL
+/// `<marker_dir>/reader-`, find no writer marker, add 1 to the counter (BadVersion: another reader;
+/// retried), delete it. Returns the violations seen.
+pub async fn shared_section(framework: &Framework, marker_dir: &str, counter_path: &str) -> u64 {
+    let session = session(framework).await;
+    let options = session.create_options(zookeeper_client::CreateMode::EphemeralSequential);
+    let reader_prefix = path::join(marker_dir, "reader-");
+    let (_, sequence) = within("reader marker", session.client().create(&reader_prefix, b"", &options))
+        .await
+        .expect("reader");
+    let reader = format!("{reader_prefix}{sequence}");
+    let writer = path::join(marker_dir, "writer");
+    let writer_there = within("writer?", session.client().check_stat(&writer)).await.expect("check");
+    increment_counter(framework, counter_path).await;
+    within("delete reader", session.client().delete(&reader, None)).await.expect("delete reader");
+    u64::from(writer_there.is_some())
+}
+
+/// `key=value` out of a driver's `DONE k1=v1 k2=v2` line.
+pub fn field(line: &str, key: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("{key}= in {line:?}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("a number for {key} in {line:?}"))
+}
+
+/// Polls `condition` every 20 ms until it holds; panics naming `what` after [`STEP`].
+pub async fn eventually_true<F, Fut>(what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    within(what, async {
+        while !condition().await {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}

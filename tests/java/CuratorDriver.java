@@ -195,7 +195,7 @@ public final class CuratorDriver {
     /** How long one acquire may take before the command fails. */
     private static final long ACQUIRE_TIMEOUT_MS = 120_000;
 
-    private static int sessionTimeoutMs = 10_000;
+    static int sessionTimeoutMs = 10_000;
 
     private CuratorDriver() {}
 
@@ -319,6 +319,7 @@ public final class CuratorDriver {
         CuratorNodes::run,
         CuratorCounters::run,
         CuratorBarriers::run,
+        ZkRecipeLocks::run,
     };
 
     // ---------------------------------------------------------------------------------------

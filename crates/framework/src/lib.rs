@@ -74,7 +74,7 @@ pub use duration::ReadableDuration;
 pub use error::{ConnectionFailure, Error, Result};
 pub use framework::Framework;
 pub use host::local_address;
-pub use nodes::{OwnedNode, ParentMode};
+pub use nodes::{NodeMarker, OwnedNode, ParentMode};
 pub use session::Session;
 pub use state::{
     ConnectionEvent, ConnectionEvents, ConnectionSnapshot, ConnectionState, ConnectionUpdate, ErrorPolicy,

@@ -130,9 +130,47 @@ impl Framework {
         data: &[u8],
         deadline: impl Into<Deadline>,
     ) -> Result<(OwnedNode, Option<Vec<String>>)> {
+        self.create_marked_and_list(parent, &NodeMarker::Protected, name, data, deadline).await
+    }
+
+    /// As [`create_protected_and_list`](Self::create_protected_and_list), with the name prefix
+    /// `marker` instead of Curator's `_c_<uuid>-`: the node is `<parent>/<marker><name><sequence>`,
+    /// EPHEMERAL_SEQUENTIAL, and found again after a connection loss by its marker, as the lock
+    /// layouts of ZooKeeper's own recipe and of kazoo do.
+    ///
+    /// With [`NodeMarker::SessionId`] the marker names the session, not the call: two creates of one
+    /// session under one parent cannot tell their nodes apart after a connection loss (the recipe's
+    /// own limit), so keep one such node per session and parent.
+    ///
+    /// # Errors
+    /// As [`create_protected`](Self::create_protected).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+    /// use std::time::Duration;
+    /// use zk_recipes_framework::{Deadline, NodeMarker};
+    ///
+    /// let marker = NodeMarker::SessionId { prefix: "x-".into() };
+    /// let deadline = Deadline::after(Duration::from_secs(5));
+    /// let (node, _siblings) = framework.create_marked_and_list("/app/lock", &marker, "", b"", deadline).await?;
+    /// println!("queued as {}", node.name()); // x-<session id>-0000000000
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_marked_and_list(
+        &self,
+        parent: &str,
+        marker: &NodeMarker,
+        name: &str,
+        data: &[u8],
+        deadline: impl Into<Deadline>,
+    ) -> Result<(OwnedNode, Option<Vec<String>>)> {
         let deadline = deadline.into();
         let request = ProtectedCreate {
             list_siblings: true,
+            marker,
             ..ProtectedCreate::new(parent, name, data, CreateMode::EphemeralSequential)
         };
         self.create_protected_inner(request, deadline).await
@@ -163,16 +201,18 @@ impl Framework {
         request: ProtectedCreate<'_>,
         deadline: Deadline,
     ) -> Result<(OwnedNode, Option<Vec<String>>)> {
-        let ProtectedCreate { parent, name, data, .. } = request;
+        let ProtectedCreate { parent, name, data, marker, .. } = request;
         validate(parent)?;
-        let candidate = path::join(parent, name);
+        // The marker is not known before the session is: validate with a stand-in.
+        let candidate = path::join(parent, &format!("{}{name}", path::PROTECTED_MARKER));
         if name.contains('/') {
             return Err(Error::InvalidArgument(format!("node name {name:?} contains '/'")));
         }
         path::validate_sequential(&candidate).map_err(|reason| Error::invalid_path(&candidate, reason))?;
         self.check_data_size(data.len())?;
 
-        let attempt = Mutex::new(ProtectedAttempt::new(self.clone(), parent, !request.is_ephemeral()));
+        let attempt =
+            Mutex::new(ProtectedAttempt::new(self.clone(), parent, marker, !request.is_ephemeral()));
         let attempt = &attempt;
         let try_once = |session: Session| async move {
             let (prefix, search_first) = attempt.lock().prefix_for(&session);
@@ -220,6 +260,8 @@ struct ProtectedCreate<'a> {
     ttl: Option<std::time::Duration>,
     /// The node's ACL, instead of the framework's default.
     acl: Option<&'a [zookeeper_client::Acl]>,
+    /// How the name starts, to find the node again.
+    marker: &'a NodeMarker,
 }
 
 impl<'a> ProtectedCreate<'a> {
@@ -234,6 +276,7 @@ impl<'a> ProtectedCreate<'a> {
             parents: Some(ParentMode::Container),
             ttl: None,
             acl: None,
+            marker: &NodeMarker::Protected,
         }
     }
 
@@ -249,6 +292,47 @@ impl<'a> ProtectedCreate<'a> {
         match self.ttl {
             Some(ttl) => options.with_ttl(ttl),
             None => options,
+        }
+    }
+}
+
+/// How a queued node's name starts, so that its creator finds it again among its siblings after a
+/// connection loss (the create may have succeeded without our hearing of it). Each lock layout
+/// has its own.
+///
+/// ```
+/// use zk_recipes_framework::zookeeper_client::SessionId;
+/// use zk_recipes_framework::NodeMarker;
+///
+/// let marker = NodeMarker::SessionId { prefix: "x-".into() };
+/// assert_eq!(marker.render(SessionId(72_057_600_000_000_001)), "x-72057600000000001-");
+/// assert!(NodeMarker::Protected.render(SessionId(1)).starts_with("_c_"));
+/// assert_eq!(NodeMarker::UuidHex.render(SessionId(1)).len(), 32);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NodeMarker {
+    /// Curator's `_c_<uuid>-` (`ProtectedUtils`): a lowercase hyphenated v4 UUID, fresh for each
+    /// session the create runs on.
+    Protected,
+    /// kazoo's `<uuid hex>`: a v4 UUID as 32 lowercase hex digits, fresh for each session.
+    UuidHex,
+    /// ZooKeeper's lock recipe: `<prefix><session id>-`, the session id as a signed decimal (Java's
+    /// `long`). One such node per session and parent (see
+    /// [`Framework::create_marked_and_list`]).
+    SessionId {
+        /// The text before the session id (`x-` in the recipe).
+        prefix: String,
+    },
+}
+
+impl NodeMarker {
+    /// The marker for a create on the session `session_id`.
+    pub fn render(&self, session_id: zookeeper_client::SessionId) -> String {
+        match self {
+            NodeMarker::Protected => path::protected_prefix(&uuid::Uuid::new_v4().to_string()),
+            NodeMarker::UuidHex => uuid::Uuid::new_v4().simple().to_string(),
+            NodeMarker::SessionId { prefix } => format!("{prefix}{}-", session_id.0),
         }
     }
 }
@@ -424,11 +508,20 @@ struct ProtectedAttempt {
     /// Whether the node outlives its session (persistent, container, TTL): then the prefix is
     /// kept across sessions, and looked for on the next one.
     outlives_session: bool,
+    /// How prefixes are made.
+    marker: NodeMarker,
 }
 
 impl ProtectedAttempt {
-    fn new(framework: Framework, parent: &str, outlives_session: bool) -> Self {
-        Self { framework, parent: parent.to_owned(), current: None, maybe_created: false, outlives_session }
+    fn new(framework: Framework, parent: &str, marker: &NodeMarker, outlives_session: bool) -> Self {
+        Self {
+            framework,
+            parent: parent.to_owned(),
+            current: None,
+            maybe_created: false,
+            outlives_session,
+            marker: marker.clone(),
+        }
     }
 
     /// The prefix to use on `session`, and whether an earlier try with it may have created a node
@@ -444,7 +537,7 @@ impl ProtectedAttempt {
             }
             _ => {
                 self.hand_over_unknown();
-                let prefix = path::protected_prefix(&uuid::Uuid::new_v4().to_string());
+                let prefix = self.marker.render(session.id());
                 self.current = Some((prefix.clone(), session.generation()));
                 // Set before the create is sent: a drop from here on may leave a node.
                 self.maybe_created = true;
@@ -599,7 +692,7 @@ async fn find_protected(
             // prefix alone (a UUID of ours).
             Ok(Some(stat)) if !ephemeral || session.owns(stat.ephemeral_owner) => {
                 debug!(path = %child_path, "found our protected node after a connection loss");
-                let sequence = path::sequence_after(child, name);
+                let sequence = path::sequence_after(child, &format!("{prefix}{name}"));
                 return Ok(Some(Created { path: child_path, stat, sequence, siblings: None }));
             }
             Ok(_) => {}
@@ -793,8 +886,9 @@ impl OwnedNode {
         name: &str,
         data: &[u8],
         mode: CreateMode,
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<OwnedNode> {
+        let deadline = deadline.into();
         if !matches!(mode, CreateMode::Ephemeral | CreateMode::EphemeralSequential) {
             return Err(Error::InvalidArgument(format!("a protected node is ephemeral, not {mode:?}")));
         }

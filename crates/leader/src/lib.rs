@@ -49,12 +49,14 @@
 
 mod error;
 mod handle;
+mod kazoo;
 mod latch;
 mod participant;
 mod record;
 mod selector;
 
 pub use error::{LeaderError, Result};
+pub use kazoo::{KazooElection, KazooLeadership};
 pub use latch::{
     CloseMode, LatchDropGuard, LeaderLatch, LeadershipEvent, LeadershipEvents, NotLeaderReason, LATCH_NAME,
 };
@@ -82,5 +84,7 @@ mod tests {
         assert_send_sync::<Leadership>();
         assert_send_sync::<Participant>();
         assert_send_sync::<LeaderError>();
+        assert_send_sync::<KazooElection>();
+        assert_send_sync::<KazooLeadership>();
     }
 }

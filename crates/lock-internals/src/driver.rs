@@ -2,6 +2,8 @@
 
 use std::fmt::Debug;
 
+use zk_recipes_framework::NodeMarker;
+
 /// What a driver decided for one listing of the lock directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -29,6 +31,12 @@ pub trait LockDriver: Debug + Send + Sync + 'static {
     /// The name every contender node carries (`lock-`, `__READ__`, ...), after the protected prefix.
     fn lock_name(&self) -> &str;
 
+    /// How our node's name starts (before [`lock_name`](Self::lock_name)), so that we find it again
+    /// after a connection loss: Curator's `_c_<uuid>-` unless the layout says otherwise.
+    fn marker(&self) -> NodeMarker {
+        NodeMarker::Protected
+    }
+
     /// The text a contender node sorts by: by default the text after the last occurrence of
     /// [`lock_name`](Self::lock_name) (the sequence), or the whole name without it (Curator's
     /// `fixForSorting`).
@@ -36,7 +44,8 @@ pub trait LockDriver: Debug + Send + Sync + 'static {
         sort_key(child, self.lock_name())
     }
 
-    /// `children` are sorted by [`sort_key`](Self::sort_key); `our_node` is our node's name.
+    /// `children` are sorted by [`sort_key`](Self::sort_key); `our_node` is our node's name. By
+    /// default Curator's standard rule (see [`StandardDriver`]), whatever the node names.
     ///
     /// # Errors
     /// [`OurNodeMissing`] if `our_node` is not among `children`.
@@ -45,7 +54,9 @@ pub trait LockDriver: Debug + Send + Sync + 'static {
         children: &[String],
         our_node: &str,
         max_leases: u32,
-    ) -> Result<Decision, OurNodeMissing>;
+    ) -> Result<Decision, OurNodeMissing> {
+        standard_rule(children, our_node, max_leases)
+    }
 }
 
 /// Curator's standard rule (`StandardLockInternalsDriver`): with our node at index `i` of the
@@ -76,30 +87,34 @@ impl LockDriver for StandardDriver {
     fn lock_name(&self) -> &str {
         &self.lock_name
     }
+}
 
-    fn gets_the_lock(
-        &self,
-        children: &[String],
-        our_node: &str,
-        max_leases: u32,
-    ) -> Result<Decision, OurNodeMissing> {
-        let our_index = children
-            .iter()
-            .position(|child| child == our_node)
-            .ok_or_else(|| OurNodeMissing { our_node: our_node.to_owned() })?;
-        let max_leases = max_leases as usize;
-        if our_index < max_leases {
-            return Ok(Decision { holds: true, path_to_watch: None, holds_once_watched_node_goes: false });
-        }
-        let watch_index = our_index - max_leases;
-        // Sequence numbers only grow, so nothing new sorts before us: if the node we watch is the
-        // first, its deletion moves us to index max_leases - 1.
-        Ok(Decision {
-            holds: false,
-            path_to_watch: Some(children[watch_index].clone()),
-            holds_once_watched_node_goes: watch_index == 0,
-        })
+/// The standard rule over sorted `children`, whatever the node names: with our node at index `i`,
+/// we hold iff `i < max_leases`; otherwise we watch `children[i - max_leases]`.
+///
+/// # Errors
+/// [`OurNodeMissing`] if `our_node` is not among `children`.
+pub(crate) fn standard_rule(
+    children: &[String],
+    our_node: &str,
+    max_leases: u32,
+) -> Result<Decision, OurNodeMissing> {
+    let our_index = children
+        .iter()
+        .position(|child| child == our_node)
+        .ok_or_else(|| OurNodeMissing { our_node: our_node.to_owned() })?;
+    let max_leases = max_leases as usize;
+    if our_index < max_leases {
+        return Ok(Decision { holds: true, path_to_watch: None, holds_once_watched_node_goes: false });
     }
+    let watch_index = our_index - max_leases;
+    // Sequence numbers only grow, so nothing new sorts before us: if the node we watch is the
+    // first, its deletion moves us to index max_leases - 1.
+    Ok(Decision {
+        holds: false,
+        path_to_watch: Some(children[watch_index].clone()),
+        holds_once_watched_node_goes: watch_index == 0,
+    })
 }
 
 /// Sorts lock children as Curator does: by the text after the *last* occurrence of `lock_name`
@@ -138,10 +153,11 @@ pub fn sort_key<'a>(child: &'a str, lock_name: &str) -> &'a str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn names(names: &[&str]) -> Vec<String> {
+    /// Owned names, for the driver tests of every layout.
+    pub(crate) fn names(names: &[&str]) -> Vec<String> {
         names.iter().map(|name| name.to_string()).collect()
     }
 

@@ -10,7 +10,9 @@ use zk_recipes_framework::{
     path, ConnectionState, ConnectionUpdate, Deadline, Error as FrameworkError, Framework, OwnedNode,
 };
 
-use crate::driver::{sort_children_by, LockDriver};
+use futures::future::BoxFuture;
+
+use crate::driver::{sort_children_by, Decision, LockDriver};
 use crate::error::{LockError, Result};
 use crate::lease::HeldLease;
 
@@ -57,6 +59,63 @@ pub struct LockInternals {
     revocable: bool,
     same_session_warning: Arc<SameSessionWarning>,
     metrics: crate::metrics::LockMetrics,
+    before_watch: Option<BeforeWatchHook>,
+}
+
+/// A test hook run after a listing chose the node to watch and before the watch is set.
+#[derive(Clone)]
+struct BeforeWatchHook(Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>);
+
+impl std::fmt::Debug for BeforeWatchHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BeforeWatchHook")
+    }
+}
+
+/// Our node, queued in the lock directory, with what the listing right after its create said:
+/// [`LockInternals::enqueue`] makes one, [`LockInternals::wait_queued`] waits on it. Dropping it
+/// deletes the node (in the background).
+///
+/// ```no_run
+/// # async fn demo(internals: zk_recipes_lock_internals::LockInternals) -> zk_recipes_lock_internals::Result<()> {
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_lock_internals::Wait;
+///
+/// let queued = internals.enqueue(b"", Deadline::never()).await?;
+/// println!("{} is number {} in the queue", queued.node_path(), queued.position());
+/// let held = internals.wait_queued(queued, Wait::Until(Deadline::never())).await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping a queued node gives up its place (the node is deleted)"]
+#[derive(Debug)]
+pub struct QueuedNode {
+    node: OwnedNode,
+    decision: Decision,
+    position: usize,
+    events: zk_recipes_framework::ConnectionEvents,
+    started: Instant,
+}
+
+impl QueuedNode {
+    /// Whether our node held the lock at the listing after its create.
+    pub fn is_owner(&self) -> bool {
+        self.decision.holds
+    }
+
+    /// Our node's index among the sorted contenders at that listing (0: first in line).
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// Our node's full path.
+    pub fn node_path(&self) -> &str {
+        self.node.path()
+    }
+
+    /// The node we wait behind, if we do not hold (a name in the lock directory).
+    pub fn waits_behind(&self) -> Option<&str> {
+        self.decision.path_to_watch.as_deref()
+    }
 }
 
 impl LockInternals {
@@ -83,7 +142,24 @@ impl LockInternals {
             same_session_warning: Arc::default(),
             metrics: crate::metrics::LockMetrics::new(framework, dir, driver.lock_name()),
             driver,
+            before_watch: None,
         })
+    }
+
+    /// Runs `hook` with the name of the node an acquire is about to watch, after the listing that
+    /// chose it and before the watch is set: for tests that change the directory in that window.
+    #[doc(hidden)]
+    pub fn with_before_watch_hook(
+        mut self,
+        hook: Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>,
+    ) -> Self {
+        self.before_watch = Some(BeforeWatchHook(hook));
+        self
+    }
+
+    /// The driver: the layout's node name, sort and rule.
+    pub fn driver(&self) -> &Arc<dyn LockDriver> {
+        &self.driver
     }
 
     /// Makes our nodes revocable, as Curator's `makeRevocable`: they are created with empty data,
@@ -127,9 +203,72 @@ impl LockInternals {
     /// Cancel safe: a dropped acquire leaves no node behind, even if dropped after the create was
     /// sent (the framework's cleanup worker deletes it).
     pub async fn acquire(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {
-        let span = debug_span!("acquire", dir = %self.dir, lock = self.driver.lock_name());
-        let started = std::time::Instant::now();
-        match self.acquire_inner(data, wait).instrument(span).await {
+        let queued = self.enqueue(data, wait.deadline()).await?;
+        self.wait_queued(queued, wait).await
+    }
+
+    /// Creates our node and lists the contenders once: the first half of [`acquire`](Self::acquire),
+    /// for callers that want to know their place before waiting (ZooKeeper's recipe's non-blocking
+    /// `lock()`). Finish with [`wait_queued`](Self::wait_queued), or drop the result to give the
+    /// place up.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire); on every error our node is deleted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call leaves no node behind.
+    pub async fn enqueue(&self, data: &[u8], deadline: impl Into<Deadline>) -> Result<QueuedNode> {
+        let deadline = deadline.into();
+        let span = debug_span!("enqueue", dir = %self.dir, lock = self.driver.lock_name());
+        let started = Instant::now();
+        let result = self.enqueue_inner(data, deadline, started).instrument(span).await;
+        if matches!(&result, Err(err) if err.is_timeout()) {
+            self.metrics.timed_out();
+        }
+        result
+    }
+
+    async fn enqueue_inner(&self, data: &[u8], deadline: Deadline, started: Instant) -> Result<QueuedNode> {
+        let events = self.framework.connection_events();
+        // Curator creates revocable nodes with empty data.
+        let data = if self.revocable { &[][..] } else { data };
+        // The first listing rides along with the create (one round trip for both).
+        let (node, listing) = self
+            .framework
+            .create_marked_and_list(&self.dir, &self.driver.marker(), self.driver.lock_name(), data, deadline)
+            .await?;
+        debug!(node = %node.path(), "queued");
+        let children = match listing {
+            Some(children) => children,
+            None => self.list_on_session_of(&node, deadline).await?,
+        };
+        let (decision, position) = self.decide(&node, children)?;
+        Ok(QueuedNode { node, decision, position, events, started })
+    }
+
+    /// Sorts `children` and asks the driver; also our index among them.
+    fn decide(&self, node: &OwnedNode, children: Vec<String>) -> Result<(Decision, usize)> {
+        let children = sort_children_by(children, |child| self.driver.sort_key(child));
+        let lost = || LockError::NodeLost { path: node.path().to_owned() };
+        let decision =
+            self.driver.gets_the_lock(&children, node.name(), self.max_leases).map_err(|_| lost())?;
+        let position = children.iter().position(|child| child == node.name()).ok_or_else(lost)?;
+        Ok((decision, position))
+    }
+
+    /// Waits, per `wait`, until the node [`enqueue`](Self::enqueue) queued holds: the second half
+    /// of [`acquire`](Self::acquire). `Ok(None)` only for [`Wait::No`] when the lock is taken (the
+    /// node is given back).
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire); on every error our node is deleted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped wait leaves no node behind.
+    pub async fn wait_queued(&self, queued: QueuedNode, wait: Wait) -> Result<Option<HeldLease>> {
+        let span = debug_span!("acquire", dir = %self.dir, node = %queued.node.path());
+        let started = queued.started;
+        match self.wait_queued_inner(queued, wait).instrument(span).await {
             Ok(Some(lease)) => Ok(Some(lease.timed(self.metrics.acquired(started)))),
             Err(err) => {
                 if err.is_timeout() {
@@ -141,27 +280,18 @@ impl LockInternals {
         }
     }
 
-    async fn acquire_inner(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {
+    async fn wait_queued_inner(&self, queued: QueuedNode, wait: Wait) -> Result<Option<HeldLease>> {
         let deadline = wait.deadline();
-        let mut events = self.framework.connection_events();
-        // Curator creates revocable nodes with empty data.
-        let data = if self.revocable { &[][..] } else { data };
-        // The first listing rides along with the create (one round trip for both).
-        let (node, mut listing) = self
-            .framework
-            .create_protected_and_list(&self.dir, self.driver.lock_name(), data, deadline)
-            .await?;
-        debug!(node = %node.path(), "queued");
+        let QueuedNode { node, decision, mut events, .. } = queued;
+        let mut decided = Some(decision);
         loop {
-            let children = match listing.take() {
-                Some(children) => children,
-                None => self.list_on_session_of(&node, deadline).await?,
+            let decision = match decided.take() {
+                Some(decision) => decision,
+                None => {
+                    let children = self.list_on_session_of(&node, deadline).await?;
+                    self.decide(&node, children)?.0
+                }
             };
-            let children = sort_children_by(children, |child| self.driver.sort_key(child));
-            let decision = self
-                .driver
-                .gets_the_lock(&children, node.name(), self.max_leases)
-                .map_err(|_| LockError::NodeLost { path: node.path().to_owned() })?;
             if decision.holds {
                 // The listing ran on the session that created our node and contains it, so the
                 // node's ephemeral owner is our current session (Curator's CURATOR-604 check).
@@ -174,6 +304,9 @@ impl LockInternals {
             let Some(watched) = decision.path_to_watch else {
                 continue;
             };
+            if let Some(hook) = &self.before_watch {
+                (hook.0)(watched.clone()).await;
+            }
             let watched_path = path::join(&self.dir, &watched);
             match self.wait_for_deletion(&node, &watched_path, &mut events, deadline).await? {
                 Watched::Deleted if decision.holds_once_watched_node_goes => {

@@ -160,8 +160,9 @@ impl HeldLease {
         name: &str,
         data: &[u8],
         mode: CreateMode,
-        deadline: Deadline,
+        deadline: impl Into<Deadline>,
     ) -> Result<OwnedNode> {
+        let deadline = deadline.into();
         Ok(self.node.create_protected_while_exists(parent, name, data, mode, deadline).await?)
     }
 

@@ -19,6 +19,7 @@ mod driver;
 mod error;
 mod hold;
 mod internals;
+mod layouts;
 mod lease;
 mod metrics;
 mod multi;
@@ -28,7 +29,11 @@ pub use driver::{
 };
 pub use error::{LockError, Result};
 pub use hold::SharedHold;
-pub use internals::{revoke, LockInternals, Wait, REVOKE_MESSAGE};
+pub use internals::{revoke, LockInternals, QueuedNode, Wait, REVOKE_MESSAGE};
+pub use layouts::{
+    trailing_sequence, KazooDriver, LockLayout, ZooKeeperRecipeDriver, KAZOO_LOCK_NAME, KAZOO_READ_LOCK_NAME,
+    ZOOKEEPER_RECIPE_DATA, ZOOKEEPER_RECIPE_PREFIX,
+};
 pub use lease::{GuardedOp, HeldLease, LostReason};
 pub use metrics::{HoldTimer, LockMetrics};
 /// The boxed-future type the lock traits use, re-exported so implementors need no `futures`
@@ -55,5 +60,7 @@ mod tests {
         assert_send_sync::<SharedHold>();
         assert_send_sync::<LockError>();
         assert_send_sync::<StandardDriver>();
+        assert_send_sync::<QueuedNode>();
+        assert_send_sync::<KazooDriver>();
     }
 }

@@ -50,9 +50,10 @@ use std::time::Duration;
 use zk_recipes_framework::{local_address, Deadline, Framework};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
-    DistributedGuard, DistributedLock, LockInternals, SharedHold, StandardDriver, Wait, RELEASE_TIMEOUT,
+    DistributedGuard, DistributedLock, KazooDriver, LockDriver, LockInternals, QueuedNode, SharedHold,
+    StandardDriver, Wait, ZooKeeperRecipeDriver, RELEASE_TIMEOUT, ZOOKEEPER_RECIPE_DATA,
 };
-pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
+pub use zk_recipes_lock_internals::{GuardedOp, LockError, LockLayout, LostReason, Result};
 
 mod single_node;
 pub use single_node::{Holder, SingleNodeGuard, SingleNodeLock, TryLock};
@@ -87,6 +88,49 @@ impl Mutex {
     pub fn new(framework: &Framework, path: &str) -> Result<Self> {
         let internals = LockInternals::new(framework, path, Arc::new(StandardDriver::new(LOCK_NAME)), 1)?;
         Ok(Self { internals, data: local_address().into() })
+    }
+
+    /// A mutex on `path` that queues with the clients of another lock layout (see
+    /// [`LockLayout`]): ZooKeeper's own lock recipe (`x-<session id>-<seq>`, ordered by sequence
+    /// only) or kazoo's `Lock` (`<uuid hex>__lock__<seq>`). Node data is the layout's default
+    /// (this host's address for Curator's, the recipe's bytes `0x12 0x34`, an empty kazoo
+    /// identifier); set it with [`with_node_data`](Self::with_node_data). Timeouts, `lost()`,
+    /// fencing, `enqueue` and cancellation safety are the same on every layout.
+    ///
+    /// ZooKeeper's recipe names its node after the session: keep one contender per session (one
+    /// [`Framework`]) and path on that layout.
+    ///
+    /// # Errors
+    /// An invalid path, before anything is sent.
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_mutex::Result<()> {
+    /// use zk_recipes_mutex::{LockLayout, Mutex};
+    ///
+    /// let mutex = Mutex::with_layout(&framework, "/app/kazoo-lock", LockLayout::Kazoo)?
+    ///     .with_node_data("worker-7"); // what kazoo's contenders() shows
+    /// let guard = mutex.lock().await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_layout(framework: &Framework, path: &str, layout: LockLayout) -> Result<Self> {
+        let (driver, data): (Arc<dyn LockDriver>, Arc<[u8]>) = match layout {
+            LockLayout::ZooKeeperRecipe => (Arc::new(ZooKeeperRecipeDriver), ZOOKEEPER_RECIPE_DATA.into()),
+            LockLayout::Kazoo => (Arc::new(KazooDriver::lock()), Arc::from(&[][..])),
+            _ => (Arc::new(StandardDriver::new(LOCK_NAME)), local_address().into()),
+        };
+        let internals = LockInternals::new(framework, path, driver, 1)?;
+        Ok(Self { internals, data })
+    }
+
+    /// Runs `hook` between the listing that chose the node to wait behind and the watch on it.
+    #[doc(hidden)]
+    pub fn with_before_watch_hook(
+        mut self,
+        hook: Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>,
+    ) -> Self {
+        self.internals = self.internals.with_before_watch_hook(hook);
+        self
     }
 
     /// Makes this mutex's nodes revocable (Curator's `makeRevocable`): created with empty data;
@@ -154,6 +198,33 @@ impl Mutex {
         Ok(MutexGuard { hold: SharedHold::new(held) })
     }
 
+    /// Joins the queue now and returns our place in it, without waiting: the async form of
+    /// ZooKeeper's recipe `lock()` (which returns whether we own the lock and tells a listener
+    /// later). [`PendingLock::is_owner`] and [`PendingLock::position`] say where we stand; await
+    /// the pending lock (or [`PendingLock::acquired`], with a deadline) for the guard; drop it to
+    /// give the place up (its node is deleted).
+    ///
+    /// # Errors
+    /// As [`lock_timeout`](Self::lock_timeout), within the connection timeout.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped `enqueue` leaves no node behind.
+    ///
+    /// ```no_run
+    /// # async fn demo(mutex: zk_recipes_mutex::Mutex) -> zk_recipes_mutex::Result<()> {
+    /// let pending = mutex.enqueue().await?;
+    /// if !pending.is_owner() {
+    ///     println!("{} contenders before us", pending.position());
+    /// }
+    /// let guard = pending.await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn enqueue(&self) -> Result<PendingLock> {
+        let queued = self.internals.enqueue(&self.data, Deadline::after(RELEASE_TIMEOUT)).await?;
+        Ok(PendingLock { internals: self.internals.clone(), queued })
+    }
+
     /// Takes the lock if nobody holds it or waits for it now; `Ok(None)` otherwise. Costs a create,
     /// a listing and, when taken, a delete.
     ///
@@ -173,6 +244,73 @@ impl Mutex {
     /// As [`zk_recipes_framework::Framework::retry`].
     pub async fn participants(&self) -> Result<Vec<(String, Vec<u8>)>> {
         self.internals.participants(Deadline::after(RELEASE_TIMEOUT)).await
+    }
+}
+
+/// Our place in a mutex's queue, from [`Mutex::enqueue`]: our node exists; await this (or call
+/// [`acquired`](Self::acquired)) for the guard. Dropping it gives the place up and deletes the node.
+///
+/// ```no_run
+/// # async fn demo(mutex: zk_recipes_mutex::Mutex) -> zk_recipes_mutex::Result<()> {
+/// use std::time::Duration;
+/// use zk_recipes_framework::Deadline;
+///
+/// let pending = mutex.enqueue().await?;
+/// println!("queued as {} at position {}", pending.node_path(), pending.position());
+/// match pending.acquired(Deadline::after(Duration::from_secs(5))).await {
+///     Ok(guard) => guard.release().await?,
+///     Err(err) if err.is_timeout() => println!("not our turn within 5 s; our node is gone"),
+///     Err(err) => return Err(err),
+/// }
+/// # Ok(()) }
+/// ```
+#[must_use = "dropping a pending lock gives up its place in the queue"]
+#[derive(Debug)]
+pub struct PendingLock {
+    internals: LockInternals,
+    queued: QueuedNode,
+}
+
+impl PendingLock {
+    /// Whether we owned the lock when we joined the queue (then awaiting returns at once).
+    pub fn is_owner(&self) -> bool {
+        self.queued.is_owner()
+    }
+
+    /// How many contenders were before us when we joined the queue (0: we own the lock).
+    pub fn position(&self) -> usize {
+        self.queued.position()
+    }
+
+    /// Our lock node's full path.
+    pub fn node_path(&self) -> &str {
+        self.queued.node_path()
+    }
+
+    /// Waits until our node holds the lock, at most until `deadline`.
+    ///
+    /// # Errors
+    /// A timeout error ([`LockError::is_timeout`]) at the deadline: our node is deleted.
+    /// [`LockError::NodeLost`] if our node's session is lost meanwhile (nothing is retried on a
+    /// newer session); framework errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if dropped, our node is deleted.
+    pub async fn acquired(self, deadline: impl Into<Deadline>) -> Result<MutexGuard> {
+        let deadline = deadline.into();
+        let held = self.internals.wait_queued(self.queued, Wait::Until(deadline)).await?;
+        let held = held.ok_or_else(|| LockError::from(deadline.timeout_error()))?;
+        Ok(MutexGuard { hold: SharedHold::new(held) })
+    }
+}
+
+impl std::future::IntoFuture for PendingLock {
+    type Output = Result<MutexGuard>;
+    type IntoFuture = BoxFuture<'static, Result<MutexGuard>>;
+
+    /// Waits as long as it takes: [`acquired`](PendingLock::acquired) without a deadline.
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.acquired(Deadline::never()))
     }
 }
 
@@ -297,6 +435,7 @@ mod tests {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<Mutex>();
         assert_send_sync::<MutexGuard>();
+        assert_send_sync::<PendingLock>();
         assert_send_sync::<SingleNodeLock>();
         assert_send_sync::<SingleNodeGuard>();
     }

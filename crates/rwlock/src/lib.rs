@@ -54,7 +54,8 @@ use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{local_address, path, Deadline, Framework};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
-    DistributedGuard, DistributedLock, HeldLease, LockInternals, SharedHold, Wait, RELEASE_TIMEOUT,
+    DistributedGuard, DistributedLock, HeldLease, KazooDriver, LockInternals, SharedHold, Wait,
+    RELEASE_TIMEOUT,
 };
 pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
 
@@ -94,6 +95,31 @@ impl RwLock {
         let data: Arc<[u8]> = local_address().into();
         let read = LockInternals::new(framework, path, Arc::new(ReadDriver), u32::MAX)?;
         let write = LockInternals::new(framework, path, Arc::new(WriteDriver::default()), 1)?;
+        let read = ReadLock { internals: read, data: data.clone() };
+        Ok(Self { write: WriteLock { internals: write, data, read } })
+    }
+
+    /// A read-write lock on `path` that queues with kazoo's `ReadLock` and `WriteLock` (kazoo
+    /// 2.11, `kazoo/recipe/lock.py`): nodes `<path>/<uuid hex>__rlock__<seq>` and
+    /// `<path>/<uuid hex>__lock__<seq>`, with empty data (kazoo's identifier; set it with
+    /// [`with_node_data`](Self::with_node_data)). A reader waits only for earlier writers; a writer
+    /// for everyone earlier. A downgrade creates the reader node `__rlock__<the writer's
+    /// sequence>`, which kazoo's contenders also read as a reader.
+    ///
+    /// # Errors
+    /// An invalid path, before anything is sent.
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_rwlock::Result<()> {
+    /// let lock = zk_recipes_rwlock::RwLock::kazoo(&framework, "/app/rw")?.with_node_data("rust-1");
+    /// let reading = lock.read().await?;
+    /// reading.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn kazoo(framework: &Framework, path: &str) -> Result<Self> {
+        let data: Arc<[u8]> = Arc::from(&[][..]);
+        let read = LockInternals::new(framework, path, Arc::new(KazooDriver::read_lock()), u32::MAX)?;
+        let write = LockInternals::new(framework, path, Arc::new(KazooDriver::write_lock()), 1)?;
         let read = ReadLock { internals: read, data: data.clone() };
         Ok(Self { write: WriteLock { internals: write, data, read } })
     }
@@ -417,8 +443,10 @@ impl RwLockWriteGuard {
     pub async fn downgrade(self) -> Result<RwLockReadGuard> {
         let deadline = Deadline::after(RELEASE_TIMEOUT);
         let write_name = path::name(self.hold.path());
-        let sequence = zk_recipes_lock_internals::sort_key(write_name, WRITE_LOCK_NAME);
-        let read_name = format!("{READ_LOCK_NAME}{sequence}");
+        // Readers and writers of one layout sort alike: by the sequence.
+        let read_driver = self.read.internals.driver();
+        let sequence = read_driver.sort_key(write_name);
+        let read_name = format!("{}{sequence}", read_driver.lock_name());
         let data: &[u8] = if self.read.internals.is_revocable() { &[] } else { &self.read.data };
         let node = self
             .hold

@@ -29,6 +29,7 @@ pub(crate) const CURATOR_DRIVER_SOURCES: &[(&str, &str)] = &[
     ("CuratorNodes.java", include_str!("../../../tests/java/CuratorNodes.java")),
     ("CuratorCounters.java", include_str!("../../../tests/java/CuratorCounters.java")),
     ("CuratorBarriers.java", include_str!("../../../tests/java/CuratorBarriers.java")),
+    ("ZkRecipeLocks.java", include_str!("../../../tests/java/ZkRecipeLocks.java")),
 ];
 
 /// The driver's main class.
@@ -285,29 +286,37 @@ impl CuratorProcess {
         let classes = curator_driver_classes()?;
         let classpath = curator_classpath()?;
         let java = java_binary()?;
-        let log_dir = tempfile::Builder::new()
-            .prefix("zk-recipes-curator-")
-            .tempdir()
-            .map_err(|err| TestingError::io("creating a temp dir for the driver's log", err))?;
-        let log_path = log_dir.path().join("curator-driver.log");
-        let log = std::fs::File::create(&log_path)
-            .map_err(|err| TestingError::io(format!("creating {}", log_path.display()), err))?;
         let mut full_classpath = OsString::from(classes.as_os_str());
         full_classpath.push(":");
         full_classpath.push(&classpath);
-        let mut child = Command::new(&java)
+        let mut command = Command::new(&java);
+        command
             .args(DRIVER_JVM_FLAGS)
             .args(jit.flags())
             .args(jvm_options)
             .arg("-cp")
             .arg(full_classpath)
             .arg(CURATOR_DRIVER_CLASS)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .map_err(|err| TestingError::io(format!("spawning {}", java.display()), err))?;
+            .args(args);
+        Self::launch(command, "curator-driver")
+    }
+
+    /// Spawns `command` as a line-driven helper: stdin and stdout piped, stderr to a log file named
+    /// after `name` (quoted in errors). Used for Curator's JVM and for kazoo scripts
+    /// ([`CuratorProcess::spawn_kazoo`]).
+    pub(crate) fn launch(mut command: Command, name: &str) -> Result<CuratorProcess> {
+        let log_dir = tempfile::Builder::new()
+            .prefix(&format!("zk-recipes-{name}-"))
+            .tempdir()
+            .map_err(|err| TestingError::io("creating a temp dir for the driver's log", err))?;
+        let log_path = log_dir.path().join(format!("{name}.log"));
+        let log = std::fs::File::create(&log_path)
+            .map_err(|err| TestingError::io(format!("creating {}", log_path.display()), err))?;
+        let program = command.get_program().to_owned();
+        let mut child =
+            command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(log).spawn().map_err(|err| {
+                TestingError::io(format!("spawning {}", Path::new(&program).display()), err)
+            })?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let (sender, lines) = mpsc::unbounded_channel();

@@ -42,6 +42,21 @@ pub enum TestingError {
         tried: String,
     },
 
+    /// kazoo 2.11 is not installed in the interop tests' virtualenv.
+    #[error(
+        "kazoo {} not found in the virtualenv {} ({found}); run `bash scripts/install-deps.sh` \
+         (it makes the virtualenv and pip-installs kazoo=={}.*), or set ZK_RECIPES_VENV",
+        crate::kazoo::KAZOO_VERSION,
+        venv.display(),
+        crate::kazoo::KAZOO_VERSION
+    )]
+    KazooNotFound {
+        /// The virtualenv looked in.
+        venv: PathBuf,
+        /// What was found instead.
+        found: String,
+    },
+
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {

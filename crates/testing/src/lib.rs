@@ -40,6 +40,7 @@ mod cluster;
 mod curator;
 mod error;
 mod four_letter;
+mod kazoo;
 mod launch;
 mod ports;
 mod process;
@@ -59,6 +60,7 @@ pub use error::{Result, TestingError};
 pub use four_letter::{
     four_letter_word, parse_mntr, parse_srvr_mode, parse_wchc, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,
 };
+pub use kazoo::{kazoo_python, DEFAULT_VENV, KAZOO_VERSION, VENV_ENV};
 pub use proxy::{
     BlackHoleAtRequest, CutAfterCreate, CutAfterReply, CutCreate, CutReply, FaultProxy, HeldRequest,
     ProxyStats, RequestMatch,

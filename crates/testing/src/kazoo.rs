@@ -1,0 +1,77 @@
+//! kazoo (the Python ZooKeeper client) on the other side of an interop test: small scripts under
+//! `tests/python/`, run with the virtualenv `scripts/install-deps.sh` makes, and driven line by
+//! line like the Curator driver ([`CuratorProcess`]).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::curator::CuratorProcess;
+use crate::error::{Result, TestingError};
+
+/// Environment variable naming the virtualenv that holds kazoo (defaults to [`DEFAULT_VENV`]).
+pub const VENV_ENV: &str = "ZK_RECIPES_VENV";
+
+/// Where `scripts/install-deps.sh` makes the virtualenv with kazoo 2.11 from PyPI.
+pub const DEFAULT_VENV: &str = "/opt/zk-recipes-venv";
+
+/// The kazoo version the interop tests are written against (its `lock.py` and `election.py`).
+pub const KAZOO_VERSION: &str = "2.11";
+
+/// The Python of the kazoo virtualenv, once kazoo imports there at [`KAZOO_VERSION`].
+///
+/// # Errors
+/// [`TestingError::KazooNotFound`] (naming the install command) if the virtualenv's Python is
+/// missing, kazoo does not import, or its version is not [`KAZOO_VERSION`].x.
+///
+/// # Example
+/// ```no_run
+/// let python = zk_recipes_testing::kazoo_python()?;
+/// println!("kazoo runs on {}", python.display());
+/// # Ok::<(), zk_recipes_testing::TestingError>(())
+/// ```
+pub fn kazoo_python() -> Result<PathBuf> {
+    let venv = std::env::var_os(VENV_ENV).map_or_else(|| PathBuf::from(DEFAULT_VENV), PathBuf::from);
+    let python = venv.join("bin").join("python3");
+    let not_found = |found: String| TestingError::KazooNotFound { venv: venv.clone(), found };
+    let output = Command::new(&python)
+        .args(["-c", "import kazoo.version; print(kazoo.version.__version__)"])
+        .output()
+        .map_err(|err| not_found(format!("{}: {err}", python.display())))?;
+    let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if !output.status.success() {
+        return Err(not_found(String::from_utf8_lossy(&output.stderr).trim().to_owned()));
+    }
+    if !version.starts_with(&format!("{KAZOO_VERSION}.")) {
+        return Err(not_found(format!("kazoo {version}")));
+    }
+    Ok(python)
+}
+
+impl CuratorProcess {
+    /// Runs the kazoo script `tests/python/<script>` with `args` on the kazoo virtualenv's Python
+    /// ([`kazoo_python`]), driven as the Curator driver is: lines on stdout, commands on stdin,
+    /// stderr to a log quoted in errors; SIGKILLed when dropped.
+    ///
+    /// # Errors
+    /// [`TestingError::KazooNotFound`]; [`TestingError::Io`] if it cannot be spawned.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn demo(connect: &str) -> Result<(), zk_recipes_testing::TestingError> {
+    /// use std::time::Duration;
+    /// let mut kazoo = zk_recipes_testing::CuratorProcess::spawn_kazoo("kazoo_driver.py", ["hold", connect, "/app/lock", "k1"])?;
+    /// kazoo.expect_line("HELD", Duration::from_secs(30)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn spawn_kazoo<I, S>(script: &str, args: I) -> Result<CuratorProcess>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let python = kazoo_python()?;
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python").join(script);
+        let mut command = Command::new(python);
+        command.arg("-u").arg(script).args(args);
+        CuratorProcess::launch(command, "kazoo")
+    }
+}
