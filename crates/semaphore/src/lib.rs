@@ -124,6 +124,7 @@ pub type Result<T, E = SemaphoreError> = std::result::Result<T, E>;
 #[derive(Debug, Clone)]
 pub struct Semaphore {
     framework: Framework,
+    path: String,
     internal_lock: LockInternals,
     leases_dir: String,
     max_leases: u32,
@@ -150,6 +151,7 @@ impl Semaphore {
         )?;
         Ok(Self {
             framework: framework.clone(),
+            path: path.to_owned(),
             internal_lock,
             leases_dir: path::join(path, LEASES_DIR),
             max_leases,
@@ -167,6 +169,11 @@ impl Semaphore {
     /// The number of leases.
     pub fn max_leases(&self) -> u32 {
         self.max_leases
+    }
+
+    /// The semaphore's path (its `locks/` and `leases/` directories are below it).
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     /// Waits for one lease as long as it takes.
@@ -189,6 +196,25 @@ impl Semaphore {
     /// Cancel safe.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
         self.acquire_one(Deadline::after(timeout)).await
+    }
+
+    /// Waits for one lease until `deadline` (a [`Deadline`] or a `Duration` from now).
+    ///
+    /// ```no_run
+    /// # async fn demo(semaphore: zk_recipes_semaphore::Semaphore) -> zk_recipes_semaphore::Result<()> {
+    /// let lease = semaphore.acquire_until(std::time::Duration::from_secs(5)).await?;
+    /// println!("lease {} (fencing token {})", lease.node_path(), lease.fencing_token());
+    /// lease.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`acquire_many_until`](Self::acquire_many_until).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn acquire_until(&self, deadline: impl Into<Deadline>) -> Result<Lease> {
+        self.acquire_one(deadline.into()).await
     }
 
     /// Takes one lease if one is free now.
@@ -359,7 +385,29 @@ impl Semaphore {
         }
     }
 
-    /// The lease nodes (full paths), in the server's order.
+    /// Who holds a lease and who waits for one, by lease node (full paths), each in line order.
+    ///
+    /// An acquirer creates its lease node while it holds the semaphore's internal lock and waits
+    /// there until at most `max_leases` nodes exist, so the first `max_leases` nodes by sequence
+    /// hold and the rest wait. With a different `max_leases` than the other participants use, the
+    /// split follows this handle's.
+    ///
+    /// ```no_run
+    /// # async fn demo(semaphore: zk_recipes_semaphore::Semaphore) -> zk_recipes_semaphore::Result<()> {
+    /// let participants = semaphore.participants().await?;
+    /// println!("{} holding, {} waiting", participants.holders.len(), participants.waiting.len());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Framework::retry`].
+    pub async fn participants(&self) -> Result<Participants> {
+        let nodes = self.participant_nodes().await?;
+        Ok(Participants::split(nodes, self.max_leases))
+    }
+
+    /// Every lease node (full paths) in line order, holders and waiters alike (see
+    /// [`participants`](Self::participants) for the split).
     ///
     /// # Errors
     /// As [`Framework::retry`].
@@ -375,7 +423,33 @@ impl Semaphore {
                 }
             })
             .await?;
+        let children = zk_recipes_lock_internals::sort_children(children, LEASE_NAME);
         Ok(children.iter().map(|child| path::join(leases_dir, child)).collect())
+    }
+}
+
+/// A semaphore's lease nodes, split by [`Semaphore::participants`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Participants {
+    /// The nodes holding a lease (full paths), in line order.
+    pub holders: Vec<String>,
+    /// The nodes waiting for one (full paths), in line order.
+    pub waiting: Vec<String>,
+}
+
+impl Participants {
+    /// The first `max_leases` of `nodes` (in line order) hold; the rest wait.
+    ///
+    /// ```
+    /// use zk_recipes_semaphore::Participants;
+    /// let nodes: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+    /// let split = Participants::split(nodes, 2);
+    /// assert_eq!((split.holders.len(), split.waiting), (2, vec!["c".to_string()]));
+    /// ```
+    pub fn split(mut nodes: Vec<String>, max_leases: u32) -> Self {
+        let waiting = nodes.split_off(nodes.len().min(max_leases as usize));
+        Self { holders: nodes, waiting }
     }
 }
 
@@ -397,6 +471,13 @@ impl Lease {
     /// The lease node's full path.
     pub fn node_path(&self) -> &str {
         self.held.path()
+    }
+
+    /// A fencing token for what the lease guards: its node's creation zxid. A lease taken later
+    /// has a larger token, so a resource that remembers the largest token it has seen can refuse a
+    /// writer whose lease was lost meanwhile. See [`HeldLease::fencing_token`].
+    pub fn fencing_token(&self) -> i64 {
+        self.held.fencing_token()
     }
 
     /// Commits `ops` atomically only if our lock node still exists (one multi with a check on

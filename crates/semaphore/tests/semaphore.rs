@@ -179,3 +179,41 @@ async fn the_semaphore_mutex_is_not_reentrant() {
     assert!(again.is_some(), "free after release");
     within("close", framework.close()).await;
 }
+
+/// `participants()` tells holders from the acquirer waiting for a lease; leases carry increasing
+/// fencing tokens; `acquire_until` takes a Duration; `path()` is the semaphore's path.
+#[tokio::test]
+async fn participants_split_holders_from_waiters_and_leases_carry_fencing_tokens() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let semaphore = Semaphore::new(&framework, "/participants", 2).expect("semaphore");
+    assert_eq!(semaphore.path(), "/participants");
+    let first = within("first", semaphore.acquire_until(STEP)).await.expect("lease");
+    let second = within("second", semaphore.acquire_until(Deadline::after(STEP))).await.expect("lease");
+    assert!(second.fencing_token() > first.fencing_token(), "a later lease has a larger token");
+
+    let waiter_framework =
+        builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let waiter_semaphore = Semaphore::new(&waiter_framework, "/participants", 2).expect("semaphore");
+    let waiter = tokio::spawn(async move { waiter_semaphore.acquire_until(Duration::from_secs(60)).await });
+    eventually("the third acquirer's lease node is there", || async {
+        within("participants", semaphore.participants()).await.expect("participants").waiting.len() == 1
+    })
+    .await;
+    let participants = within("participants", semaphore.participants()).await.expect("participants");
+    assert_eq!(participants.holders, vec![first.node_path().to_owned(), second.node_path().to_owned()]);
+    assert!(!waiter.is_finished(), "the third waits while two leases are held");
+
+    within("release", first.release()).await.expect("release");
+    let third = within("the waiter gets the freed lease", waiter).await.expect("task").expect("lease");
+    assert!(third.fencing_token() > second.fencing_token());
+    let participants = within("participants", semaphore.participants()).await.expect("participants");
+    assert_eq!(participants.holders, vec![second.node_path().to_owned(), third.node_path().to_owned()]);
+    assert!(participants.waiting.is_empty());
+    within("release", second.release()).await.expect("release");
+    within("release", third.release()).await.expect("release");
+    for framework in [framework, waiter_framework] {
+        within("close", framework.close()).await;
+    }
+}
