@@ -12,6 +12,7 @@ use zk_recipes_lock_internals::LockError;
 /// use zk_recipes_leader::LeaderError;
 ///
 /// let err = LeaderError::Timeout { waited: Duration::from_secs(1) };
+/// assert_eq!(err.to_string(), "timed out after 1 s");
 /// assert!(err.is_timeout());
 /// assert!(!err.is_retryable());
 /// ```
@@ -25,14 +26,14 @@ pub enum LeaderError {
     #[error(transparent)]
     Lock(LockError),
     /// The recipe was not started yet.
-    #[error("not started")]
-    NotStarted,
+    #[error("{0} is not started: call start() first")]
+    NotStarted(Subject),
     /// `start` was called a second time.
-    #[error("already started")]
-    AlreadyStarted,
+    #[error("{0} was already started")]
+    AlreadyStarted(Subject),
     /// The recipe was closed (or closed while the call waited).
-    #[error("closed")]
-    Closed,
+    #[error("{0} is closed")]
+    Closed(Subject),
     /// The caller's timeout passed before the awaited event.
     #[error("timed out after {}", ReadableDuration(*.waited))]
     Timeout {
@@ -53,7 +54,7 @@ impl LeaderError {
 
     /// Whether the latch or selector is closed (or its framework is).
     pub fn is_closed(&self) -> bool {
-        matches!(self, LeaderError::Closed)
+        matches!(self, LeaderError::Closed(_) | LeaderError::Framework(FrameworkError::Closed))
     }
 
     /// Whether our node is gone with its session: we do not lead.
@@ -70,10 +71,38 @@ impl LeaderError {
 
 impl From<FrameworkError> for LeaderError {
     fn from(err: FrameworkError) -> Self {
-        match err {
-            FrameworkError::Closed => LeaderError::Closed,
-            other => LeaderError::Framework(other),
-        }
+        LeaderError::Framework(err)
+    }
+}
+
+/// Which election an error is about: its recipe and path, for the message ("the leader latch on
+/// /app/leader is closed").
+///
+/// ```
+/// use zk_recipes_leader::{LeaderError, Subject};
+///
+/// let err = LeaderError::Closed(Subject::new("leader latch", "/app/leader"));
+/// assert_eq!(err.to_string(), "the leader latch on /app/leader is closed");
+/// assert!(err.is_closed());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    /// The recipe: `leader latch`, `leader selector`.
+    pub recipe: &'static str,
+    /// Its election path.
+    pub path: String,
+}
+
+impl Subject {
+    /// The `recipe` on `path`.
+    pub fn new(recipe: &'static str, path: impl Into<String>) -> Self {
+        Self { recipe, path: path.into() }
+    }
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the {} on {}", self.recipe, self.path)
     }
 }
 

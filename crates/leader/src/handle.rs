@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tracing::warn;
 use zk_recipes_framework::Error as FrameworkError;
 
-use crate::error::{LeaderError, Result};
+use crate::error::{LeaderError, Result, Subject};
 
 /// Where a participant is: built, started (by `start`), or closed (by `close`, a drop guard, or
 /// its framework's close).
@@ -27,12 +27,12 @@ pub(crate) enum Lifecycle {
 impl Lifecycle {
     /// Whether `start` may go on: [`LeaderError::AlreadyStarted`] the second time,
     /// [`LeaderError::Closed`] after close or once the framework is closed.
-    pub(crate) fn check_start(self, framework_closed: bool) -> Result<()> {
+    pub(crate) fn check_start(self, framework_closed: bool, subject: impl FnOnce() -> Subject) -> Result<()> {
         match self {
-            Lifecycle::Latent if framework_closed => Err(LeaderError::Closed),
+            Lifecycle::Latent if framework_closed => Err(LeaderError::Closed(subject())),
             Lifecycle::Latent => Ok(()),
-            Lifecycle::Started => Err(LeaderError::AlreadyStarted),
-            Lifecycle::Closed => Err(LeaderError::Closed),
+            Lifecycle::Started => Err(LeaderError::AlreadyStarted(subject())),
+            Lifecycle::Closed => Err(LeaderError::Closed(subject())),
         }
     }
 }
@@ -232,9 +232,14 @@ mod tests {
 
     #[test]
     fn only_a_latent_participant_may_start() {
-        assert!(Lifecycle::Latent.check_start(false).is_ok());
-        assert!(matches!(Lifecycle::Latent.check_start(true), Err(LeaderError::Closed)));
-        assert!(matches!(Lifecycle::Started.check_start(false), Err(LeaderError::AlreadyStarted)));
-        assert!(matches!(Lifecycle::Closed.check_start(false), Err(LeaderError::Closed)));
+        let subject = || Subject::new("leader latch", "/l");
+        assert!(Lifecycle::Latent.check_start(false, subject).is_ok());
+        assert!(matches!(Lifecycle::Latent.check_start(true, subject), Err(LeaderError::Closed(_))));
+        assert!(matches!(
+            Lifecycle::Started.check_start(false, subject),
+            Err(LeaderError::AlreadyStarted(_))
+        ));
+        let closed = Lifecycle::Closed.check_start(false, subject).expect_err("closed");
+        assert_eq!(closed.to_string(), "the leader latch on /l is closed");
     }
 }

@@ -17,7 +17,7 @@ use zk_recipes_framework::{
 };
 use zk_recipes_lock_internals::{sort_children, LockInternals, StandardDriver};
 
-use crate::error::{LeaderError, Result};
+use crate::error::{LeaderError, Result, Subject};
 use crate::handle::{self, CloseOnDrop, DropGuard, Handle, HandleTarget, HandleView, Lifecycle, Status};
 use crate::participant::{self, Participant};
 
@@ -272,6 +272,10 @@ impl LeaderLatch {
         &self.shared.id
     }
 
+    fn subject(&self) -> Subject {
+        Subject::new("leader latch", self.path())
+    }
+
     /// Joins the election: a background task (on the current tokio runtime) creates our node once
     /// a session is connected and follows the election until [`close`](Self::close).
     ///
@@ -282,7 +286,7 @@ impl LeaderLatch {
         handle::require_runtime("LeaderLatch::start must be called within a tokio runtime")?;
         let shared = &self.shared;
         let mut state = shared.state.lock();
-        shared.status.borrow().lifecycle.check_start(shared.framework.is_closed())?;
+        shared.status.borrow().lifecycle.check_start(shared.framework.is_closed(), || self.subject())?;
         shared.status.send_modify(|status| status.lifecycle = Lifecycle::Started);
         // Subscribe before the task runs, so no transition between now and then is missed.
         let events = shared.framework.connection_events();
@@ -329,11 +333,11 @@ impl LeaderLatch {
         let status = *status
             .wait_for(|status| status.lifecycle != Lifecycle::Started || status.fencing_token.is_some())
             .await
-            .map_err(|_| LeaderError::Closed)?;
+            .map_err(|_| LeaderError::Closed(self.subject()))?;
         match (status.lifecycle, status.fencing_token) {
             (Lifecycle::Started, Some(fencing_token)) => Ok(fencing_token),
-            (Lifecycle::Latent, _) => Err(LeaderError::NotStarted),
-            _ => Err(LeaderError::Closed),
+            (Lifecycle::Latent, _) => Err(LeaderError::NotStarted(self.subject())),
+            _ => Err(LeaderError::Closed(self.subject())),
         }
     }
 

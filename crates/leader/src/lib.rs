@@ -55,7 +55,7 @@ mod participant;
 mod record;
 mod selector;
 
-pub use error::{LeaderError, Result};
+pub use error::{LeaderError, Result, Subject};
 pub use kazoo::{KazooElection, KazooLeadership};
 pub use latch::{
     CloseMode, LatchDropGuard, LeaderLatch, LeadershipEvent, LeadershipEvents, NotLeaderReason, LATCH_NAME,

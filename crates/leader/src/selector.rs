@@ -17,7 +17,7 @@ use tracing::{debug, info_span, warn, Instrument};
 use zk_recipes_framework::{ConnectionState, Framework, DEFAULT_SESSION_TIMEOUT};
 use zk_recipes_mutex::{LostReason, Mutex as ZkMutex, MutexGuard};
 
-use crate::error::{LeaderError, Result};
+use crate::error::{LeaderError, Result, Subject};
 use crate::handle::{self, CloseOnDrop, DropGuard, Handle, HandleTarget, HandleView, Lifecycle, Status};
 use crate::participant::{self, Participant};
 
@@ -383,6 +383,10 @@ impl LeaderSelector {
         &self.shared.id
     }
 
+    fn subject(&self) -> Subject {
+        Subject::new("leader selector", self.path())
+    }
+
     /// Joins the election (on the current tokio runtime).
     ///
     /// # Errors
@@ -390,7 +394,11 @@ impl LeaderSelector {
     /// [`LeaderError::Framework`] outside a tokio runtime.
     pub fn start(&self) -> Result<()> {
         let mut state = self.shared.state.lock();
-        self.shared.status.borrow().lifecycle.check_start(self.shared.framework.is_closed())?;
+        self.shared
+            .status
+            .borrow()
+            .lifecycle
+            .check_start(self.shared.framework.is_closed(), || self.subject())?;
         require_runtime()?;
         self.shared.status.send_modify(|status| status.lifecycle = Lifecycle::Started);
         self.shared.spawn_round(&mut state);
@@ -406,8 +414,8 @@ impl LeaderSelector {
         let mut state = self.shared.state.lock();
         match self.shared.status.borrow().lifecycle {
             Lifecycle::Started => {}
-            Lifecycle::Latent => return Err(LeaderError::NotStarted),
-            Lifecycle::Closed => return Err(LeaderError::Closed),
+            Lifecycle::Latent => return Err(LeaderError::NotStarted(self.subject())),
+            Lifecycle::Closed => return Err(LeaderError::Closed(self.subject())),
         }
         if state.task.is_some() {
             return Ok(false);
@@ -834,7 +842,7 @@ async fn run(shared: Arc<Shared>, round: u64) {
             Err(err) => {
                 let err = LeaderError::from(err);
                 debug!(%err, "could not take the lock");
-                if matches!(err, LeaderError::Closed) || !shared.auto_requeue {
+                if err.is_closed() || !shared.auto_requeue {
                     break;
                 }
                 tokio::select! {

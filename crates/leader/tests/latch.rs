@@ -72,9 +72,14 @@ async fn close_modes_notify_or_stay_silent_and_drop_guards_close_without_a_runti
     let path = "/modes/latch";
 
     let first = LeaderLatch::new(&framework, path, "first").expect("latch");
-    assert!(matches!(first.await_leadership().await, Err(LeaderError::NotStarted)));
+    let not_started = first.await_leadership().await.expect_err("not started");
+    assert!(matches!(not_started, LeaderError::NotStarted(_)));
+    assert_eq!(
+        not_started.to_string(),
+        "the leader latch on /modes/latch is not started: call start() first"
+    );
     first.start().expect("start");
-    assert!(matches!(first.start(), Err(LeaderError::AlreadyStarted)));
+    assert!(matches!(first.start(), Err(LeaderError::AlreadyStarted(_))));
     let token = within("first leads", first.await_leadership()).await.expect("leads");
     assert_eq!(first.fencing_token(), Some(token));
     let second = LeaderLatch::new(&framework, path, "second").expect("latch");
@@ -92,8 +97,10 @@ async fn close_modes_notify_or_stay_silent_and_drop_guards_close_without_a_runti
     );
     assert_eq!(next_event(&mut first_events).await, None);
     assert!(!first.has_leadership() && first.is_closed() && first.fencing_token().is_none());
-    assert!(matches!(first.await_leadership().await, Err(LeaderError::Closed)));
-    assert!(matches!(first.start(), Err(LeaderError::Closed)));
+    let closed = first.await_leadership().await.expect_err("closed");
+    assert!(matches!(closed, LeaderError::Closed(_)) && closed.is_closed());
+    assert_eq!(closed.to_string(), "the leader latch on /modes/latch is closed");
+    assert!(matches!(first.start(), Err(LeaderError::Closed(_))));
     within("close again", first.close(CloseMode::NotifyLeader)).await.expect("closing twice is fine");
     assert_eq!(next_event(&mut first.subscribe()).await, None, "a subscription after close ends at once");
 

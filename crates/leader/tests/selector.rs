@@ -126,9 +126,9 @@ async fn interrupting_cancels_the_leadership_and_requeue_leads_again() {
         })
         .expect("selector");
     assert!(!selector.interrupt_leadership(), "nothing to interrupt yet");
-    assert!(matches!(selector.requeue(), Err(LeaderError::NotStarted)));
+    assert!(matches!(selector.requeue(), Err(LeaderError::NotStarted(_))));
     selector.start().expect("start");
-    assert!(matches!(selector.start(), Err(LeaderError::AlreadyStarted)));
+    assert!(matches!(selector.start(), Err(LeaderError::AlreadyStarted(_))));
     eventually("leads", || async { selector.has_leadership() }).await;
     let participants = within("participants", selector.participants()).await.expect("participants");
     assert_eq!(participants.len(), 1);
@@ -148,7 +148,7 @@ async fn interrupting_cancels_the_leadership_and_requeue_leads_again() {
     let (reason, second_token) = within("cancelled", reasons_received.recv()).await.expect("reason");
     assert_eq!(reason, CancelReason::Closed);
     assert!(second_token > first_token);
-    assert!(matches!(selector.requeue(), Err(LeaderError::Closed)));
+    assert!(matches!(selector.requeue(), Err(LeaderError::Closed(_))));
     assert_clean(&framework, &[path], || watch_count(&server)).await;
     within("close", framework.close()).await;
 }
@@ -434,7 +434,7 @@ async fn a_selector_is_closed_once_its_framework_is() {
     within("close the framework", framework.close()).await;
     assert!(never_started.is_closed(), "a selector never started is closed with its framework");
     assert!(leading.is_closed(), "a leading selector is closed with its framework");
-    assert!(matches!(never_started.start(), Err(LeaderError::Closed)), "a closed selector does not start");
+    assert!(matches!(never_started.start(), Err(LeaderError::Closed(_))), "a closed selector does not start");
 }
 
 /// Issue 11 (6): dropping the last handle of a started selector warns that it runs on — but not
