@@ -1,14 +1,16 @@
-//! A lock-safe, at-least-once queue worker: items are taken under a lock node, acknowledged
-//! after processing, and an item whose processing fails is put back and delivered again. Ends
-//! with a graceful drain: stop taking, finish what is in hand, close.
+//! A lock-safe, at-least-once queue worker: items are taken under a lock node and acknowledged
+//! after processing. An item whose processing fails is put back and delivered again; one that
+//! always fails goes to a dead-letter queue after three deliveries. Ends with a graceful drain:
+//! the worker is stopped by its token, finishes what is in hand, and returns.
 //!
 //! `cargo run -p zk-recipes --example queue_worker` (uses `ZK_CONNECT`, or an embedded ZooKeeper).
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use zk_recipes::framework::{Deadline, Framework};
-use zk_recipes::queue::{DistributedQueue, Utf8Serializer};
+use zk_recipes::queue::{DistributedQueue, ErrorMode, Utf8Serializer};
 
 mod support;
 
@@ -21,39 +23,58 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let framework = Framework::builder(connect.as_str()).namespace("zk-recipes-example").start()?;
     framework.block_until_connected(Duration::from_secs(15)).await?;
 
-    // Lock-safe: a consumer holds a lock node under /queues/emails-locks while it processes.
+    // Lock-safe: a consumer holds a lock node under /queues/emails-locks while it processes. A
+    // failed item is requeued; after three deliveries it goes to /queues/emails-dead.
     let queue = DistributedQueue::builder(&framework, "/queues/emails")
         .lock_path("/queues/emails-locks")
         .serializer(Utf8Serializer)
+        .error_mode(ErrorMode::Requeue)
+        .max_deliveries(3)
+        .dead_letter_path("/queues/emails-dead")
         .build()?;
     for index in 0..ITEMS {
         queue.put(&format!("email-{index}")).await?;
     }
+    queue.put(&"email-to-nobody".to_string()).await?;
 
-    let mut consumer = queue.consumer();
-    let mut done = BTreeSet::new();
-    let mut failed_once = false;
-    while done.len() < ITEMS {
-        let Some(delivery) = tokio::time::timeout(Duration::from_secs(10), consumer.next()).await? else {
-            break;
-        };
-        let mut delivery = delivery?;
-        let items = delivery.take_items();
-        // The handler: "email-3" fails the first time (a flaky mail server).
-        if items.iter().any(|item| item == "email-3") && !failed_once {
-            failed_once = true;
-            println!("{items:?}: failed, put back for another delivery");
-            delivery.requeue().await?;
-            continue;
-        }
-        delivery.ack().await?; // deleted, with our lock, in one multi
-        println!("{items:?}: sent");
-        done.extend(items);
+    let sent = Arc::new(Mutex::new(BTreeSet::new()));
+    let consumer = queue.consumer().prefetch(4).drain_timeout(Duration::from_secs(10));
+    let stop = consumer.stop_token();
+    let worker = {
+        let sent = sent.clone();
+        tokio::spawn(consumer.run_items(move |item| {
+            let sent = sent.clone();
+            async move {
+                let email = item.value().clone();
+                // "email-3" fails the first time (a flaky mail server); "email-to-nobody" always.
+                if (email == "email-3" && item.delivery_count() == 1) || email == "email-to-nobody" {
+                    println!("{email} ({}, delivery {}): failed", item.id(), item.delivery_count());
+                    return Err(format!("could not send {email}"));
+                }
+                println!("{email} ({}, delivery {}): sent", item.id(), item.delivery_count());
+                sent.lock().expect("not poisoned").insert(email);
+                Ok(())
+            }
+        }))
+    };
+
+    // Wait until every good item was sent and the bad one is in the dead letters.
+    let dead_letters = DistributedQueue::builder(&framework, "/queues/emails-dead").build()?;
+    let started = Instant::now();
+    while sent.lock().expect("not poisoned").len() < ITEMS || dead_letters.is_empty().await? {
+        assert!(started.elapsed() < Duration::from_secs(60), "the worker is stuck");
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Graceful drain: no more takes; nothing is in hand; closing deletes our lock nodes.
-    drop(consumer);
-    println!("{} items delivered and acknowledged, one of them twice", done.len());
-    assert_eq!(done.len(), ITEMS, "every item processed");
+
+    // Graceful drain: no more takes; what is in hand finishes; what was taken ahead goes back.
+    stop.cancel();
+    worker.await??;
+    println!(
+        "{} emails sent (one of them on its second delivery); {} in the dead letters",
+        sent.lock().expect("not poisoned").len(),
+        dead_letters.len().await?
+    );
+    assert!(queue.is_empty().await?, "every item processed or dead-lettered");
     framework.delete_recursive("/queues", Deadline::after(Duration::from_secs(10))).await?;
     framework.close().await;
     Ok(())
