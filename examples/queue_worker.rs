@@ -61,7 +61,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // Wait until every good item was sent and the bad one is in the dead letters.
     let dead_letters = DistributedQueue::builder(&framework, "/queues/emails-dead").build()?;
     let started = Instant::now();
-    while sent.lock().expect("not poisoned").len() < ITEMS || dead_letters.is_empty().await? {
+    loop {
+        let all_sent = sent.lock().expect("not poisoned").len() == ITEMS;
+        if all_sent && !dead_letters.is_empty().await? {
+            break;
+        }
         assert!(started.elapsed() < Duration::from_secs(60), "the worker is stuck");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -69,10 +73,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // Graceful drain: no more takes; what is in hand finishes; what was taken ahead goes back.
     stop.cancel();
     worker.await??;
+    let sent_count = sent.lock().expect("not poisoned").len();
+    let dead_count = dead_letters.len().await?;
     println!(
-        "{} emails sent (one of them on its second delivery); {} in the dead letters",
-        sent.lock().expect("not poisoned").len(),
-        dead_letters.len().await?
+        "{sent_count} emails sent (one of them on its second delivery); {dead_count} in the dead letters"
     );
     assert!(queue.is_empty().await?, "every item processed or dead-lettered");
     framework.delete_recursive("/queues", Deadline::after(Duration::from_secs(10))).await?;
