@@ -319,6 +319,7 @@ public final class CuratorDriver {
         CuratorNodes::run,
         CuratorCounters::run,
         CuratorBarriers::run,
+        CuratorChaos::run,
     };
 
     // ---------------------------------------------------------------------------------------

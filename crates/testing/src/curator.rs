@@ -29,6 +29,7 @@ pub(crate) const CURATOR_DRIVER_SOURCES: &[(&str, &str)] = &[
     ("CuratorNodes.java", include_str!("../../../tests/java/CuratorNodes.java")),
     ("CuratorCounters.java", include_str!("../../../tests/java/CuratorCounters.java")),
     ("CuratorBarriers.java", include_str!("../../../tests/java/CuratorBarriers.java")),
+    ("CuratorChaos.java", include_str!("../../../tests/java/CuratorChaos.java")),
 ];
 
 /// The driver's main class.

@@ -1,0 +1,320 @@
+//! The checkers: from the contenders' event logs (and the counters' final values), per recipe.
+//!
+//! * **marker / counter / fencing**: violations the holders saw inside their holds (`V` events):
+//!   another live holder's marker, a counter written by someone else during an exclusive hold, a
+//!   fencing token not above the last committed one.
+//! * **overlap**: from the logged times, more holders at once than the recipe allows. A hold
+//!   ends when its critical section ends (`R`, logged before the release is sent), when `lost()`
+//!   fired (`L`), or when its process was SIGKILLed. A hold that ended by `lost()` may end up to
+//!   the tolerance after the next holder came in (the machine may be slow to run the listener);
+//!   later than that, `lost()` fired too late: an overlap.
+//! * **count**: the counter's final count must be the sum of increments that committed, give
+//!   or take those whose outcome the contender could not know (`I unc`, or `W` with no `I`).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+
+use crate::events::Event;
+use crate::recipes::{CounterValue, Recipe};
+
+/// What one recipe did and what the checkers found.
+#[derive(Debug, Clone, Default)]
+pub struct RecipeReport {
+    /// Acquisitions (`A` events), by Rust contenders.
+    pub rust_acquisitions: u64,
+    /// Acquisitions by Curator contenders.
+    pub curator_acquisitions: u64,
+    /// Distinct sessions that held at least once.
+    pub holders: u64,
+    /// `lost()` fired while holding.
+    pub lost_fired: u64,
+    /// Violations by kind, Rust holders.
+    pub rust_violations: BTreeMap<String, u64>,
+    /// Violations by kind, Curator holders.
+    pub curator_violations: BTreeMap<String, u64>,
+    /// Violations no single holder is to blame for (the counter's count).
+    pub shared_violations: BTreeMap<String, u64>,
+    /// The largest fencing token handed out.
+    pub max_token: i64,
+    /// Most holders at once (by the logged times).
+    pub max_concurrent: u64,
+    /// Latest `lost()` after the next holder came in (ms; within the tolerance, else an overlap).
+    pub max_late_lost_ms: f64,
+    /// Increments that committed.
+    pub increments: u64,
+    /// Increments of unknown outcome.
+    pub uncertain_increments: u64,
+    /// The counter's final count.
+    pub counter: Option<u64>,
+    /// Errors the contenders logged (timeouts, connection losses).
+    pub errors: u64,
+    /// Recipe znodes left after the run (lock nodes, markers).
+    pub leaked_nodes: u64,
+}
+
+impl RecipeReport {
+    /// Every violation, Rust's and Curator's.
+    pub fn total_violations(&self) -> u64 {
+        self.violations_by_kind().values().sum()
+    }
+
+    /// Every violation by kind.
+    pub fn violations_by_kind(&self) -> BTreeMap<String, u64> {
+        let mut all = BTreeMap::new();
+        for map in [&self.rust_violations, &self.curator_violations, &self.shared_violations] {
+            for (kind, count) in map {
+                *all.entry(kind.clone()).or_default() += count;
+            }
+        }
+        all
+    }
+
+    /// All acquisitions.
+    pub fn acquisitions(&self) -> u64 {
+        self.rust_acquisitions + self.curator_acquisitions
+    }
+
+    fn violation(&mut self, holder: &str, kind: &str) {
+        let map = if is_curator(holder) { &mut self.curator_violations } else { &mut self.rust_violations };
+        *map.entry(kind.to_owned()).or_default() += 1;
+    }
+}
+
+/// Curator contenders' tags start with `j`, Rust ones with `r`.
+pub fn is_curator(holder: &str) -> bool {
+    holder.starts_with('j')
+}
+
+/// The process tag of a holder `<tag>-<client>-<n>`.
+pub fn tag_of(holder: &str) -> &str {
+    holder.split('-').next().unwrap_or(holder)
+}
+
+/// One hold's interval.
+#[derive(Debug, Clone)]
+struct Interval {
+    holder: String,
+    start: i64,
+    end: i64,
+    /// Ended by `lost()`: may end up to the tolerance late.
+    by_lost: bool,
+}
+
+/// Checks one recipe's events.
+///
+/// `killed` maps a process tag to when it was SIGKILLed; `run_end` closes holds still open;
+/// `tolerance_micros` is how late `lost()` may fire; `counter` is the final counter value.
+pub fn check_recipe(
+    recipe: Recipe,
+    events: &[Event],
+    killed: &HashMap<String, i64>,
+    run_end: i64,
+    tolerance_micros: i64,
+    counter: Option<&CounterValue>,
+) -> RecipeReport {
+    let mut report = RecipeReport::default();
+    let mut holds: BTreeMap<&str, Interval> = BTreeMap::new();
+    let mut writes: HashMap<&str, Option<&str>> = HashMap::new();
+    let mut sessions = BTreeSet::new();
+    for event in events.iter().filter(|event| event.recipe == recipe) {
+        let holder = event.holder.as_str();
+        match event.kind {
+            'A' => {
+                if is_curator(holder) {
+                    report.curator_acquisitions += 1;
+                } else {
+                    report.rust_acquisitions += 1;
+                }
+                let token: i64 = event.rest.first().and_then(|token| token.parse().ok()).unwrap_or(0);
+                report.max_token = report.max_token.max(token);
+                sessions.insert(holder.rsplit_once('-').map_or(holder, |(session, _)| session));
+                holds.insert(
+                    holder,
+                    Interval {
+                        holder: holder.to_owned(),
+                        start: event.micros,
+                        end: i64::MAX,
+                        by_lost: false,
+                    },
+                );
+            }
+            'R' | 'L' => {
+                if event.kind == 'L' {
+                    report.lost_fired += 1;
+                }
+                if let Some(interval) = holds.get_mut(holder) {
+                    if interval.end == i64::MAX {
+                        interval.end = event.micros;
+                        interval.by_lost = event.kind == 'L';
+                    }
+                }
+            }
+            'W' => {
+                writes.insert(holder, None);
+            }
+            'I' => {
+                writes.insert(holder, event.rest.first().map(String::as_str));
+            }
+            'V' => {
+                let kind = event.rest.first().map_or("unknown", String::as_str);
+                report.violation(holder, kind);
+            }
+            'E' => report.errors += 1,
+            _ => {}
+        }
+    }
+    report.holders = sessions.len() as u64;
+    for outcome in writes.values() {
+        match outcome {
+            Some("ok") => report.increments += 1,
+            Some("no") => {}
+            _ => report.uncertain_increments += 1,
+        }
+    }
+    let mut intervals: Vec<Interval> = holds.into_values().collect();
+    for interval in &mut intervals {
+        if interval.end == i64::MAX {
+            interval.end = killed.get(tag_of(&interval.holder)).copied().unwrap_or(run_end);
+        }
+    }
+    check_overlaps(recipe, &mut intervals, tolerance_micros, &mut report);
+    if let Some(counter) = counter {
+        report.counter = Some(counter.count);
+        if counter.count < report.increments
+            || counter.count > report.increments + report.uncertain_increments
+        {
+            *report.shared_violations.entry("count".to_owned()).or_default() += 1;
+        }
+    }
+    report
+}
+
+/// Sweeps the holds in start order, counting those still running when each one starts.
+fn check_overlaps(
+    recipe: Recipe,
+    intervals: &mut [Interval],
+    tolerance_micros: i64,
+    report: &mut RecipeReport,
+) {
+    intervals.sort_by_key(|interval| interval.start);
+    // (end, by_lost) of the holds that started earlier, earliest end first.
+    let mut running: BinaryHeap<Reverse<(i64, bool)>> = BinaryHeap::new();
+    let allowed = recipe.allowed_holders();
+    for interval in intervals.iter() {
+        while let Some(Reverse((end, by_lost))) = running.peek().copied() {
+            if end > interval.start {
+                break;
+            }
+            running.pop();
+            let _ = by_lost;
+        }
+        // Holds that ended by lost() within the tolerance after we came in are forgiven.
+        let strictly: Vec<(i64, bool)> = running.iter().map(|Reverse(entry)| *entry).collect();
+        let mut overlapping = 0;
+        for (end, by_lost) in strictly {
+            if by_lost && end - interval.start <= tolerance_micros {
+                let late_ms = (end - interval.start) as f64 / 1000.0;
+                report.max_late_lost_ms = report.max_late_lost_ms.max(late_ms);
+            } else {
+                overlapping += 1;
+            }
+        }
+        report.max_concurrent = report.max_concurrent.max(overlapping as u64 + 1);
+        if overlapping >= allowed {
+            report.violation(&interval.holder, "overlap");
+        }
+        running.push(Reverse((interval.end, interval.by_lost)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(line: &str) -> Event {
+        Event::parse(line).expect("event")
+    }
+
+    fn check(lines: &[&str], counter: Option<CounterValue>) -> RecipeReport {
+        let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
+        check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, counter.as_ref())
+    }
+
+    #[test]
+    fn sequential_holds_are_clean() {
+        let report = check(
+            &[
+                "A mutex r0-0-1 10 5",
+                "W mutex r0-0-1 11",
+                "I mutex r0-0-1 12 ok",
+                "R mutex r0-0-1 20",
+                "A mutex j0-0-1 21 6",
+                "W mutex j0-0-1 22",
+                "I mutex j0-0-1 23 ok",
+                "R mutex j0-0-1 30",
+            ],
+            Some(CounterValue { count: 2, token: 6, holder: "j0-0-1".into() }),
+        );
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+        assert_eq!(report.acquisitions(), 2);
+        assert_eq!(report.max_token, 6);
+        assert_eq!(report.max_concurrent, 1);
+    }
+
+    #[test]
+    fn overlapping_holds_are_a_violation() {
+        let report = check(
+            &["A mutex r0-0-1 10 5", "A mutex r1-0-1 15 6", "R mutex r0-0-1 20", "R mutex r1-0-1 30"],
+            None,
+        );
+        assert_eq!(report.rust_violations.get("overlap"), Some(&1));
+    }
+
+    #[test]
+    fn a_late_lost_is_forgiven_only_within_the_tolerance() {
+        let within = check(
+            &["A mutex r0-0-1 10 5", "A mutex r1-0-1 1000 6", "L mutex r0-0-1 1050", "R mutex r1-0-1 2000"],
+            None,
+        );
+        assert_eq!(within.total_violations(), 0, "{within:?}");
+        let late = check(
+            &["A mutex r0-0-1 10 5", "A mutex r1-0-1 1000 6", "L mutex r0-0-1 1200", "R mutex r1-0-1 2000"],
+            None,
+        );
+        assert_eq!(late.rust_violations.get("overlap"), Some(&1));
+    }
+
+    #[test]
+    fn a_killed_holder_ends_at_its_kill() {
+        let events: Vec<Event> = ["A mutex r0-0-1 10 5", "A mutex r1-0-1 5000 6", "R mutex r1-0-1 6000"]
+            .iter()
+            .map(|line| event(line))
+            .collect();
+        let killed = HashMap::from([("r0".to_owned(), 100)]);
+        let report = check_recipe(Recipe::Mutex, &events, &killed, 10_000, 0, None);
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+    }
+
+    #[test]
+    fn the_counter_must_match_the_committed_increments() {
+        let lines =
+            ["A mutex r0-0-1 10 5", "W mutex r0-0-1 11", "I mutex r0-0-1 12 unc", "R mutex r0-0-1 20"];
+        let ok = check(&lines, Some(CounterValue { count: 1, token: 5, holder: "r0-0-1".into() }));
+        assert_eq!(ok.total_violations(), 0);
+        let too_many = check(&lines, Some(CounterValue { count: 2, token: 5, holder: "r0-0-1".into() }));
+        assert_eq!(too_many.shared_violations.get("count"), Some(&1));
+        let lost = check(
+            &["A mutex r0-0-1 10 5", "W mutex r0-0-1 11", "I mutex r0-0-1 12 ok", "R mutex r0-0-1 20"],
+            Some(CounterValue { count: 0, token: 0, holder: String::new() }),
+        );
+        assert_eq!(lost.shared_violations.get("count"), Some(&1));
+    }
+
+    #[test]
+    fn inline_violations_are_attributed_to_the_holders_language() {
+        let report =
+            check(&["V mutex j0-1-3 10 marker others=a", "V mutex r0-1-3 10 fencing last=9 ours=3"], None);
+        assert_eq!(report.curator_violations.get("marker"), Some(&1));
+        assert_eq!(report.rust_violations.get("fencing"), Some(&1));
+    }
+}

@@ -1,0 +1,147 @@
+//! The recipes under test and where their nodes live.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Where every recipe's lock nodes go (containers the recipes make; gone when the run ends).
+pub const LOCK_ROOT: &str = "/chaos";
+/// Where the checkers' own nodes go (guard markers, counters); made and deleted by the run.
+pub const CHECK_ROOT: &str = "/chaos-check";
+
+/// One recipe the contenders exercise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Recipe {
+    /// `InterProcessMutex` / `zk_recipes_mutex::Mutex`.
+    Mutex,
+    /// `InterProcessSemaphoreMutex` / `zk_recipes_semaphore::SemaphoreMutex`.
+    SemaphoreMutex,
+    /// `InterProcessSemaphoreV2` with [`SEMAPHORE_LEASES`] leases / `zk_recipes_semaphore::Semaphore`.
+    Semaphore,
+    /// `LeaderLatch` / `zk_recipes_leader::LeaderLatch`.
+    Latch,
+}
+
+/// The semaphore's lease count.
+pub const SEMAPHORE_LEASES: usize = 2;
+
+impl Recipe {
+    /// Every recipe, in table order.
+    pub const ALL: [Recipe; 4] = [Recipe::Mutex, Recipe::SemaphoreMutex, Recipe::Semaphore, Recipe::Latch];
+
+    /// The name used on the command line, in paths and in the contenders' logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recipe::Mutex => "mutex",
+            Recipe::SemaphoreMutex => "semaphore-mutex",
+            Recipe::Semaphore => "semaphore",
+            Recipe::Latch => "latch",
+        }
+    }
+
+    /// How many may hold at once.
+    pub fn allowed_holders(self) -> usize {
+        match self {
+            Recipe::Semaphore => SEMAPHORE_LEASES,
+            _ => 1,
+        }
+    }
+
+    /// Whether holds are exclusive, so fencing tokens must grow from one write to the next.
+    pub fn is_exclusive(self) -> bool {
+        self.allowed_holders() == 1
+    }
+
+    /// The recipe's path (its lock dir) under `root`.
+    pub fn lock_path(self, root: &str) -> String {
+        format!("{root}/{}", self.name())
+    }
+
+    /// The dir of the holders' guard markers under `check_root`.
+    pub fn guard_dir(self, check_root: &str) -> String {
+        format!("{check_root}/{}-guard", self.name())
+    }
+
+    /// The guard counter under `check_root`: `<count> <last fencing token> <last holder>`.
+    pub fn counter_path(self, check_root: &str) -> String {
+        format!("{check_root}/{}-counter", self.name())
+    }
+}
+
+impl fmt::Display for Recipe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Recipe {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Recipe::ALL
+            .into_iter()
+            .find(|recipe| recipe.name() == text)
+            .ok_or_else(|| format!("unknown recipe {text:?}"))
+    }
+}
+
+/// Parses `a,b,c` into recipes.
+pub fn parse_list(text: &str) -> Result<Vec<Recipe>, String> {
+    text.split(',').filter(|name| !name.is_empty()).map(str::parse).collect()
+}
+
+/// The guard counter's data: `<count> <token> <holder>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterValue {
+    /// Successful increments so far.
+    pub count: u64,
+    /// The fencing token of the last write (0 without locking).
+    pub token: i64,
+    /// Who wrote last.
+    pub holder: String,
+}
+
+impl CounterValue {
+    /// Parses the counter's data; empty data is the initial value.
+    pub fn parse(data: &[u8]) -> Option<CounterValue> {
+        let text = std::str::from_utf8(data).ok()?;
+        let mut fields = text.split_whitespace();
+        let Some(count) = fields.next() else {
+            return Some(CounterValue { count: 0, token: 0, holder: String::new() });
+        };
+        Some(CounterValue {
+            count: count.parse().ok()?,
+            token: fields.next().unwrap_or("0").parse().ok()?,
+            holder: fields.next().unwrap_or_default().to_owned(),
+        })
+    }
+
+    /// The data written for this value.
+    pub fn encode(&self) -> Vec<u8> {
+        format!("{} {} {}", self.count, self.token, self.holder).into_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for recipe in Recipe::ALL {
+            assert_eq!(recipe.name().parse::<Recipe>(), Ok(recipe));
+        }
+        assert_eq!(parse_list("mutex,latch"), Ok(vec![Recipe::Mutex, Recipe::Latch]));
+        assert!(parse_list("mutex,nope").is_err());
+    }
+
+    #[test]
+    fn counter_values_round_trip() {
+        assert_eq!(
+            CounterValue::parse(b""),
+            Some(CounterValue { count: 0, token: 0, holder: String::new() })
+        );
+        let value = CounterValue { count: 7, token: 4_294_967_301, holder: "r1-2-9".to_owned() };
+        assert_eq!(CounterValue::parse(&value.encode()), Some(value));
+        assert_eq!(CounterValue::parse(b"x"), None);
+    }
+}
