@@ -8,7 +8,8 @@
  *           <check-root> <hold-ms>
  *       For each recipe in the comma-separated <recipes> (mutex: InterProcessMutex,
  *       semaphore-mutex: InterProcessSemaphoreMutex, semaphore: InterProcessSemaphoreV2 with 2
- *       leases, latch: LeaderLatch), <clients> CuratorFrameworks (one session and one thread each)
+ *       leases, latch: LeaderLatch, selector: LeaderSelector with autoRequeue, whose takeLeadership
+ *       hands the leadership to the worker and returns once the worker is done), <clients> CuratorFrameworks (one session and one thread each)
  *       loop on <lock-root>/<recipe>: acquire (20 s), log A with the fencing token (the lock
  *       node's czxid), create the EPHEMERAL marker <check-root>/<recipe>-guard/<holder>, list the
  *       guard dir (more markers than holders allowed: V marker), read the counter
@@ -36,13 +37,18 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.api.transaction.CuratorOp;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -96,6 +102,9 @@ final class CuratorChaos {
             thread.join(120_000);
         }
         for (Worker worker : workers) {
+            if (worker.selector != null) {
+                worker.selector.close();
+            }
             worker.client.close();
         }
         out("DONE");
@@ -172,10 +181,15 @@ final class CuratorChaos {
         volatile String holding;
         /** Set (once per hold) when the hold was lost; L is logged when it is set. */
         final AtomicBoolean lost = new AtomicBoolean();
+        /** SUSPENDED or LOST states seen so far. */
+        final AtomicLong connectionLosses = new AtomicLong();
 
         ChaosMutex mutex;
         InterProcessSemaphoreMutex semaphoreMutex;
         InterProcessSemaphoreV2 semaphore;
+        LeaderSelector selector;
+        /** Leaderships handed from the selector's takeLeadership to the worker; counted down when done. */
+        final SynchronousQueue<CountDownLatch> turns = new SynchronousQueue<>();
 
         Worker(String recipe, String prefix, CuratorFramework client, EventLog events, boolean locking,
                 String lockRoot, String checkRoot, long holdMs) {
@@ -192,6 +206,7 @@ final class CuratorChaos {
             this.exclusive = allowed == 1;
             client.getConnectionStateListenable().addListener((c, state) -> {
                 if (state == ConnectionState.SUSPENDED || state == ConnectionState.LOST) {
+                    connectionLosses.incrementAndGet();
                     markLost();
                 }
             });
@@ -206,6 +221,21 @@ final class CuratorChaos {
                     semaphore = new InterProcessSemaphoreV2(client, lockPath, SEMAPHORE_LEASES);
                     break;
                 case "latch":
+                    break;
+                case "selector":
+                    if (locking) {
+                        selector = new LeaderSelector(client, lockPath, new LeaderSelectorListenerAdapter() {
+                            public void takeLeadership(CuratorFramework leader) throws Exception {
+                                CountDownLatch done = new CountDownLatch(1);
+                                if (turns.offer(done, ACQUIRE_MS, TimeUnit.MILLISECONDS)) {
+                                    done.await();
+                                }
+                            }
+                        });
+                        selector.setId(prefix);
+                        selector.autoRequeue();
+                        selector.start();
+                    }
                     break;
                 default:
                     throw new IllegalArgumentException("unknown recipe " + recipe);
@@ -235,9 +265,11 @@ final class CuratorChaos {
 
         private void once(String holder) throws Exception {
             lost.set(false);
+            long lossesBefore = connectionLosses.get();
             String node = null;
             Lease lease = null;
             LeaderLatch latch = null;
+            CountDownLatch turn = null;
             if (locking) {
                 switch (recipe) {
                     case "mutex":
@@ -262,6 +294,15 @@ final class CuratorChaos {
                             return;
                         }
                         node = lockPath + "/leases/" + lease.getNodeName();
+                        break;
+                    case "selector":
+                        turn = turns.poll(ACQUIRE_MS, TimeUnit.MILLISECONDS);
+                        if (turn == null) {
+                            events.event('E', recipe, holder, "leadership timed out");
+                            return;
+                        }
+                        List<String> ours = ownedChildren(client, lockPath);
+                        node = ours.isEmpty() ? lockPath + "/missing" : ours.get(0);
                         break;
                     default:
                         latch = new LeaderLatch(client, lockPath, holder);
@@ -289,7 +330,8 @@ final class CuratorChaos {
             }
             holding = holder;
             events.event('A', recipe, holder, Long.toString(token));
-            if (latch != null && !latch.hasLeadership()) {
+            if ((latch != null && !latch.hasLeadership()) || connectionLosses.get() != lossesBefore) {
+                // Suspended while acquiring: this hold cannot be trusted from the start.
                 markLost();
             }
             String marker = guardDir + "/" + holder;
@@ -304,8 +346,16 @@ final class CuratorChaos {
                 if (!abort.lost) {
                     events.event('R', recipe, holder, "");
                 }
+            } catch (Exception error) {
+                // A read failed (connection loss, ...): the hold ends here, marker removed first.
+                events.event('E', recipe, holder, String.valueOf(error).replace('\n', ' '));
+                removeMarker(node, marker);
+                events.event('R', recipe, holder, "");
             } finally {
                 holding = null;
+                if (turn != null) {
+                    turn.countDown();
+                }
                 release(lease, latch);
             }
         }

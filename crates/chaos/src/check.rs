@@ -2,7 +2,10 @@
 //!
 //! * **marker / counter / fencing**: violations the holders saw inside their holds (`V` events):
 //!   another live holder's marker, a counter written by someone else during an exclusive hold, a
-//!   fencing token not above the last committed one.
+//!   fencing token not above the last committed one. A marker whose holder had already seen
+//!   `lost()` fire is not a live holder's (its client gave the session up, e.g. after an ensemble
+//!   restart revived it on the servers, and the framework's cleanup deleted its lock node from the
+//!   new session): counted as a stale marker, not a violation. A SIGKILLed holder stays live.
 //! * **overlap**: from the logged times, more holders at once than the recipe allows. A hold
 //!   ends when its critical section ends (`R`, logged before the release is sent), when `lost()`
 //!   fired (`L`), or when its process was SIGKILLed. A hold that ended by `lost()` may end up to
@@ -32,6 +35,8 @@ pub struct RecipeReport {
     pub rust_violations: BTreeMap<String, u64>,
     /// Violations by kind, Curator holders.
     pub curator_violations: BTreeMap<String, u64>,
+    /// Markers seen whose holders had all seen `lost()` fire (not violations).
+    pub stale_markers: u64,
     /// Violations no single holder is to blame for (the counter's count).
     pub shared_violations: BTreeMap<String, u64>,
     /// The largest fencing token handed out.
@@ -116,6 +121,8 @@ pub fn check_recipe(
     let mut holds: BTreeMap<&str, Interval> = BTreeMap::new();
     let mut writes: HashMap<&str, Option<&str>> = HashMap::new();
     let mut sessions = BTreeSet::new();
+    let mut markers: Vec<&Event> = Vec::new();
+    let mut lost_at: HashMap<&str, i64> = HashMap::new();
     for event in events.iter().filter(|event| event.recipe == recipe) {
         let holder = event.holder.as_str();
         match event.kind {
@@ -141,6 +148,7 @@ pub fn check_recipe(
             'R' | 'L' => {
                 if event.kind == 'L' {
                     report.lost_fired += 1;
+                    lost_at.entry(holder).or_insert(event.micros);
                 }
                 if let Some(interval) = holds.get_mut(holder) {
                     if interval.end == i64::MAX {
@@ -157,13 +165,30 @@ pub fn check_recipe(
             }
             'V' => {
                 let kind = event.rest.first().map_or("unknown", String::as_str);
-                report.violation(holder, kind);
+                if kind == "marker" {
+                    markers.push(event);
+                } else {
+                    report.violation(holder, kind);
+                }
             }
             'E' => report.errors += 1,
             _ => {}
         }
     }
     report.holders = sessions.len() as u64;
+    for marker in markers {
+        let others = marker.rest.get(1).and_then(|others| others.strip_prefix("others=")).unwrap_or_default();
+        let live = others
+            .split(',')
+            .filter(|other| !other.is_empty() && *other != marker.holder)
+            .filter(|other| lost_at.get(other).is_none_or(|lost| *lost > marker.micros))
+            .count();
+        if live + 1 > recipe.allowed_holders() {
+            report.violation(&marker.holder, "marker");
+        } else {
+            report.stale_markers += 1;
+        }
+    }
     for outcome in writes.values() {
         match outcome {
             Some("ok") => report.increments += 1,
@@ -308,6 +333,25 @@ mod tests {
             Some(CounterValue { count: 0, token: 0, holder: String::new() }),
         );
         assert_eq!(lost.shared_violations.get("count"), Some(&1));
+    }
+
+    #[test]
+    fn a_marker_of_a_holder_that_saw_lost_is_stale() {
+        let report = check(
+            &[
+                "A mutex r0-0-1 10 5",
+                "L mutex r0-0-1 20",
+                "A mutex r1-0-1 30 6",
+                "V mutex r1-0-1 31 marker others=r0-0-1",
+                "R mutex r1-0-1 40",
+                "A mutex r2-0-1 50 7",
+                "V mutex r2-0-1 51 marker others=r2-0-1,r9-0-1",
+                "R mutex r2-0-1 60",
+            ],
+            None,
+        );
+        assert_eq!(report.stale_markers, 1);
+        assert_eq!(report.rust_violations.get("marker"), Some(&1), "{report:?}");
     }
 
     #[test]

@@ -11,9 +11,12 @@ use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot};
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{Deadline, Error as FrameworkError, Framework};
-use zk_recipes_leader::{CloseMode, LeaderLatch, LeadershipEvent, LeadershipEvents};
+use zk_recipes_leader::{
+    CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipEvent, LeadershipEvents,
+};
 use zk_recipes_lock_internals::{GuardedOp, LockError};
 use zk_recipes_mutex::{Mutex, MutexGuard};
 use zk_recipes_semaphore::{Lease, Semaphore, SemaphoreError, SemaphoreMutex};
@@ -124,14 +127,23 @@ enum Lock {
     SemaphoreMutex(SemaphoreMutex),
     Semaphore(Semaphore),
     Latch,
+    /// The selector hands each leadership over this channel and keeps it until told it is done.
+    Selector {
+        selector: LeaderSelector,
+        turns: tokio::sync::Mutex<mpsc::Receiver<Turn>>,
+    },
     Off,
 }
+
+/// One leadership of a selector: it lasts until `done` is sent (or dropped).
+type Turn = (Leadership, oneshot::Sender<()>);
 
 /// One hold: what a write is guarded by and what says it was lost.
 enum Hold {
     Mutex(MutexGuard),
     Lease(Lease),
     Latch { latch: LeaderLatch, node: String, events: tokio::sync::Mutex<LeadershipEvents> },
+    Selector { leadership: Leadership, done: oneshot::Sender<()> },
     Off,
 }
 
@@ -198,15 +210,28 @@ impl Contender {
                     self.remove_marker(&hold, &marker).await;
                 }
                 Err(Abort::Unknown(what)) => {
+                    // The hold goes on until it is released: a connection loss that ended the
+                    // critical section may still turn into a lost hold while the marker goes.
                     self.log.event('E', self.recipe, &holder, &what);
-                    self.remove_marker(&hold, &marker).await;
-                    self.log.event('R', self.recipe, &holder, "");
+                    let lost = tokio::select! {
+                        () = self.remove_marker(&hold, &marker) => false,
+                        () = hold.lost() => true,
+                    };
+                    if lost {
+                        self.log.event('L', self.recipe, &holder, "");
+                        self.remove_marker(&hold, &marker).await;
+                    } else {
+                        self.log.event('R', self.recipe, &holder, "");
+                    }
                 }
             }
             hold.release().await;
             if ended_early {
                 tokio::time::sleep(BACKOFF).await;
             }
+        }
+        if let Lock::Selector { selector, .. } = &lock {
+            let _ = selector.close().await;
         }
         self.framework.close().await;
     }
@@ -226,6 +251,28 @@ impl Contender {
                     .map_err(|err| err.to_string())?,
             ),
             Recipe::Latch => Lock::Latch,
+            Recipe::Selector => {
+                let (sender, turns) = mpsc::channel::<Turn>(1);
+                let selector = LeaderSelector::builder(&self.framework, &path)
+                    .id(self.prefix.clone())
+                    .auto_requeue(true)
+                    .build(move |leadership: Leadership| {
+                        let sender = sender.clone();
+                        async move {
+                            let (done, finished) = oneshot::channel();
+                            let handed = tokio::select! {
+                                sent = sender.send((leadership.clone(), done)) => sent.is_ok(),
+                                _ = leadership.cancelled() => false,
+                            };
+                            if handed {
+                                let _ = finished.await;
+                            }
+                        }
+                    })
+                    .map_err(|err| err.to_string())?;
+                selector.start().map_err(|err| err.to_string())?;
+                Lock::Selector { selector, turns: tokio::sync::Mutex::new(turns) }
+            }
         })
     }
 
@@ -264,6 +311,17 @@ impl Contender {
                     return Err("leader without a node".to_owned());
                 };
                 Ok((Hold::Latch { latch, node, events: tokio::sync::Mutex::new(events) }, token))
+            }
+            Lock::Selector { turns, .. } => {
+                let mut turns = turns.lock().await;
+                match tokio::time::timeout(ACQUIRE_TIMEOUT, turns.recv()).await {
+                    Ok(Some((leadership, done))) => {
+                        let token = leadership.fencing_token();
+                        Ok((Hold::Selector { leadership, done }, token))
+                    }
+                    Ok(None) => Err("the selector is closed".to_owned()),
+                    Err(_) => Err(format!("no leadership within {ACQUIRE_TIMEOUT:?}")),
+                }
             }
             Lock::Off => Ok((Hold::Off, 0)),
         }
@@ -413,6 +471,10 @@ impl Hold {
                 Err(SemaphoreError::Lock(err)) => Err(err),
                 Err(err) => return Outcome::Unknown(err.to_string()),
             },
+            Hold::Selector { leadership, .. } => {
+                let check = framework.transaction().check(leadership.node_path().to_owned(), None);
+                return transaction_outcome(op.into_transaction(check).deadline(deadline).await, 1);
+            }
             Hold::Latch { node, .. } => {
                 return transaction_outcome(
                     op.into_transaction(framework.transaction().check(node.clone(), None))
@@ -454,6 +516,9 @@ impl Hold {
                     }
                 }
             }
+            Hold::Selector { leadership, .. } => {
+                leadership.cancelled().await;
+            }
             Hold::Off => std::future::pending().await,
         }
     }
@@ -465,6 +530,7 @@ impl Hold {
             Hold::Mutex(guard) => drop(guard.release().await),
             Hold::Lease(lease) => drop(lease.release().await),
             Hold::Latch { latch, .. } => drop(latch.close(CloseMode::Silent).await),
+            Hold::Selector { done, .. } => drop(done.send(())),
             Hold::Off => {}
         }
     }

@@ -19,6 +19,8 @@ pub enum Recipe {
     Semaphore,
     /// `LeaderLatch` / `zk_recipes_leader::LeaderLatch`.
     Latch,
+    /// `LeaderSelector` (auto-requeue) / `zk_recipes_leader::LeaderSelector`.
+    Selector,
 }
 
 /// The semaphore's lease count.
@@ -26,7 +28,8 @@ pub const SEMAPHORE_LEASES: usize = 2;
 
 impl Recipe {
     /// Every recipe, in table order.
-    pub const ALL: [Recipe; 4] = [Recipe::Mutex, Recipe::SemaphoreMutex, Recipe::Semaphore, Recipe::Latch];
+    pub const ALL: [Recipe; 5] =
+        [Recipe::Mutex, Recipe::SemaphoreMutex, Recipe::Semaphore, Recipe::Latch, Recipe::Selector];
 
     /// The name used on the command line, in paths and in the contenders' logs.
     pub fn name(self) -> &'static str {
@@ -35,6 +38,7 @@ impl Recipe {
             Recipe::SemaphoreMutex => "semaphore-mutex",
             Recipe::Semaphore => "semaphore",
             Recipe::Latch => "latch",
+            Recipe::Selector => "selector",
         }
     }
 

@@ -664,6 +664,7 @@ fn report_json(report: &RecipeReport) -> serde_json::Value {
         "uncertain_increments": report.uncertain_increments,
         "counter": report.counter,
         "errors": report.errors,
+        "stale_markers": report.stale_markers,
         "leaked_nodes": report.leaked_nodes,
     })
 }
@@ -706,8 +707,8 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
         );
         let counter = report.counter.map_or("-".to_owned(), |count| count.to_string());
         println!(
-            "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}",
-            "", report.increments, report.uncertain_increments, report.max_token
+            "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}; stale markers {}",
+            "", report.increments, report.uncertain_increments, report.max_token, report.stale_markers
         );
     }
 }
