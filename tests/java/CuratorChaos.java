@@ -8,7 +8,9 @@
  *           <check-root> <hold-ms>
  *       For each recipe in the comma-separated <recipes> (mutex: InterProcessMutex,
  *       semaphore-mutex: InterProcessSemaphoreMutex, semaphore: InterProcessSemaphoreV2 with 2
- *       leases, latch: LeaderLatch, selector: LeaderSelector with autoRequeue, whose takeLeadership
+ *       leases, rwlock: InterProcessReadWriteLock, every fourth acquisition of a client (holder
+ *       <tag>-<client>-<n>, n divisible by 4) a write, the others reads: a reader may share with
+ *       readers only, and only writers increment the counter; latch: LeaderLatch, selector: LeaderSelector with autoRequeue, whose takeLeadership
  *       hands the leadership to the worker and returns once the worker is done), <clients> CuratorFrameworks (one session and one thread each)
  *       loop on <lock-root>/<recipe>: acquire (20 s), log A with the fencing token (the lock
  *       node's czxid), create the EPHEMERAL marker <check-root>/<recipe>-guard/<holder>, list the
@@ -50,6 +52,7 @@ import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
@@ -175,7 +178,7 @@ final class CuratorChaos {
         final String guardDir;
         final String counterPath;
         final long holdMs;
-        final boolean exclusive;
+        final boolean exclusiveRecipe;
         final int allowed;
         /** The holder whose hold is current, or null. */
         volatile String holding;
@@ -188,6 +191,9 @@ final class CuratorChaos {
         InterProcessSemaphoreMutex semaphoreMutex;
         InterProcessSemaphoreV2 semaphore;
         LeaderSelector selector;
+        InterProcessReadWriteLock readWriteLock;
+        /** The read-write lock's half held now. */
+        InterProcessMutex readWriteHalf;
         /** Leaderships handed from the selector's takeLeadership to the worker; counted down when done. */
         final SynchronousQueue<CountDownLatch> turns = new SynchronousQueue<>();
 
@@ -203,7 +209,7 @@ final class CuratorChaos {
             this.counterPath = checkRoot + "/" + recipe + "-counter";
             this.holdMs = holdMs;
             this.allowed = recipe.equals("semaphore") ? SEMAPHORE_LEASES : 1;
-            this.exclusive = allowed == 1;
+            this.exclusiveRecipe = allowed == 1;
             client.getConnectionStateListenable().addListener((c, state) -> {
                 if (state == ConnectionState.SUSPENDED || state == ConnectionState.LOST) {
                     connectionLosses.incrementAndGet();
@@ -221,6 +227,9 @@ final class CuratorChaos {
                     semaphore = new InterProcessSemaphoreV2(client, lockPath, SEMAPHORE_LEASES);
                     break;
                 case "latch":
+                    break;
+                case "rwlock":
+                    readWriteLock = new InterProcessReadWriteLock(client, lockPath);
                     break;
                 case "selector":
                     if (locking) {
@@ -295,6 +304,16 @@ final class CuratorChaos {
                         }
                         node = lockPath + "/leases/" + lease.getNodeName();
                         break;
+                    case "rwlock":
+                        InterProcessMutex half = isWriter(holder) ? readWriteLock.writeLock() : readWriteLock.readLock();
+                        if (!half.acquire(ACQUIRE_MS, TimeUnit.MILLISECONDS)) {
+                            events.event('E', recipe, holder, "acquire timed out");
+                            return;
+                        }
+                        readWriteHalf = half;
+                        List<String> held = ownedChildren(client, lockPath);
+                        node = held.isEmpty() ? lockPath + "/missing" : held.get(0);
+                        break;
                     case "selector":
                         turn = turns.poll(ACQUIRE_MS, TimeUnit.MILLISECONDS);
                         if (turn == null) {
@@ -366,6 +385,10 @@ final class CuratorChaos {
                     mutex.release();
                 } else if (semaphoreMutex != null && locking) {
                     semaphoreMutex.release();
+                } else if (readWriteHalf != null) {
+                    InterProcessMutex half = readWriteHalf;
+                    readWriteHalf = null;
+                    half.release();
                 } else if (lease != null) {
                     semaphore.returnLease(lease);
                 } else if (latch != null) {
@@ -383,7 +406,22 @@ final class CuratorChaos {
             }
         }
 
+        /** Whether holding at once with the holders of `others` breaks the recipe's rule. */
+        private boolean tooMany(String holder, List<String> others) {
+            if (!recipe.equals("rwlock")) {
+                return others.size() + 1 > allowed;
+            }
+            for (String other : others) {
+                if (isWriter(holder) || isWriter(other)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
         private void criticalSection(String holder, String node, String marker, long token) throws Exception {
+            boolean exclusive = recipe.equals("rwlock") ? isWriter(holder) : exclusiveRecipe;
+            boolean increments = !recipe.equals("rwlock") || isWriter(holder);
             checkLost();
             Result created = write(node, client.transactionOp().create().withMode(CreateMode.EPHEMERAL).forPath(marker));
             if (created.outcome == Outcome.FAILED && created.code == KeeperException.Code.NODEEXISTS) {
@@ -395,10 +433,14 @@ final class CuratorChaos {
             }
             expect(created, "marker create");
             List<String> markers = client.getChildren().forPath(guardDir);
-            if (markers.size() > allowed) {
+            markers.remove(holder);
+            if (tooMany(holder, markers)) {
                 events.event('V', recipe, holder, "marker others=" + String.join(",", markers));
             }
-            for (int attempt = 1; ; attempt++) {
+            if (!increments && holdMs > 0) {
+                Thread.sleep(holdMs);
+            }
+            for (int attempt = 1; increments; attempt++) {
                 checkLost();
                 Stat stat = new Stat();
                 String[] fields = new String(client.getData().storingStatIn(stat).forPath(counterPath),
@@ -514,6 +556,16 @@ final class CuratorChaos {
                 }
                 return new Result(Outcome.FAILED, code, error.toString());
             }
+        }
+    }
+
+    /** A read-write-lock holder <tag>-<client>-<n> writes when n is divisible by 4 (as in Rust). */
+    static boolean isWriter(String holder) {
+        String n = holder.substring(holder.lastIndexOf('-') + 1);
+        try {
+            return Long.parseLong(n) % 4 == 0;
+        } catch (NumberFormatException notANumber) {
+            return false;
         }
     }
 

@@ -14,8 +14,7 @@
 //! * **count**: the counter's final count must be the sum of increments that committed, give
 //!   or take those whose outcome the contender could not know (`I unc`, or `W` with no `I`).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::events::Event;
 use crate::recipes::{CounterValue, Recipe};
@@ -181,9 +180,8 @@ pub fn check_recipe(
         let live = others
             .split(',')
             .filter(|other| !other.is_empty() && *other != marker.holder)
-            .filter(|other| lost_at.get(other).is_none_or(|lost| *lost > marker.micros))
-            .count();
-        if live + 1 > recipe.allowed_holders() {
+            .filter(|other| lost_at.get(other).is_none_or(|lost| *lost > marker.micros));
+        if recipe.too_many(&marker.holder, live) {
             report.violation(&marker.holder, "marker");
         } else {
             report.stale_markers += 1;
@@ -214,7 +212,7 @@ pub fn check_recipe(
     report
 }
 
-/// Sweeps the holds in start order, counting those still running when each one starts.
+/// Sweeps the holds in start order, comparing each with those still running when it starts.
 fn check_overlaps(
     recipe: Recipe,
     intervals: &mut [Interval],
@@ -222,33 +220,24 @@ fn check_overlaps(
     report: &mut RecipeReport,
 ) {
     intervals.sort_by_key(|interval| interval.start);
-    // (end, by_lost) of the holds that started earlier, earliest end first.
-    let mut running: BinaryHeap<Reverse<(i64, bool)>> = BinaryHeap::new();
-    let allowed = recipe.allowed_holders();
+    let mut running: Vec<&Interval> = Vec::new();
     for interval in intervals.iter() {
-        while let Some(Reverse((end, by_lost))) = running.peek().copied() {
-            if end > interval.start {
-                break;
-            }
-            running.pop();
-            let _ = by_lost;
-        }
+        running.retain(|earlier| earlier.end > interval.start);
         // Holds that ended by lost() within the tolerance after we came in are forgiven.
-        let strictly: Vec<(i64, bool)> = running.iter().map(|Reverse(entry)| *entry).collect();
-        let mut overlapping = 0;
-        for (end, by_lost) in strictly {
-            if by_lost && end - interval.start <= tolerance_micros {
-                let late_ms = (end - interval.start) as f64 / 1000.0;
+        let mut overlapping = Vec::new();
+        for earlier in &running {
+            if earlier.by_lost && earlier.end - interval.start <= tolerance_micros {
+                let late_ms = (earlier.end - interval.start) as f64 / 1000.0;
                 report.max_late_lost_ms = report.max_late_lost_ms.max(late_ms);
             } else {
-                overlapping += 1;
+                overlapping.push(earlier.holder.as_str());
             }
         }
-        report.max_concurrent = report.max_concurrent.max(overlapping as u64 + 1);
-        if overlapping >= allowed {
+        report.max_concurrent = report.max_concurrent.max(overlapping.len() as u64 + 1);
+        if recipe.too_many(&interval.holder, overlapping.into_iter()) {
             report.violation(&interval.holder, "overlap");
         }
-        running.push(Reverse((interval.end, interval.by_lost)));
+        running.push(interval);
     }
 }
 

@@ -19,10 +19,11 @@ use zk_recipes_leader::{
 };
 use zk_recipes_lock_internals::{GuardedOp, LockError};
 use zk_recipes_mutex::{Mutex, MutexGuard};
+use zk_recipes_rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use zk_recipes_semaphore::{Lease, Semaphore, SemaphoreError, SemaphoreMutex};
 
 use crate::events::EventLog;
-use crate::recipes::{CounterValue, Recipe};
+use crate::recipes::{is_writer, CounterValue, Recipe};
 
 /// How long one acquire may wait before the contender logs it and tries again.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -126,6 +127,7 @@ enum Lock {
     Mutex(Mutex),
     SemaphoreMutex(SemaphoreMutex),
     Semaphore(Semaphore),
+    RwLock(RwLock),
     Latch,
     /// The selector hands each leadership over this channel and keeps it until told it is done.
     Selector {
@@ -142,6 +144,8 @@ type Turn = (Leadership, oneshot::Sender<()>);
 enum Hold {
     Mutex(MutexGuard),
     Lease(Lease),
+    Read(RwLockReadGuard),
+    Write(RwLockWriteGuard),
     Latch { latch: LeaderLatch, node: String, events: tokio::sync::Mutex<LeadershipEvents> },
     Selector { leadership: Leadership, done: oneshot::Sender<()> },
     Off,
@@ -251,6 +255,9 @@ impl Contender {
                     .map_err(|err| err.to_string())?,
             ),
             Recipe::Latch => Lock::Latch,
+            Recipe::RwLock => {
+                Lock::RwLock(RwLock::new(&self.framework, &path).map_err(|err| err.to_string())?)
+            }
             Recipe::Selector => {
                 let (sender, turns) = mpsc::channel::<Turn>(1);
                 let selector = LeaderSelector::builder(&self.framework, &path)
@@ -292,6 +299,17 @@ impl Contender {
                 let lease =
                     semaphore.acquire_timeout(ACQUIRE_TIMEOUT).await.map_err(|err| err.to_string())?;
                 self.lease_hold(lease).await
+            }
+            Lock::RwLock(lock) => {
+                if is_writer(holder) {
+                    let guard = lock.write_timeout(ACQUIRE_TIMEOUT).await.map_err(|err| err.to_string())?;
+                    let token = guard.fencing_token();
+                    Ok((Hold::Write(guard), token))
+                } else {
+                    let guard = lock.read_timeout(ACQUIRE_TIMEOUT).await.map_err(|err| err.to_string())?;
+                    let token = guard.fencing_token();
+                    Ok((Hold::Read(guard), token))
+                }
             }
             Lock::Latch => {
                 let path = self.recipe.lock_path(&self.config.lock_root);
@@ -360,10 +378,15 @@ impl Contender {
             .children(&guard_dir, Deadline::after(STEP_TIMEOUT))
             .await
             .map_err(|err| Abort::Unknown(format!("listing markers: {err}")))?;
-        if markers.len() > recipe.allowed_holders() {
-            let others: Vec<&String> =
-                markers.iter().filter(|name| !marker.ends_with(name.as_str())).collect();
+        let others: Vec<&String> = markers.iter().filter(|name| name.as_str() != holder).collect();
+        if recipe.too_many(holder, others.iter().map(|name| name.as_str())) {
             self.log.event('V', recipe, holder, &format!("marker others={}", join(&others)));
+        }
+        if !recipe.increments(holder) {
+            if !self.config.hold.is_zero() {
+                tokio::time::sleep(self.config.hold).await;
+            }
+            return self.delete_marker(hold, marker).await;
         }
         let counter = recipe.counter_path(&self.config.check_root);
         let mut attempts = 0;
@@ -377,7 +400,7 @@ impl Contender {
             let Some(value) = CounterValue::parse(&read.data) else {
                 return Err(Abort::Unknown("the counter holds garbage".to_owned()));
             };
-            if recipe.is_exclusive() && self.config.locking && value.token >= token {
+            if recipe.is_exclusive(holder) && self.config.locking && value.token >= token {
                 self.log.event(
                     'V',
                     recipe,
@@ -405,7 +428,7 @@ impl Contender {
                 }
                 Outcome::Failed(zookeeper_client::Error::BadVersion) => {
                     self.log.event('I', recipe, holder, "no");
-                    if recipe.is_exclusive() {
+                    if recipe.is_exclusive(holder) {
                         self.log.event(
                             'V',
                             recipe,
@@ -428,6 +451,10 @@ impl Contender {
                 }
             }
         }
+        self.delete_marker(hold, marker).await
+    }
+
+    async fn delete_marker(&self, hold: &Hold, marker: &str) -> Result<(), Abort> {
         match hold.write(&self.framework, Op::Delete(marker.to_owned())).await {
             Outcome::Ok => Ok(()),
             Outcome::Lost => Err(Abort::Lost),
@@ -466,6 +493,8 @@ impl Hold {
         };
         let locked = match self {
             Hold::Mutex(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),
+            Hold::Read(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),
+            Hold::Write(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),
             Hold::Lease(lease) => match lease.write_guarded(&[guarded], deadline).await {
                 Ok(_) => Ok(()),
                 Err(SemaphoreError::Lock(err)) => Err(err),
@@ -507,6 +536,12 @@ impl Hold {
             Hold::Lease(lease) => {
                 lease.lost().await;
             }
+            Hold::Read(guard) => {
+                guard.lost().await;
+            }
+            Hold::Write(guard) => {
+                guard.lost().await;
+            }
             Hold::Latch { events, .. } => {
                 let mut events = events.lock().await;
                 loop {
@@ -529,6 +564,8 @@ impl Hold {
         match self {
             Hold::Mutex(guard) => drop(guard.release().await),
             Hold::Lease(lease) => drop(lease.release().await),
+            Hold::Read(guard) => drop(guard.release().await),
+            Hold::Write(guard) => drop(guard.release().await),
             Hold::Latch { latch, .. } => drop(latch.close(CloseMode::Silent).await),
             Hold::Selector { done, .. } => drop(done.send(())),
             Hold::Off => {}

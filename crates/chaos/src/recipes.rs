@@ -21,6 +21,15 @@ pub enum Recipe {
     Latch,
     /// `LeaderSelector` (auto-requeue) / `zk_recipes_leader::LeaderSelector`.
     Selector,
+    /// `InterProcessReadWriteLock` / `zk_recipes_rwlock::RwLock`: every fourth acquisition of a
+    /// session is a write ([`is_writer`]), the others reads.
+    RwLock,
+}
+
+/// Whether a read-write-lock holder `<tag>-<client>-<n>` writes: `n` divisible by 4 (the Curator
+/// contender uses the same rule).
+pub fn is_writer(holder: &str) -> bool {
+    holder.rsplit('-').next().and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n % 4 == 0)
 }
 
 /// The semaphore's lease count.
@@ -28,8 +37,14 @@ pub const SEMAPHORE_LEASES: usize = 2;
 
 impl Recipe {
     /// Every recipe, in table order.
-    pub const ALL: [Recipe; 5] =
-        [Recipe::Mutex, Recipe::SemaphoreMutex, Recipe::Semaphore, Recipe::Latch, Recipe::Selector];
+    pub const ALL: [Recipe; 6] = [
+        Recipe::Mutex,
+        Recipe::SemaphoreMutex,
+        Recipe::Semaphore,
+        Recipe::RwLock,
+        Recipe::Latch,
+        Recipe::Selector,
+    ];
 
     /// The name used on the command line, in paths and in the contenders' logs.
     pub fn name(self) -> &'static str {
@@ -39,6 +54,7 @@ impl Recipe {
             Recipe::Semaphore => "semaphore",
             Recipe::Latch => "latch",
             Recipe::Selector => "selector",
+            Recipe::RwLock => "rwlock",
         }
     }
 
@@ -50,9 +66,26 @@ impl Recipe {
         }
     }
 
-    /// Whether holds are exclusive, so fencing tokens must grow from one write to the next.
-    pub fn is_exclusive(self) -> bool {
-        self.allowed_holders() == 1
+    /// Whether `holder`'s holds are exclusive, so fencing tokens must grow from one write to the
+    /// next and nobody else may write the counter meanwhile.
+    pub fn is_exclusive(self, holder: &str) -> bool {
+        match self {
+            Recipe::RwLock => is_writer(holder),
+            _ => self.allowed_holders() == 1,
+        }
+    }
+
+    /// Whether `holder` holding at once with `others` breaks the recipe's rule.
+    pub fn too_many<'a>(self, holder: &str, mut others: impl Iterator<Item = &'a str>) -> bool {
+        match self {
+            Recipe::RwLock => others.any(|other| is_writer(holder) || is_writer(other)),
+            _ => others.count() + 1 > self.allowed_holders(),
+        }
+    }
+
+    /// Whether `holder` increments the counter (readers of the read-write lock only read it).
+    pub fn increments(self, holder: &str) -> bool {
+        self != Recipe::RwLock || is_writer(holder)
     }
 
     /// The recipe's path (its lock dir) under `root`.
@@ -136,6 +169,17 @@ mod tests {
         }
         assert_eq!(parse_list("mutex,latch"), Ok(vec![Recipe::Mutex, Recipe::Latch]));
         assert!(parse_list("mutex,nope").is_err());
+    }
+
+    #[test]
+    fn read_write_rules() {
+        assert!(is_writer("r0x1-1-8"));
+        assert!(!is_writer("r0x1-1-9"));
+        assert!(Recipe::RwLock.too_many("r0x1-1-8", ["j0x1-0-1"].into_iter()));
+        assert!(Recipe::RwLock.too_many("r0x1-1-9", ["j0x1-0-4"].into_iter()));
+        assert!(!Recipe::RwLock.too_many("r0x1-1-9", ["j0x1-0-5", "r1x1-0-7"].into_iter()));
+        assert!(Recipe::Semaphore.too_many("a-0-1", ["b-0-1", "c-0-1"].into_iter()));
+        assert!(!Recipe::Semaphore.too_many("a-0-1", ["b-0-1"].into_iter()));
     }
 
     #[test]
