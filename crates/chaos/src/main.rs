@@ -51,7 +51,7 @@ struct RunArgs {
     /// The fault schedule's seed (default: from the clock; always printed).
     #[arg(long)]
     seed: Option<u64>,
-    /// Seconds of faults (default: 100 quick, 1500 default).
+    /// Seconds of faults (default: 100 quick, 1440 default).
     #[arg(long)]
     duration_secs: Option<u64>,
     /// Where event logs and summary.json go.
@@ -123,7 +123,7 @@ async fn run_command(args: RunArgs) -> i32 {
     let session_timeout = Duration::from_secs(4);
     let config = RunConfig {
         seed,
-        duration: Duration::from_secs(args.duration_secs.unwrap_or(if args.quick { 100 } else { 1500 })),
+        duration: Duration::from_secs(args.duration_secs.unwrap_or(if args.quick { 100 } else { 1440 })),
         control_duration: Duration::from_secs(6),
         rust_processes: if args.quick { 2 } else { 3 },
         rust_clients: 2,

@@ -112,7 +112,7 @@ impl Fault {
 
 /// A contender process of either language.
 enum Running {
-    Rust { child: Child, stdin: Option<ChildStdin> },
+    Rust { child: Box<Child>, stdin: Option<ChildStdin> },
     Curator(Box<CuratorProcess>),
 }
 
@@ -400,7 +400,7 @@ impl Phase<'_> {
                 .spawn()
                 .map_err(|err| format!("spawning a Rust contender: {err}"))?;
             let stdin = child.stdin.take();
-            slot.running = Some(Running::Rust { child, stdin });
+            slot.running = Some(Running::Rust { child: Box::new(child), stdin });
         }
         Ok(())
     }
@@ -671,18 +671,8 @@ fn report_json(report: &RecipeReport) -> serde_json::Value {
 
 fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
     println!(
-        "{:<16} {:>9} {:>7} {:>7} {:>7} {:>6} {:>8} {:>9} {:>6} {:>6}  {}",
-        "recipe",
-        "acquired",
-        "rust",
-        "curator",
-        "holders",
-        "lost",
-        "max-hold",
-        "late-ms",
-        "errors",
-        "leaks",
-        "violations"
+        "{:<16} {:>9} {:>7} {:>7} {:>7} {:>6} {:>8} {:>9} {:>6} {:>6}  violations",
+        "recipe", "acquired", "rust", "curator", "holders", "lost", "max-hold", "late-ms", "errors", "leaks",
     );
     for (recipe, report) in reports {
         let violations = report.violations_by_kind();
