@@ -293,8 +293,7 @@ final class CuratorChaos {
                             events.event('E', recipe, holder, "acquire timed out");
                             return;
                         }
-                        List<String> owned = ownedChildren(client, lockPath + "/leases");
-                        node = owned.isEmpty() ? lockPath + "/leases/missing" : owned.get(0);
+                        node = ownNode(lockPath + "/leases");
                         break;
                     case "semaphore":
                         lease = semaphore.acquire(ACQUIRE_MS, TimeUnit.MILLISECONDS);
@@ -311,8 +310,7 @@ final class CuratorChaos {
                             return;
                         }
                         readWriteHalf = half;
-                        List<String> held = ownedChildren(client, lockPath);
-                        node = held.isEmpty() ? lockPath + "/missing" : held.get(0);
+                        node = ownNode(lockPath);
                         break;
                     case "selector":
                         turn = turns.poll(ACQUIRE_MS, TimeUnit.MILLISECONDS);
@@ -320,8 +318,7 @@ final class CuratorChaos {
                             events.event('E', recipe, holder, "leadership timed out");
                             return;
                         }
-                        List<String> ours = ownedChildren(client, lockPath);
-                        node = ours.isEmpty() ? lockPath + "/missing" : ours.get(0);
+                        node = ownNode(lockPath);
                         break;
                     default:
                         latch = new LeaderLatch(client, lockPath, holder);
@@ -377,6 +374,16 @@ final class CuratorChaos {
                 }
                 release(lease, latch);
             }
+        }
+
+        /**
+         * The node of `dir` our session owns (a recipe that does not tell us its node: the
+         * semaphore mutex, a read-write lock half, the selector); a path that cannot exist if there
+         * is none, so that a check of it fails.
+         */
+        private String ownNode(String dir) throws Exception {
+            List<String> owned = ownedChildren(client, dir);
+            return owned.isEmpty() ? dir + "/missing" : owned.get(0);
         }
 
         private void release(Lease lease, LeaderLatch latch) {
@@ -508,8 +515,17 @@ final class CuratorChaos {
             while (System.currentTimeMillis() < deadline) {
                 try {
                     Result deleted = write(node, client.transactionOp().delete().forPath(marker));
-                    if (deleted.outcome == Outcome.OK || deleted.outcome == Outcome.LOST
-                            || deleted.code == KeeperException.Code.NONODE) {
+                    if (deleted.outcome == Outcome.OK || deleted.code == KeeperException.Code.NONODE) {
+                        return;
+                    }
+                    if (deleted.outcome == Outcome.LOST) {
+                        // Our lock node is gone: with our session (the marker too), or released by
+                        // the recipe itself (a cancelled LeaderSelector) while the session lives on.
+                        Stat stat = client.checkExists().forPath(marker);
+                        if (stat == null || stat.getEphemeralOwner() != sessionId(client)) {
+                            return;
+                        }
+                        client.delete().withVersion(stat.getVersion()).forPath(marker);
                         return;
                     }
                 } catch (Exception error) {

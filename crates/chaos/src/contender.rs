@@ -469,11 +469,34 @@ impl Contender {
         let deadline = tokio::time::Instant::now() + MARKER_CLEANUP_TIMEOUT;
         while tokio::time::Instant::now() < deadline {
             match hold.write(&self.framework, Op::Delete(marker.to_owned())).await {
-                Outcome::Ok | Outcome::Lost | Outcome::Failed(zookeeper_client::Error::NoNode) => return,
-                Outcome::Failed(_) | Outcome::Unknown(_) => tokio::time::sleep(BACKOFF).await,
+                Outcome::Ok | Outcome::Failed(zookeeper_client::Error::NoNode) => return,
+                // Our lock node is gone: with our session (the marker too), or deleted by the
+                // recipe itself (a cancelled leadership) while the session lives on.
+                Outcome::Lost => {
+                    if self.delete_own_marker(marker).await {
+                        return;
+                    }
+                }
+                Outcome::Failed(_) | Outcome::Unknown(_) => {}
             }
+            tokio::time::sleep(BACKOFF).await;
         }
         self.log.event('E', self.recipe, marker, "could not remove the marker");
+    }
+
+    /// Deletes `marker` if the current session owns it; true once it is not ours (or gone).
+    async fn delete_own_marker(&self, marker: &str) -> bool {
+        let deadline = Deadline::after(STEP_TIMEOUT);
+        let Ok(session) = self.framework.session(deadline).await else { return false };
+        match self.framework.exists(marker, deadline).await {
+            Ok(None) => true,
+            Ok(Some(stat)) if !session.owns(stat.ephemeral_owner) => true,
+            Ok(Some(stat)) => {
+                let deleted = self.framework.delete(marker).version(stat.version).deadline(deadline).await;
+                deleted.is_ok() || deleted.is_err_and(|err| err.is_no_node())
+            }
+            Err(_) => false,
+        }
     }
 }
 

@@ -55,7 +55,7 @@ struct RunArgs {
     #[arg(long)]
     duration_secs: Option<u64>,
     /// Where event logs and summary.json go.
-    #[arg(long, default_value = "target/chaos")]
+    #[arg(long, default_value = "target/chaos-run")]
     out_dir: PathBuf,
     /// Recipes, comma-separated (default: all).
     #[arg(long)]
