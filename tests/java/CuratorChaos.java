@@ -22,6 +22,11 @@
  *       locking off: no lock, no check). A SUSPENDED or LOST connection state (or notLeader)
  *       while holding logs L at once and ends the hold. Prints READY once every client is
  *       connected; "stop" on stdin ends the loops, closes the clients and prints DONE.
+ *       Optional trailing <queues|-> <queue-root> <process-ms>: for each queue kind (queue:
+ *       DistributedQueue, priority: DistributedPriorityQueue; lock path <queue-root>/<kind>-locks
+ *       when locking) one more client consumes <queue-root>/<kind>: consumeMessage logs
+ *       "C <kind> <tag>-q <micros> <item>", sleeps <process-ms>, and logs K the same way as it
+ *       returns (Curator then deletes the item and its lock node).
  */
 package zkrecipes.interop;
 
@@ -56,6 +61,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.KeeperException;
@@ -84,6 +90,10 @@ final class CuratorChaos {
         String lockRoot = arg(args, 6, "lock-root");
         String checkRoot = arg(args, 7, "check-root");
         long holdMs = Long.parseLong(arg(args, 8, "hold-ms"));
+        List<String> queueKinds = args.size() > 9 && !args.get(9).equals("-")
+                ? Arrays.asList(args.get(9).split(",")) : new ArrayList<>();
+        String queueRoot = args.size() > 10 ? args.get(10) : "/chaos-queues";
+        long processMs = args.size() > 11 ? Long.parseLong(args.get(11)) : 100;
 
         List<Worker> workers = new ArrayList<>();
         for (String recipe : recipes) {
@@ -98,8 +108,32 @@ final class CuratorChaos {
             thread.start();
             threads.add(thread);
         }
+        List<CuratorDriver.AnyQueue> queues = new ArrayList<>();
+        List<CuratorFramework> queueClients = new ArrayList<>();
+        for (String kind : queueKinds) {
+            CuratorFramework client = start(connect);
+            queueClients.add(client);
+            String consumerName = tag + "-q";
+            QueueConsumer<String> consumer = new QueueConsumer<String>() {
+                public void consumeMessage(String item) throws Exception {
+                    events.event('C', kind, consumerName, item);
+                    Thread.sleep(processMs);
+                    events.event('K', kind, consumerName, item);
+                }
+
+                public void stateChanged(CuratorFramework unused, ConnectionState state) {}
+            };
+            String path = queueRoot + "/" + kind;
+            queues.add(new CuratorDriver.AnyQueue(kind, client, consumer, path, locking ? path + "-locks" : null));
+        }
         out("READY");
         CuratorDriver.awaitLine("stop");
+        for (CuratorDriver.AnyQueue queue : queues) {
+            queue.close();
+        }
+        for (CuratorFramework client : queueClients) {
+            client.close();
+        }
         stopping = true;
         for (Thread thread : threads) {
             thread.join(120_000);

@@ -52,8 +52,20 @@ pub struct RecipeReport {
     pub counter: Option<u64>,
     /// Errors the contenders logged (timeouts, connection losses).
     pub errors: u64,
-    /// Recipe znodes left after the run (lock nodes, markers).
+    /// Recipe znodes left after the run (lock nodes, markers; a queue's items and lock nodes).
     pub leaked_nodes: u64,
+    /// A queue's items put.
+    pub items: u64,
+    /// Items acknowledged (each counted once).
+    pub items_acked: u64,
+    /// Deliveries (`C` events), redeliveries included.
+    pub deliveries: u64,
+    /// Items a Curator consumer processed more than once (at least once: one died or lost its
+    /// session before Curator deleted the item). Not a violation.
+    pub curator_redeliveries: u64,
+    /// Items whose ack was sent but whose success was never logged (the consumer was SIGKILLed,
+    /// or the ack's reply was lost), and that nobody got again and are not left: acked.
+    pub acks_unlogged: u64,
 }
 
 impl RecipeReport {
@@ -212,6 +224,86 @@ pub fn check_recipe(
     report
 }
 
+/// Checks one queue: every item put was acknowledged (or its ack was sent and the item is gone
+/// and was never delivered again), none is left (`left`), and no item came back after a Rust
+/// consumer's ack had succeeded. Items that were not put are violations too.
+///
+/// Events: `C` delivered, `W` ack sent (Rust), `K` acked (Rust: the ack succeeded; Curator:
+/// `consumeMessage` returned, after which Curator deletes the item), `N` ack failed.
+pub fn check_queue(
+    queue: Recipe,
+    events: &[Event],
+    expected: &[String],
+    killed: &HashMap<String, i64>,
+    left: u64,
+) -> RecipeReport {
+    let mut report =
+        RecipeReport { items: expected.len() as u64, leaked_nodes: left, ..RecipeReport::default() };
+    // Per item: its acks (time, consumer) and the acks sent by consumers killed afterwards.
+    let mut acks: HashMap<&str, Vec<(i64, &str)>> = HashMap::new();
+    let mut sent_then_killed: BTreeSet<&str> = BTreeSet::new();
+    let mut consumers = BTreeSet::new();
+    for event in events.iter().filter(|event| event.recipe == queue) {
+        let Some(item) = event.rest.first() else { continue };
+        match event.kind {
+            'C' => {
+                report.deliveries += 1;
+                if is_curator(&event.holder) {
+                    report.curator_acquisitions += 1;
+                } else {
+                    report.rust_acquisitions += 1;
+                }
+                consumers.insert(event.holder.as_str());
+                if is_curator(&event.holder)
+                    && killed.get(tag_of(&event.holder)).is_some_and(|kill| *kill >= event.micros)
+                {
+                    // Curator acks inside consumeMessage's return: a kill after C may have come
+                    // after Curator's delete.
+                    sent_then_killed.insert(item);
+                }
+            }
+            // An ack was sent: it may have committed even if its reply never came (a connection
+            // loss, a SIGKILL); only a redelivery or the item left in the queue says it did not.
+            'W' => {
+                sent_then_killed.insert(item);
+            }
+            'K' => acks.entry(item).or_default().push((event.micros, event.holder.as_str())),
+            'E' => report.errors += 1,
+            _ => {}
+        }
+    }
+    report.holders = consumers.len() as u64;
+    let expected_set: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
+    for (item, item_acks) in &mut acks {
+        if !expected_set.contains(item) {
+            *report.shared_violations.entry("unexpected".to_owned()).or_default() += 1;
+        }
+        item_acks.sort_unstable();
+        // After a Rust ack succeeded, nobody may get the item again.
+        if let Some(first_rust) = item_acks.iter().position(|(_, consumer)| !is_curator(consumer)) {
+            if item_acks.len() > first_rust + 1 {
+                let (_, again) = item_acks[first_rust + 1];
+                report.violation(again, "duplicate");
+            }
+        } else if item_acks.len() > 1 {
+            report.curator_redeliveries += 1;
+        }
+    }
+    for item in expected {
+        if acks.contains_key(item.as_str()) {
+            report.items_acked += 1;
+        } else if sent_then_killed.contains(item.as_str()) {
+            report.acks_unlogged += 1;
+        } else if left == 0 {
+            *report.shared_violations.entry("lost".to_owned()).or_default() += 1;
+        }
+    }
+    if left > 0 {
+        *report.shared_violations.entry("left".to_owned()).or_default() += 1;
+    }
+    report
+}
+
 /// Sweeps the holds in start order, comparing each with those still running when it starts.
 fn check_overlaps(
     recipe: Recipe,
@@ -341,6 +433,41 @@ mod tests {
         );
         assert_eq!(report.stale_markers, 1);
         assert_eq!(report.rust_violations.get("marker"), Some(&1), "{report:?}");
+    }
+
+    #[test]
+    fn queue_items_are_acked_once_and_none_is_lost() {
+        let expected: Vec<String> = ["r0", "r1", "j0", "j1"].iter().map(|item| item.to_string()).collect();
+        let events: Vec<Event> = [
+            "C queue r0x1-q 10 r0",
+            "W queue r0x1-q 11 r0",
+            "K queue r0x1-q 12 r0",
+            "C queue r0x1-q 13 r1",
+            "W queue r0x1-q 14 r1",
+            "C queue j0x1-q 15 j0",
+            "K queue j0x1-q 16 j0",
+            "C queue j0x2-q 30 j0",
+            "K queue j0x2-q 31 j0",
+            "C queue r1x1-q 20 j1",
+            "K queue r1x1-q 21 j1",
+        ]
+        .iter()
+        .map(|line| event(line))
+        .collect();
+        let killed = HashMap::from([("r0x1".to_owned(), 15)]);
+        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 0);
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+        assert_eq!(report.acks_unlogged, 1);
+        assert_eq!(report.curator_redeliveries, 1);
+        // An item delivered but never acked (no W) is lost; one back after a Rust ack is a
+        // duplicate.
+        let mut again: Vec<Event> = events.iter().filter(|event| event.micros != 14).cloned().collect();
+        again.push(event("K queue j0x2-q 40 r0"));
+        let report = check_queue(Recipe::Queue, &again, &expected, &HashMap::new(), 0);
+        assert_eq!(report.shared_violations.get("lost"), Some(&1), "{report:?}");
+        assert_eq!(report.curator_violations.get("duplicate"), Some(&1), "{report:?}");
+        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 2);
+        assert_eq!(report.shared_violations.get("left"), Some(&1), "{report:?}");
     }
 
     #[test]

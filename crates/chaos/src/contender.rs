@@ -19,6 +19,7 @@ use zk_recipes_leader::{
 };
 use zk_recipes_lock_internals::{GuardedOp, LockError};
 use zk_recipes_mutex::{Mutex, MutexGuard};
+use zk_recipes_queue::{DistributedQueue, Utf8Serializer};
 use zk_recipes_rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use zk_recipes_semaphore::{Lease, Semaphore, SemaphoreError, SemaphoreMutex};
 
@@ -61,6 +62,12 @@ pub struct ContenderConfig {
     pub check_root: String,
     /// How long each hold lasts (besides its round trips).
     pub hold: Duration,
+    /// The queues to consume, one consumer (one session) each.
+    pub queues: Vec<Recipe>,
+    /// Root of the queues' paths.
+    pub queue_root: String,
+    /// How long processing one item takes.
+    pub process: Duration,
 }
 
 /// Runs a contender process until `stop` (exit 0) or EOF on stdin (exit 3).
@@ -97,6 +104,13 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
             loops.push(tokio::spawn(contender.run(stop.clone())));
         }
     }
+    for queue in config.queues.iter().copied() {
+        let framework = Framework::builder(config.connect.clone())
+            .session_timeout(config.session_timeout)
+            .start()
+            .map_err(std::io::Error::other)?;
+        loops.push(tokio::spawn(consume(framework, queue, config.clone(), log.clone(), stop.clone())));
+    }
     println!("READY");
     let all = futures_join(loops);
     match tokio::time::timeout(STOP_TIMEOUT * 10, all).await {
@@ -106,6 +120,70 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
         }
         Err(_) => Ok(4),
     }
+}
+
+/// One queue consumer: logs `C` for each item delivered, processes it, acks it and logs `K` once
+/// the ack succeeded (`N` when it failed: the item is delivered again).
+async fn consume(
+    framework: Framework,
+    queue: Recipe,
+    config: ContenderConfig,
+    log: Arc<EventLog>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let consumer_name = format!("{}-q", config.tag);
+    let path = queue.lock_path(&config.queue_root);
+    let mut builder = DistributedQueue::builder(&framework, &path).serializer(Utf8Serializer);
+    if config.locking {
+        builder = builder.lock_path(queue.queue_lock_path(&config.queue_root));
+    }
+    let consumer = match queue {
+        Recipe::PriorityQueue => builder.build_priority().map(|queue| queue.consumer()),
+        _ => builder.build().map(|queue| queue.consumer()),
+    };
+    let mut consumer = match consumer {
+        Ok(consumer) => consumer.prefetch(1),
+        Err(err) => {
+            log.event('E', queue, &consumer_name, &format!("making the consumer: {err}"));
+            return;
+        }
+    };
+    loop {
+        let next = tokio::select! {
+            next = consumer.next() => next,
+            _ = stop.wait_for(|stopped| *stopped) => break,
+        };
+        let delivery = match next {
+            Some(Ok(delivery)) => delivery,
+            Some(Err(err)) => {
+                log.event('E', queue, &consumer_name, &err.to_string());
+                continue;
+            }
+            None => break,
+        };
+        let items = delivery.items().to_vec();
+        for item in &items {
+            log.event('C', queue, &consumer_name, item);
+        }
+        tokio::time::sleep(config.process).await;
+        for item in &items {
+            log.event('W', queue, &consumer_name, item);
+        }
+        match delivery.ack().await {
+            Ok(()) => {
+                for item in &items {
+                    log.event('K', queue, &consumer_name, item);
+                }
+            }
+            Err(err) => {
+                for item in &items {
+                    log.event('N', queue, &consumer_name, &format!("{item} {err}"));
+                }
+            }
+        }
+    }
+    drop(consumer);
+    framework.close().await;
 }
 
 async fn futures_join(loops: Vec<tokio::task::JoinHandle<()>>) {
@@ -254,6 +332,7 @@ impl Contender {
                 Semaphore::new(&self.framework, &path, self.recipe.allowed_holders() as u32)
                     .map_err(|err| err.to_string())?,
             ),
+            Recipe::Queue | Recipe::PriorityQueue => return Err("a queue is not a lock".to_owned()),
             Recipe::Latch => Lock::Latch,
             Recipe::RwLock => {
                 Lock::RwLock(RwLock::new(&self.framework, &path).map_err(|err| err.to_string())?)

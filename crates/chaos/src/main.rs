@@ -60,6 +60,12 @@ struct RunArgs {
     /// Recipes, comma-separated (default: all).
     #[arg(long)]
     recipes: Option<String>,
+    /// Queues, comma-separated (default: queue,priority; `-` for none).
+    #[arg(long)]
+    queues: Option<String>,
+    /// Items put into each queue (default: 1200 quick, 11000 default).
+    #[arg(long)]
+    queue_items: Option<usize>,
     /// How late (ms) lost() may fire after the next holder came in before it is an overlap.
     #[arg(long, default_value_t = 1000)]
     lost_tolerance_ms: u64,
@@ -87,6 +93,12 @@ struct ContendArgs {
     check_root: String,
     #[arg(long, default_value_t = 2)]
     hold_ms: u64,
+    #[arg(long, default_value = "")]
+    queues: String,
+    #[arg(long, default_value = "/chaos-queues")]
+    queue_root: String,
+    #[arg(long, default_value_t = 100)]
+    process_ms: u64,
 }
 
 fn main() {
@@ -119,6 +131,18 @@ async fn run_command(args: RunArgs) -> i32 {
             return 2;
         }
     };
+    let queues = match args
+        .queues
+        .as_deref()
+        .map(|list| recipes::parse_list(list.trim_start_matches('-')))
+        .transpose()
+    {
+        Ok(queues) => queues.unwrap_or_else(|| Recipe::QUEUES.to_vec()),
+        Err(err) => {
+            eprintln!("zkr-chaos: {err}");
+            return 2;
+        }
+    };
     let seed = args.seed.unwrap_or_else(|| events::epoch_micros() as u64);
     let session_timeout = Duration::from_secs(4);
     let config = RunConfig {
@@ -138,6 +162,9 @@ async fn run_command(args: RunArgs) -> i32 {
         },
         lost_tolerance: Duration::from_millis(args.lost_tolerance_ms),
         recipes,
+        queues,
+        queue_items: args.queue_items.unwrap_or(if args.quick { 1200 } else { 11_000 }),
+        process: Duration::from_millis(if args.quick { 120 } else { 400 }),
         out_dir: args.out_dir,
         mode: if args.quick { "quick" } else { "default" }.to_owned(),
     };
@@ -174,6 +201,15 @@ async fn contend_command(args: ContendArgs) -> i32 {
         lock_root: args.lock_root,
         check_root: args.check_root,
         hold: Duration::from_millis(args.hold_ms),
+        queues: match recipes::parse_list(args.queues.trim_start_matches('-')) {
+            Ok(queues) => queues,
+            Err(err) => {
+                eprintln!("zkr-chaos contend: {err}");
+                return 2;
+            }
+        },
+        queue_root: args.queue_root,
+        process: Duration::from_millis(args.process_ms),
     };
     match contender::run(config).await {
         Ok(code) => code,

@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 /// Where every recipe's lock nodes go (containers the recipes make; gone when the run ends).
 pub const LOCK_ROOT: &str = "/chaos";
+/// Where the queues go (persistent dirs the queue recipes make; deleted by the run).
+pub const QUEUE_ROOT: &str = "/chaos-queues";
 /// Where the checkers' own nodes go (guard markers, counters); made and deleted by the run.
 pub const CHECK_ROOT: &str = "/chaos-check";
 
@@ -24,6 +26,10 @@ pub enum Recipe {
     /// `InterProcessReadWriteLock` / `zk_recipes_rwlock::RwLock`: every fourth acquisition of a
     /// session is a write ([`is_writer`]), the others reads.
     RwLock,
+    /// `DistributedQueue` with a lock path (lock-safe) / `zk_recipes_queue::DistributedQueue`.
+    Queue,
+    /// `DistributedPriorityQueue` with a lock path / `zk_recipes_queue::DistributedPriorityQueue`.
+    PriorityQueue,
 }
 
 /// Whether a read-write-lock holder `<tag>-<client>-<n>` writes: `n` divisible by 4 (the Curator
@@ -46,6 +52,19 @@ impl Recipe {
         Recipe::Selector,
     ];
 
+    /// The queues.
+    pub const QUEUES: [Recipe; 2] = [Recipe::Queue, Recipe::PriorityQueue];
+
+    /// Whether this is a queue (consumers, not holders).
+    pub fn is_queue(self) -> bool {
+        Self::QUEUES.contains(&self)
+    }
+
+    /// The queue's lock path (lock-safe consumption) next to its path under `root`.
+    pub fn queue_lock_path(self, root: &str) -> String {
+        format!("{}-locks", self.lock_path(root))
+    }
+
     /// The name used on the command line, in paths and in the contenders' logs.
     pub fn name(self) -> &'static str {
         match self {
@@ -55,6 +74,8 @@ impl Recipe {
             Recipe::Latch => "latch",
             Recipe::Selector => "selector",
             Recipe::RwLock => "rwlock",
+            Recipe::Queue => "queue",
+            Recipe::PriorityQueue => "priority",
         }
     }
 
@@ -116,6 +137,7 @@ impl FromStr for Recipe {
     fn from_str(text: &str) -> Result<Self, String> {
         Recipe::ALL
             .into_iter()
+            .chain(Recipe::QUEUES)
             .find(|recipe| recipe.name() == text)
             .ok_or_else(|| format!("unknown recipe {text:?}"))
     }

@@ -13,14 +13,18 @@ use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{Deadline, Framework};
 use zk_recipes_testing::{CuratorProcess, FaultProxy, TestingCluster};
 
+use crate::check::check_queue;
 use crate::check::{check_recipe, RecipeReport};
 use crate::events::{epoch_micros, Event};
-use crate::recipes::{CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT};
+use crate::recipes::{CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT, QUEUE_ROOT};
 use crate::rng::Rng;
 
 /// Roots of the negative control (locking off), apart from the real run's.
 const CONTROL_LOCK_ROOT: &str = "/chaos-control";
 const CONTROL_CHECK_ROOT: &str = "/chaos-control-check";
+const CONTROL_QUEUE_ROOT: &str = "/chaos-control-queues";
+/// How long the consumers may take to drain the queues after the faults.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(180);
 /// The deadline of one orchestration step (a node read or write, a restart).
 const STEP: Duration = Duration::from_secs(60);
 /// How long stopped contenders may take to exit.
@@ -53,6 +57,12 @@ pub struct RunConfig {
     pub lost_tolerance: Duration,
     /// The recipes.
     pub recipes: Vec<Recipe>,
+    /// The queues, and the items put into each (half by Rust, half by Curator for the plain
+    /// queue; the negative control puts a tenth).
+    pub queues: Vec<Recipe>,
+    pub queue_items: usize,
+    /// How long a consumer processes one item.
+    pub process: Duration,
     /// Where logs and the JSON summary go.
     pub out_dir: PathBuf,
     /// "quick" or "default", for the report.
@@ -132,6 +142,7 @@ struct Phase<'a> {
     locking: bool,
     lock_root: &'static str,
     check_root: &'static str,
+    queue_root: &'static str,
     name: &'static str,
 }
 
@@ -169,6 +180,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         locking: false,
         lock_root: CONTROL_LOCK_ROOT,
         check_root: CONTROL_CHECK_ROOT,
+        queue_root: CONTROL_QUEUE_ROOT,
         name: "control",
     };
     let (control_reports, _) = control.execute(&mut cluster, &observer, None).await?;
@@ -185,8 +197,14 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         }
     );
 
-    let chaos =
-        Phase { config: &config, locking: true, lock_root: LOCK_ROOT, check_root: CHECK_ROOT, name: "chaos" };
+    let chaos = Phase {
+        config: &config,
+        locking: true,
+        lock_root: LOCK_ROOT,
+        check_root: CHECK_ROOT,
+        queue_root: QUEUE_ROOT,
+        name: "chaos",
+    };
     let mut rng = Rng::new(config.seed);
     let (reports, faults) = chaos.execute(&mut cluster, &observer, Some(&mut rng)).await?;
 
@@ -195,7 +213,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
     let leaks = check_leaks(&cluster, &observer, baseline).await;
     let mut reports = reports;
     for (recipe, report) in &mut reports {
-        report.leaked_nodes = leaks.nodes_by_recipe.get(recipe).copied().unwrap_or(0);
+        report.leaked_nodes += leaks.nodes_by_recipe.get(recipe).copied().unwrap_or(0);
     }
     observer.close().await;
 
@@ -218,9 +236,10 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
     let clean = violations == 0 && leaks.clean() && control_caught_all;
     let wall = started.elapsed().as_secs();
     println!(
-        "\nRESULT: {} — {} acquisitions, {violations} violations, control {control_violations} violations, wall time {wall} s",
+        "\nRESULT: {} — {} acquisitions, {} queue items, {violations} violations, control {control_violations} violations, wall time {wall} s",
         if clean { "CLEAN" } else { "FAILED" },
-        reports.values().map(RecipeReport::acquisitions).sum::<u64>(),
+        reports.iter().filter(|(recipe, _)| !recipe.is_queue()).map(|(_, report)| report.acquisitions()).sum::<u64>(),
+        reports.values().map(|report| report.items).sum::<u64>(),
     );
     let summary = json!({
         "mode": config.mode,
@@ -262,6 +281,11 @@ impl Phase<'_> {
         }
         let log_dir = config.out_dir.join(self.name);
         std::fs::create_dir_all(&log_dir).map_err(|err| err.to_string())?;
+        let items = if self.locking { config.queue_items } else { config.queue_items / 10 };
+        let mut expected = BTreeMap::new();
+        for queue in &config.queues {
+            expected.insert(*queue, self.produce(observer, cluster, *queue, items).await?);
+        }
         let mut slots = Vec::new();
         for (curator, count) in [(false, config.rust_processes), (true, config.curator_processes)] {
             for index in 0..count {
@@ -289,6 +313,14 @@ impl Phase<'_> {
         let mut ensemble_restarted = false;
         while Instant::now() < end {
             let Some(rng) = rng.as_deref_mut() else {
+                if !config.queues.is_empty() {
+                    // Consumers without a lock path (at most once) crashing lose what they hold.
+                    tokio::time::sleep(duration / 2).await;
+                    for slot in &mut slots {
+                        self.kill(slot, &mut killed).await;
+                        self.spawn(slot, &log_dir)?;
+                    }
+                }
                 tokio::time::sleep(end.saturating_duration_since(Instant::now())).await;
                 break;
             };
@@ -325,6 +357,9 @@ impl Phase<'_> {
             }
         }
         cluster.wait_until_serving(STEP).await.map_err(|err| format!("ensemble after the faults: {err}"))?;
+        if self.locking {
+            self.drain(observer).await;
+        }
         for slot in &mut slots {
             self.stop(slot, &mut killed).await;
         }
@@ -343,8 +378,81 @@ impl Phase<'_> {
                 check_recipe(*recipe, &events, &killed, run_end, tolerance, counter.as_ref()),
             );
         }
+        for (queue, items) in &expected {
+            let path = queue.lock_path(self.queue_root);
+            let left = children(observer, &path).await.len()
+                + children(observer, &queue.queue_lock_path(self.queue_root)).await.len();
+            reports.insert(*queue, check_queue(*queue, &events, items, &killed, left as u64));
+        }
+        let _ = observer
+            .delete(self.queue_root)
+            .deleting_children_if_needed()
+            .quietly()
+            .deadline(Deadline::after(STEP))
+            .await;
         drop(slots);
         Ok((reports, faults))
+    }
+
+    /// Puts `items` items into `queue` before the contenders start: the plain queue half from
+    /// Rust (`r<n>`) and half from Curator (`j<n>`), the priority queue from Rust with priorities
+    /// -3..=3. Puts made before any fault are never ambiguous, so each item is put exactly once.
+    async fn produce(
+        &self,
+        observer: &Framework,
+        cluster: &TestingCluster,
+        queue: Recipe,
+        items: usize,
+    ) -> Result<Vec<String>, String> {
+        let path = queue.lock_path(self.queue_root);
+        let builder = zk_recipes_queue::DistributedQueue::builder(observer, &path)
+            .serializer(zk_recipes_queue::Utf8Serializer);
+        let curator_items = if queue == Recipe::Queue { items / 2 } else { 0 };
+        let rust_items: Vec<String> = (0..items - curator_items).map(|n| format!("r{n}")).collect();
+        if queue == Recipe::PriorityQueue {
+            let priority_queue = builder.build_priority().map_err(|err| err.to_string())?;
+            for (n, item) in rust_items.iter().enumerate() {
+                priority_queue
+                    .put(item, (n % 7) as i32 - 3)
+                    .await
+                    .map_err(|err| format!("putting {item}: {err}"))?;
+            }
+        } else {
+            let plain = builder.build().map_err(|err| err.to_string())?;
+            for item in &rust_items {
+                plain.put(item).await.map_err(|err| format!("putting {item}: {err}"))?;
+            }
+        }
+        let mut all = rust_items;
+        if curator_items > 0 {
+            let mut producer = CuratorProcess::spawn([
+                "queue-produce".to_owned(),
+                cluster.connect_string(),
+                path.clone(),
+                curator_items.to_string(),
+                "1".to_owned(),
+                "j".to_owned(),
+            ])
+            .map_err(|err| format!("spawning the Curator producer: {err}"))?;
+            producer
+                .expect_line("RESULT", STEP * 3)
+                .await
+                .map_err(|err| format!("Curator producer: {err}"))?;
+            all.extend((0..curator_items).map(|n| format!("j{n}")));
+        }
+        Ok(all)
+    }
+
+    /// Waits until every queue is empty (the consumers acked everything), up to
+    /// [`DRAIN_TIMEOUT`]; what is left is reported by the checker.
+    async fn drain(&self, observer: &Framework) {
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        for queue in &self.config.queues {
+            let path = queue.lock_path(self.queue_root);
+            while !children(observer, &path).await.is_empty() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
     }
 
     fn spawn(&self, slot: &mut Slot, log_dir: &Path) -> Result<(), String> {
@@ -372,6 +480,9 @@ impl Phase<'_> {
                 self.lock_root,
                 self.check_root,
                 &hold_ms,
+                &queues_arg(&config.queues),
+                self.queue_root,
+                &config.process.as_millis().to_string(),
             ])
             .map_err(|err| format!("spawning a Curator contender: {err}"))?;
             slot.running = Some(Running::Curator(Box::new(process)));
@@ -393,6 +504,8 @@ impl Phase<'_> {
                     self.lock_root,
                 ])
                 .args(["--check-root", self.check_root, "--hold-ms", &hold_ms])
+                .args(["--queues", &queues_arg(&config.queues), "--queue-root", self.queue_root])
+                .args(["--process-ms", &config.process.as_millis().to_string()])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
                 .stderr(stderr)
@@ -513,6 +626,15 @@ impl Phase<'_> {
                 "every server SIGKILLed and restarted".to_owned()
             }
         })
+    }
+}
+
+/// The queues as the contenders take them: comma-separated, `-` for none.
+fn queues_arg(queues: &[Recipe]) -> String {
+    if queues.is_empty() {
+        "-".to_owned()
+    } else {
+        queues.iter().map(|queue| queue.name()).collect::<Vec<_>>().join(",")
     }
 }
 
@@ -666,6 +788,11 @@ fn report_json(report: &RecipeReport) -> serde_json::Value {
         "errors": report.errors,
         "stale_markers": report.stale_markers,
         "leaked_nodes": report.leaked_nodes,
+        "items": report.items,
+        "items_acked": report.items_acked,
+        "acks_unlogged": report.acks_unlogged,
+        "deliveries": report.deliveries,
+        "curator_redeliveries": report.curator_redeliveries,
     })
 }
 
@@ -674,7 +801,7 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
         "{:<16} {:>9} {:>7} {:>7} {:>7} {:>6} {:>8} {:>9} {:>6} {:>6}  violations",
         "recipe", "acquired", "rust", "curator", "holders", "lost", "max-hold", "late-ms", "errors", "leaks",
     );
-    for (recipe, report) in reports {
+    for (recipe, report) in reports.iter().filter(|(recipe, _)| !recipe.is_queue()) {
         let violations = report.violations_by_kind();
         let violations = if violations.is_empty() {
             "0".to_owned()
@@ -699,6 +826,29 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
         println!(
             "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}; stale markers {}",
             "", report.increments, report.uncertain_increments, report.max_token, report.stale_markers
+        );
+    }
+    for (queue, report) in reports.iter().filter(|(recipe, _)| recipe.is_queue()) {
+        let violations = report.violations_by_kind();
+        let violations = if violations.is_empty() {
+            "0".to_owned()
+        } else {
+            violations.iter().map(|(kind, count)| format!("{kind}={count}")).collect::<Vec<_>>().join(" ")
+        };
+        println!(
+            "{:<16} items {} acked {} (+{} whose ack was sent but not confirmed, then never redelivered); deliveries {} \
+             (rust {}, curator {}); curator redeliveries {}; consumers {}; left {}; errors {}; violations {violations}",
+            queue.name(),
+            report.items,
+            report.items_acked,
+            report.acks_unlogged,
+            report.deliveries,
+            report.rust_acquisitions,
+            report.curator_acquisitions,
+            report.curator_redeliveries,
+            report.holders,
+            report.leaked_nodes,
+            report.errors,
         );
     }
 }
