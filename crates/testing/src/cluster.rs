@@ -543,6 +543,14 @@ impl TestingCluster {
     ///
     /// # Cancel safety
     /// If cancelled, members may be left stopped.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn demo(cluster: &mut zk_recipes_testing::TestingCluster) -> Result<(), zk_recipes_testing::TestingError> {
+    /// cluster.restart_all().await?; // every member crashed at once and came back
+    /// assert!(cluster.members().iter().all(|member| member.is_running()));
+    /// # Ok(()) }
+    /// ```
     pub async fn restart_all(&mut self) -> Result<()> {
         for index in 0..self.members.len() {
             self.kill(index).await?;
