@@ -796,18 +796,23 @@ fn report_json(report: &RecipeReport) -> serde_json::Value {
     })
 }
 
+/// `kind=count ...`, or `0`.
+fn violations_text(report: &RecipeReport) -> String {
+    let violations = report.violations_by_kind();
+    if violations.is_empty() {
+        "0".to_owned()
+    } else {
+        violations.iter().map(|(kind, count)| format!("{kind}={count}")).collect::<Vec<_>>().join(" ")
+    }
+}
+
 fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
     println!(
         "{:<16} {:>9} {:>7} {:>7} {:>7} {:>6} {:>8} {:>9} {:>6} {:>6}  violations",
         "recipe", "acquired", "rust", "curator", "holders", "lost", "max-hold", "late-ms", "errors", "leaks",
     );
     for (recipe, report) in reports.iter().filter(|(recipe, _)| !recipe.is_queue()) {
-        let violations = report.violations_by_kind();
-        let violations = if violations.is_empty() {
-            "0".to_owned()
-        } else {
-            violations.iter().map(|(kind, count)| format!("{kind}={count}")).collect::<Vec<_>>().join(" ")
-        };
+        let violations = violations_text(report);
         println!(
             "{:<16} {:>9} {:>7} {:>7} {:>7} {:>6} {:>8} {:>9.1} {:>6} {:>6}  {}",
             recipe.name(),
@@ -829,12 +834,7 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
         );
     }
     for (queue, report) in reports.iter().filter(|(recipe, _)| recipe.is_queue()) {
-        let violations = report.violations_by_kind();
-        let violations = if violations.is_empty() {
-            "0".to_owned()
-        } else {
-            violations.iter().map(|(kind, count)| format!("{kind}={count}")).collect::<Vec<_>>().join(" ")
-        };
+        let violations = violations_text(report);
         println!(
             "{:<16} items {} acked {} (+{} whose ack was sent but not confirmed, then never redelivered); deliveries {} \
              (rust {}, curator {}); curator redeliveries {}; consumers {}; left {}; errors {}; violations {violations}",
