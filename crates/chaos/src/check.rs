@@ -36,6 +36,8 @@ pub struct RecipeReport {
     pub curator_violations: BTreeMap<String, u64>,
     /// Markers seen whose holders had all seen `lost()` fire (not violations).
     pub stale_markers: u64,
+    /// What holders saw after their own `lost()` had fired (not violations: they were fenced off).
+    pub fenced_after_lost: u64,
     /// Violations no single holder is to blame for (the counter's count).
     pub shared_violations: BTreeMap<String, u64>,
     /// The largest fencing token handed out.
@@ -132,7 +134,7 @@ pub fn check_recipe(
     let mut holds: BTreeMap<&str, Interval> = BTreeMap::new();
     let mut writes: HashMap<&str, Option<&str>> = HashMap::new();
     let mut sessions = BTreeSet::new();
-    let mut markers: Vec<&Event> = Vec::new();
+    let mut seen: Vec<&Event> = Vec::new();
     let mut lost_at: HashMap<&str, i64> = HashMap::new();
     for event in events.iter().filter(|event| event.recipe == recipe) {
         let holder = event.holder.as_str();
@@ -174,19 +176,26 @@ pub fn check_recipe(
             'I' => {
                 writes.insert(holder, event.rest.first().map(String::as_str));
             }
-            'V' => {
-                let kind = event.rest.first().map_or("unknown", String::as_str);
-                if kind == "marker" {
-                    markers.push(event);
-                } else {
-                    report.violation(holder, kind);
-                }
-            }
+            'V' => seen.push(event),
             'E' => report.errors += 1,
             _ => {}
         }
     }
     report.holders = sessions.len() as u64;
+    let mut markers = Vec::new();
+    for event in seen {
+        let kind = event.rest.first().map_or("unknown", String::as_str);
+        if lost_at.get(event.holder.as_str()).is_some_and(|lost| *lost <= event.micros) {
+            // A holder that had already seen lost() fire, still finishing a call: what it saw
+            // (a newer token, someone's marker) is the next holder, and its own guarded write
+            // cannot commit. Fenced off, as it should be.
+            report.fenced_after_lost += 1;
+        } else if kind == "marker" {
+            markers.push(event);
+        } else {
+            report.violation(&event.holder, kind);
+        }
+    }
     for marker in markers {
         let others = marker.rest.get(1).and_then(|others| others.strip_prefix("others=")).unwrap_or_default();
         let live = others
@@ -468,6 +477,26 @@ mod tests {
         assert_eq!(report.curator_violations.get("duplicate"), Some(&1), "{report:?}");
         let report = check_queue(Recipe::Queue, &events, &expected, &killed, 2);
         assert_eq!(report.shared_violations.get("left"), Some(&1), "{report:?}");
+    }
+
+    #[test]
+    fn what_a_holder_sees_after_its_own_lost_is_not_a_violation() {
+        let report = check(
+            &[
+                "A selector j0-0-1 10 5",
+                "L selector j0-0-1 20",
+                "A selector r0-0-1 30 7",
+                "V selector j0-0-1 40 fencing last=7 ours=5 by=r0-0-1",
+                "V selector r0-0-1 31 fencing last=9 ours=7 by=x",
+            ]
+            .map(|line| line.replace("selector", "mutex"))
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+            None,
+        );
+        assert_eq!(report.fenced_after_lost, 1);
+        assert_eq!(report.rust_violations.get("fencing"), Some(&1), "{report:?}");
     }
 
     #[test]

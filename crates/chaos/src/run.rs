@@ -787,6 +787,7 @@ fn report_json(report: &RecipeReport) -> serde_json::Value {
         "counter": report.counter,
         "errors": report.errors,
         "stale_markers": report.stale_markers,
+        "fenced_after_lost": report.fenced_after_lost,
         "leaked_nodes": report.leaked_nodes,
         "items": report.items,
         "items_acked": report.items_acked,
@@ -829,8 +830,13 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
         );
         let counter = report.counter.map_or("-".to_owned(), |count| count.to_string());
         println!(
-            "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}; stale markers {}",
-            "", report.increments, report.uncertain_increments, report.max_token, report.stale_markers
+            "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}; stale markers {}; fenced after lost {}",
+            "",
+            report.increments,
+            report.uncertain_increments,
+            report.max_token,
+            report.stale_markers,
+            report.fenced_after_lost
         );
     }
     for (queue, report) in reports.iter().filter(|(recipe, _)| recipe.is_queue()) {
