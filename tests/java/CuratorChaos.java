@@ -499,6 +499,7 @@ final class CuratorChaos {
                 checkLost();
                 byte[] next = ((count + 1) + " " + token + " " + holder).getBytes(StandardCharsets.UTF_8);
                 events.event('W', recipe, holder, "");
+                long lossesBeforeWrite = connectionLosses.get();
                 Result written = write(node, client.transactionOp().setData().withVersion(stat.getVersion())
                         .forPath(counterPath, next));
                 if (written.outcome == Outcome.FAILED && written.code == KeeperException.Code.BADVERSION) {
@@ -512,7 +513,10 @@ final class CuratorChaos {
                     events.event('I', recipe, holder, "ok");
                     break;
                 }
-                events.event('I', recipe, holder, written.outcome == Outcome.UNKNOWN ? "unc" : "no");
+                // Curator retries a transaction after a connection loss: a failure after one may
+                // follow a first attempt that committed, so only a failure without one is certain.
+                boolean certain = written.outcome != Outcome.UNKNOWN && connectionLosses.get() == lossesBeforeWrite;
+                events.event('I', recipe, holder, certain ? "no" : "unc");
                 if (written.outcome == Outcome.FAILED && written.code == KeeperException.Code.BADVERSION) {
                     if (exclusive) {
                         events.event('V', recipe, holder, "counter written by another holder during our hold");

@@ -10,7 +10,8 @@
 //!   ends when its critical section ends (`R`, logged before the release is sent), when `lost()`
 //!   fired (`L`), or when its process was SIGKILLed. A hold that ended by `lost()` may end up to
 //!   the tolerance after the next holder came in (the machine may be slow to run the listener);
-//!   later than that, `lost()` fired too late: an overlap.
+//!   later than that, `lost()` fired too late: an overlap. Likewise a hold whose own `lost()`
+//!   fired within the tolerance of its start (its acquire returned as its session was being lost).
 //! * **count**: the counter's final count must be the sum of increments that committed, give
 //!   or take those whose outcome the contender could not know (`I unc`, or `W` with no `I`).
 
@@ -335,7 +336,13 @@ fn check_overlaps(
             }
         }
         report.max_concurrent = report.max_concurrent.max(overlapping.len() as u64 + 1);
-        if recipe.too_many(&interval.holder, overlapping.into_iter()) {
+        // A hold lost within the tolerance of its own start (its acquire returned on a session
+        // that was being lost) never got to act: forgiven, as an earlier one lost late is.
+        let lost_at_once = interval.by_lost && interval.end - interval.start <= tolerance_micros;
+        if lost_at_once && !overlapping.is_empty() {
+            let late_ms = (interval.end - interval.start) as f64 / 1000.0;
+            report.max_late_lost_ms = report.max_late_lost_ms.max(late_ms);
+        } else if recipe.too_many(&interval.holder, overlapping.into_iter()) {
             report.violation(&interval.holder, "overlap");
         }
         running.push(interval);
@@ -397,6 +404,20 @@ mod tests {
             None,
         );
         assert_eq!(late.rust_violations.get("overlap"), Some(&1));
+    }
+
+    #[test]
+    fn a_hold_lost_at_once_is_forgiven_within_the_tolerance() {
+        let at_once = check(
+            &["A mutex r0-0-1 10 5", "A mutex j1-0-1 20 0", "L mutex j1-0-1 21", "R mutex r0-0-1 500"],
+            None,
+        );
+        assert_eq!(at_once.total_violations(), 0, "{at_once:?}");
+        let later = check(
+            &["A mutex r0-0-1 10 5", "A mutex j1-0-1 20 0", "L mutex j1-0-1 400", "R mutex r0-0-1 500"],
+            None,
+        );
+        assert_eq!(later.curator_violations.get("overlap"), Some(&1), "{later:?}");
     }
 
     #[test]

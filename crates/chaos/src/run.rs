@@ -23,6 +23,8 @@ use crate::rng::Rng;
 const CONTROL_LOCK_ROOT: &str = "/chaos-control";
 const CONTROL_CHECK_ROOT: &str = "/chaos-control-check";
 const CONTROL_QUEUE_ROOT: &str = "/chaos-control-queues";
+/// A Rust contender silent this long before its kill is reported, with its stacks.
+const SILENT: Duration = Duration::from_secs(25);
 /// How long the consumers may take to drain the queues after the faults.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(180);
 /// The deadline of one orchestration step (a node read or write, a restart).
@@ -522,6 +524,7 @@ impl Phase<'_> {
     async fn kill(&self, slot: &mut Slot, killed: &mut HashMap<String, i64>) {
         match slot.running.take() {
             Some(Running::Rust { mut child, .. }) => {
+                self.dump_if_silent(slot, child.id()).await;
                 let _ = child.start_kill();
                 let _ = tokio::time::timeout(STEP, child.wait()).await;
             }
@@ -531,6 +534,34 @@ impl Phase<'_> {
             None => {}
         }
         killed.insert(slot.tag.clone(), epoch_micros());
+    }
+
+    /// A Rust contender whose event log has been silent for [`SILENT`] before we kill it has made
+    /// no progress on any of its sessions (a lock acquire alone times out after 20 s): its threads'
+    /// stacks go to `stack-<tag>.txt` (gdb, if installed) for the report.
+    async fn dump_if_silent(&self, slot: &Slot, pid: Option<u32>) {
+        let log = self.config.out_dir.join(self.name).join(format!("events-{}.log", slot.tag));
+        let silent = std::fs::metadata(&log)
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .unwrap_or_default();
+        let Some(pid) = pid.filter(|_| silent >= SILENT) else { return };
+        let stacks = self.config.out_dir.join(self.name).join(format!("stack-{}.txt", slot.tag));
+        println!(
+            "warning: contender {} (pid {pid}) logged nothing for {} s; stacks: {}",
+            slot.tag,
+            silent.as_secs(),
+            stacks.display()
+        );
+        let dump = Command::new("gdb")
+            .args(["-p", &pid.to_string(), "-batch", "-ex", "thread apply all bt"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output();
+        if let Ok(Ok(output)) = tokio::time::timeout(Duration::from_secs(60), dump).await {
+            let _ = std::fs::write(&stacks, output.stdout);
+        }
     }
 
     /// Asks a slot's process to stop (release, close its sessions) and waits for it; SIGKILLs it
