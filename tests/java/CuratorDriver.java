@@ -320,6 +320,7 @@ public final class CuratorDriver {
         CuratorCounters::run,
         CuratorBarriers::run,
         ZkRecipeLocks::run,
+        CuratorChaos::run,
     };
 
     // ---------------------------------------------------------------------------------------
@@ -1411,7 +1412,7 @@ public final class CuratorDriver {
     }
 
     /** One queue of any kind, started, behind one interface. */
-    private static final class AnyQueue implements java.io.Closeable {
+    static final class AnyQueue implements java.io.Closeable {
         final String kind;
         final java.io.Closeable queue;
 

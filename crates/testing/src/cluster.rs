@@ -534,6 +534,51 @@ impl TestingCluster {
         Err(TestingError::AddressInUse { attempts: SAME_PORT_ATTEMPTS, log_tail: last_tail })
     }
 
+    /// A whole-ensemble crash: SIGKILLs every member, starts them all again at once with the same
+    /// ports and data (sessions and znodes come back from the data dirs), and waits until every
+    /// member serves and exactly one leads. Retries the start for about 3 s while a port is
+    /// briefly busy.
+    ///
+    /// # Errors
+    /// As [`wait_until_serving`](Self::wait_until_serving).
+    ///
+    /// # Cancel safety
+    /// If cancelled, members may be left stopped.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn demo(cluster: &mut zk_recipes_testing::TestingCluster) -> Result<(), zk_recipes_testing::TestingError> {
+    /// cluster.restart_all().await?; // every member crashed at once and came back
+    /// assert!(cluster.members().iter().all(|member| member.is_running()));
+    /// # Ok(()) }
+    /// ```
+    pub async fn restart_all(&mut self) -> Result<()> {
+        for index in 0..self.members.len() {
+            self.kill(index).await?;
+        }
+        let timeout = self.tuning.start_timeout;
+        let mut last_tail = String::new();
+        for attempt in 0..SAME_PORT_ATTEMPTS {
+            if attempt > 0 {
+                for index in 0..self.members.len() {
+                    self.kill(index).await?;
+                }
+                tokio::time::sleep(SAME_PORT_BACKOFF).await;
+            }
+            for member in &mut self.members {
+                let (process, log_from) = member.launch.spawn().await?;
+                member.process = Some(process);
+                member.log_from = log_from;
+            }
+            match self.wait_for_ensemble(timeout).await {
+                Ok(()) => return Ok(()),
+                Err(LaunchError::AddressInUse { log_tail }) => last_tail = log_tail,
+                Err(LaunchError::Failed(err)) => return Err(err),
+            }
+        }
+        Err(TestingError::AddressInUse { attempts: SAME_PORT_ATTEMPTS, log_tail: last_tail })
+    }
+
     /// Freezes member `index` with SIGSTOP (see [`TestingServer::pause`](crate::TestingServer::pause)).
     /// The leader drops a paused follower only after the sync limit (10 s by default); followers
     /// of a paused leader re-elect after it.

@@ -30,6 +30,7 @@ pub(crate) const CURATOR_DRIVER_SOURCES: &[(&str, &str)] = &[
     ("CuratorCounters.java", include_str!("../../../tests/java/CuratorCounters.java")),
     ("CuratorBarriers.java", include_str!("../../../tests/java/CuratorBarriers.java")),
     ("ZkRecipeLocks.java", include_str!("../../../tests/java/ZkRecipeLocks.java")),
+    ("CuratorChaos.java", include_str!("../../../tests/java/CuratorChaos.java")),
 ];
 
 /// The driver's main class.

@@ -79,3 +79,23 @@ async fn a_one_member_cluster_is_a_quorum_of_one() {
     let client = connect(&cluster.connect_string(), Duration::from_secs(10)).await;
     create(&client, "/alone", b"").await;
 }
+
+#[tokio::test]
+async fn a_whole_ensemble_restart_keeps_the_data_and_elects_again() {
+    let mut cluster = within(START, "starting the ensemble", TestingCluster::start(3)).await.expect("start");
+    let client = connect(&cluster.connect_string(), Duration::from_secs(10)).await;
+    create(&client, "/kept", b"").await;
+    let pids: Vec<Option<u32>> = cluster.members().iter().map(|member| member.pid()).collect();
+
+    within(START, "restarting every member", cluster.restart_all()).await.expect("restart all");
+
+    for (member, old_pid) in cluster.members().iter().zip(&pids) {
+        assert!(member.is_running());
+        assert_ne!(member.pid(), *old_pid, "server.{} is a new process", member.server_id());
+    }
+    let leaders = within(STEP, "finding the leader", cluster.leader_index()).await;
+    assert!(leaders.is_ok(), "{leaders:?}");
+    let fresh = connect(&cluster.connect_string(), Duration::from_secs(10)).await;
+    let stat = within(STEP, "reading", fresh.check_stat("/kept")).await.expect("check");
+    assert!(stat.is_some(), "/kept survived the restart");
+}

@@ -1,0 +1,530 @@
+//! The checkers: from the contenders' event logs (and the counters' final values), per recipe.
+//!
+//! * **marker / counter / fencing**: violations the holders saw inside their holds (`V` events):
+//!   another live holder's marker, a counter written by someone else during an exclusive hold, a
+//!   fencing token not above the last committed one. A marker whose holder had already seen
+//!   `lost()` fire is not a live holder's (its client gave the session up, e.g. after an ensemble
+//!   restart revived it on the servers, and the framework's cleanup deleted its lock node from the
+//!   new session): counted as a stale marker, not a violation. A SIGKILLed holder stays live.
+//! * **overlap**: from the logged times, more holders at once than the recipe allows. A hold
+//!   ends when its critical section ends (`R`, logged before the release is sent), when `lost()`
+//!   fired (`L`), or when its process was SIGKILLed. A hold that ended by `lost()` may end up to
+//!   the tolerance after the next holder came in (the machine may be slow to run the listener);
+//!   later than that, `lost()` fired too late: an overlap. Likewise a hold whose own `lost()`
+//!   fired within the tolerance of its start (its acquire returned as its session was being lost).
+//! * **count**: the counter's final count must be the sum of increments that committed, give
+//!   or take those whose outcome the contender could not know (`I unc`, or `W` with no `I`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::events::Event;
+use crate::recipes::{CounterValue, Recipe};
+
+/// What one recipe did and what the checkers found.
+#[derive(Debug, Clone, Default)]
+pub struct RecipeReport {
+    /// Acquisitions (`A` events), by Rust contenders.
+    pub rust_acquisitions: u64,
+    /// Acquisitions by Curator contenders.
+    pub curator_acquisitions: u64,
+    /// Distinct sessions that held at least once.
+    pub holders: u64,
+    /// `lost()` fired while holding.
+    pub lost_fired: u64,
+    /// Violations by kind, Rust holders.
+    pub rust_violations: BTreeMap<String, u64>,
+    /// Violations by kind, Curator holders.
+    pub curator_violations: BTreeMap<String, u64>,
+    /// Markers seen whose holders had all seen `lost()` fire (not violations).
+    pub stale_markers: u64,
+    /// What holders saw after their own `lost()` had fired (not violations: they were fenced off).
+    pub fenced_after_lost: u64,
+    /// Violations no single holder is to blame for (the counter's count).
+    pub shared_violations: BTreeMap<String, u64>,
+    /// The largest fencing token handed out.
+    pub max_token: i64,
+    /// Most holders at once (by the logged times).
+    pub max_concurrent: u64,
+    /// Latest `lost()` after the next holder came in (ms; within the tolerance, else an overlap).
+    pub max_late_lost_ms: f64,
+    /// Increments that committed.
+    pub increments: u64,
+    /// Increments of unknown outcome.
+    pub uncertain_increments: u64,
+    /// The counter's final count.
+    pub counter: Option<u64>,
+    /// Errors the contenders logged (timeouts, connection losses).
+    pub errors: u64,
+    /// Recipe znodes left after the run (lock nodes, markers; a queue's items and lock nodes).
+    pub leaked_nodes: u64,
+    /// A queue's items put.
+    pub items: u64,
+    /// Items acknowledged (each counted once).
+    pub items_acked: u64,
+    /// Deliveries (`C` events), redeliveries included.
+    pub deliveries: u64,
+    /// Items a Curator consumer processed more than once (at least once: one died or lost its
+    /// session before Curator deleted the item). Not a violation.
+    pub curator_redeliveries: u64,
+    /// Items whose ack was sent but whose success was never logged (the consumer was SIGKILLed,
+    /// or the ack's reply was lost), and that nobody got again and are not left: acked.
+    pub acks_unlogged: u64,
+}
+
+impl RecipeReport {
+    /// Every violation, Rust's and Curator's.
+    pub fn total_violations(&self) -> u64 {
+        self.violations_by_kind().values().sum()
+    }
+
+    /// Every violation by kind.
+    pub fn violations_by_kind(&self) -> BTreeMap<String, u64> {
+        let mut all = BTreeMap::new();
+        for map in [&self.rust_violations, &self.curator_violations, &self.shared_violations] {
+            for (kind, count) in map {
+                *all.entry(kind.clone()).or_default() += count;
+            }
+        }
+        all
+    }
+
+    /// All acquisitions.
+    pub fn acquisitions(&self) -> u64 {
+        self.rust_acquisitions + self.curator_acquisitions
+    }
+
+    fn violation(&mut self, holder: &str, kind: &str) {
+        let map = if is_curator(holder) { &mut self.curator_violations } else { &mut self.rust_violations };
+        *map.entry(kind.to_owned()).or_default() += 1;
+    }
+}
+
+/// Curator contenders' tags start with `j`, Rust ones with `r`.
+pub fn is_curator(holder: &str) -> bool {
+    holder.starts_with('j')
+}
+
+/// The process tag of a holder `<tag>-<client>-<n>`.
+pub fn tag_of(holder: &str) -> &str {
+    holder.split('-').next().unwrap_or(holder)
+}
+
+/// One hold's interval.
+#[derive(Debug, Clone)]
+struct Interval {
+    holder: String,
+    start: i64,
+    end: i64,
+    /// Ended by `lost()`: may end up to the tolerance late.
+    by_lost: bool,
+}
+
+/// Checks one recipe's events.
+///
+/// `killed` maps a process tag to when it was SIGKILLed; `run_end` closes holds still open;
+/// `tolerance_micros` is how late `lost()` may fire; `counter` is the final counter value.
+pub fn check_recipe(
+    recipe: Recipe,
+    events: &[Event],
+    killed: &HashMap<String, i64>,
+    run_end: i64,
+    tolerance_micros: i64,
+    counter: Option<&CounterValue>,
+) -> RecipeReport {
+    let mut report = RecipeReport::default();
+    let mut holds: BTreeMap<&str, Interval> = BTreeMap::new();
+    let mut writes: HashMap<&str, Option<&str>> = HashMap::new();
+    let mut sessions = BTreeSet::new();
+    let mut seen: Vec<&Event> = Vec::new();
+    let mut lost_at: HashMap<&str, i64> = HashMap::new();
+    for event in events.iter().filter(|event| event.recipe == recipe) {
+        let holder = event.holder.as_str();
+        match event.kind {
+            'A' => {
+                if is_curator(holder) {
+                    report.curator_acquisitions += 1;
+                } else {
+                    report.rust_acquisitions += 1;
+                }
+                let token: i64 = event.rest.first().and_then(|token| token.parse().ok()).unwrap_or(0);
+                report.max_token = report.max_token.max(token);
+                sessions.insert(holder.rsplit_once('-').map_or(holder, |(session, _)| session));
+                holds.insert(
+                    holder,
+                    Interval {
+                        holder: holder.to_owned(),
+                        start: event.micros,
+                        end: i64::MAX,
+                        by_lost: false,
+                    },
+                );
+            }
+            'R' | 'L' => {
+                if event.kind == 'L' {
+                    report.lost_fired += 1;
+                    lost_at.entry(holder).or_insert(event.micros);
+                }
+                if let Some(interval) = holds.get_mut(holder) {
+                    if interval.end == i64::MAX {
+                        interval.end = event.micros;
+                        interval.by_lost = event.kind == 'L';
+                    }
+                }
+            }
+            'W' => {
+                writes.insert(holder, None);
+            }
+            'I' => {
+                writes.insert(holder, event.rest.first().map(String::as_str));
+            }
+            'V' => seen.push(event),
+            'E' => report.errors += 1,
+            _ => {}
+        }
+    }
+    report.holders = sessions.len() as u64;
+    let mut markers = Vec::new();
+    for event in seen {
+        let kind = event.rest.first().map_or("unknown", String::as_str);
+        if lost_at.get(event.holder.as_str()).is_some_and(|lost| *lost <= event.micros) {
+            // A holder that had already seen lost() fire, still finishing a call: what it saw
+            // (a newer token, someone's marker) is the next holder, and its own guarded write
+            // cannot commit. Fenced off, as it should be.
+            report.fenced_after_lost += 1;
+        } else if kind == "marker" {
+            markers.push(event);
+        } else {
+            report.violation(&event.holder, kind);
+        }
+    }
+    for marker in markers {
+        let others = marker.rest.get(1).and_then(|others| others.strip_prefix("others=")).unwrap_or_default();
+        let live = others
+            .split(',')
+            .filter(|other| !other.is_empty() && *other != marker.holder)
+            .filter(|other| lost_at.get(other).map_or(true, |lost| *lost > marker.micros));
+        if recipe.too_many(&marker.holder, live) {
+            report.violation(&marker.holder, "marker");
+        } else {
+            report.stale_markers += 1;
+        }
+    }
+    for outcome in writes.values() {
+        match outcome {
+            Some("ok") => report.increments += 1,
+            Some("no") => {}
+            _ => report.uncertain_increments += 1,
+        }
+    }
+    let mut intervals: Vec<Interval> = holds.into_values().collect();
+    for interval in &mut intervals {
+        if interval.end == i64::MAX {
+            interval.end = killed.get(tag_of(&interval.holder)).copied().unwrap_or(run_end);
+        }
+    }
+    check_overlaps(recipe, &mut intervals, tolerance_micros, &mut report);
+    if let Some(counter) = counter {
+        report.counter = Some(counter.count);
+        if counter.count < report.increments
+            || counter.count > report.increments + report.uncertain_increments
+        {
+            *report.shared_violations.entry("count".to_owned()).or_default() += 1;
+        }
+    }
+    report
+}
+
+/// Checks one queue: every item put was acknowledged (or its ack was sent and the item is gone
+/// and was never delivered again), none is left (`left`), and no item came back after a Rust
+/// consumer's ack had succeeded. Items that were not put are violations too.
+///
+/// Events: `C` delivered, `W` ack sent (Rust), `K` acked (Rust: the ack succeeded; Curator:
+/// `consumeMessage` returned, after which Curator deletes the item), `N` ack failed.
+pub fn check_queue(
+    queue: Recipe,
+    events: &[Event],
+    expected: &[String],
+    killed: &HashMap<String, i64>,
+    left: u64,
+) -> RecipeReport {
+    let mut report =
+        RecipeReport { items: expected.len() as u64, leaked_nodes: left, ..RecipeReport::default() };
+    // Per item: its acks (time, consumer) and the acks sent by consumers killed afterwards.
+    let mut acks: HashMap<&str, Vec<(i64, &str)>> = HashMap::new();
+    let mut sent_then_killed: BTreeSet<&str> = BTreeSet::new();
+    let mut consumers = BTreeSet::new();
+    for event in events.iter().filter(|event| event.recipe == queue) {
+        let Some(item) = event.rest.first() else { continue };
+        match event.kind {
+            'C' => {
+                report.deliveries += 1;
+                if is_curator(&event.holder) {
+                    report.curator_acquisitions += 1;
+                } else {
+                    report.rust_acquisitions += 1;
+                }
+                consumers.insert(event.holder.as_str());
+                if is_curator(&event.holder)
+                    && killed.get(tag_of(&event.holder)).is_some_and(|kill| *kill >= event.micros)
+                {
+                    // Curator acks inside consumeMessage's return: a kill after C may have come
+                    // after Curator's delete.
+                    sent_then_killed.insert(item);
+                }
+            }
+            // An ack was sent: it may have committed even if its reply never came (a connection
+            // loss, a SIGKILL); only a redelivery or the item left in the queue says it did not.
+            'W' => {
+                sent_then_killed.insert(item);
+            }
+            'K' => acks.entry(item).or_default().push((event.micros, event.holder.as_str())),
+            'E' => report.errors += 1,
+            _ => {}
+        }
+    }
+    report.holders = consumers.len() as u64;
+    let expected_set: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
+    for (item, item_acks) in &mut acks {
+        if !expected_set.contains(item) {
+            *report.shared_violations.entry("unexpected".to_owned()).or_default() += 1;
+        }
+        item_acks.sort_unstable();
+        // After a Rust ack succeeded, nobody may get the item again.
+        if let Some(first_rust) = item_acks.iter().position(|(_, consumer)| !is_curator(consumer)) {
+            if item_acks.len() > first_rust + 1 {
+                let (_, again) = item_acks[first_rust + 1];
+                report.violation(again, "duplicate");
+            }
+        } else if item_acks.len() > 1 {
+            report.curator_redeliveries += 1;
+        }
+    }
+    for item in expected {
+        if acks.contains_key(item.as_str()) {
+            report.items_acked += 1;
+        } else if sent_then_killed.contains(item.as_str()) {
+            report.acks_unlogged += 1;
+        } else if left == 0 {
+            *report.shared_violations.entry("lost".to_owned()).or_default() += 1;
+        }
+    }
+    if left > 0 {
+        *report.shared_violations.entry("left".to_owned()).or_default() += 1;
+    }
+    report
+}
+
+/// Sweeps the holds in start order, comparing each with those still running when it starts.
+fn check_overlaps(
+    recipe: Recipe,
+    intervals: &mut [Interval],
+    tolerance_micros: i64,
+    report: &mut RecipeReport,
+) {
+    intervals.sort_by_key(|interval| interval.start);
+    let mut running: Vec<&Interval> = Vec::new();
+    for interval in intervals.iter() {
+        running.retain(|earlier| earlier.end > interval.start);
+        // Holds that ended by lost() within the tolerance after we came in are forgiven.
+        let mut overlapping = Vec::new();
+        for earlier in &running {
+            if earlier.by_lost && earlier.end - interval.start <= tolerance_micros {
+                let late_ms = (earlier.end - interval.start) as f64 / 1000.0;
+                report.max_late_lost_ms = report.max_late_lost_ms.max(late_ms);
+            } else {
+                overlapping.push(earlier.holder.as_str());
+            }
+        }
+        report.max_concurrent = report.max_concurrent.max(overlapping.len() as u64 + 1);
+        // A hold lost within the tolerance of its own start (its acquire returned on a session
+        // that was being lost) never got to act: forgiven, as an earlier one lost late is.
+        let lost_at_once = interval.by_lost && interval.end - interval.start <= tolerance_micros;
+        if lost_at_once && !overlapping.is_empty() {
+            let late_ms = (interval.end - interval.start) as f64 / 1000.0;
+            report.max_late_lost_ms = report.max_late_lost_ms.max(late_ms);
+        } else if recipe.too_many(&interval.holder, overlapping.into_iter()) {
+            report.violation(&interval.holder, "overlap");
+        }
+        running.push(interval);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(line: &str) -> Event {
+        Event::parse(line).expect("event")
+    }
+
+    fn check(lines: &[&str], counter: Option<CounterValue>) -> RecipeReport {
+        let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
+        check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, counter.as_ref())
+    }
+
+    #[test]
+    fn sequential_holds_are_clean() {
+        let report = check(
+            &[
+                "A mutex r0-0-1 10 5",
+                "W mutex r0-0-1 11",
+                "I mutex r0-0-1 12 ok",
+                "R mutex r0-0-1 20",
+                "A mutex j0-0-1 21 6",
+                "W mutex j0-0-1 22",
+                "I mutex j0-0-1 23 ok",
+                "R mutex j0-0-1 30",
+            ],
+            Some(CounterValue { count: 2, token: 6, holder: "j0-0-1".into() }),
+        );
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+        assert_eq!(report.acquisitions(), 2);
+        assert_eq!(report.max_token, 6);
+        assert_eq!(report.max_concurrent, 1);
+    }
+
+    #[test]
+    fn overlapping_holds_are_a_violation() {
+        let report = check(
+            &["A mutex r0-0-1 10 5", "A mutex r1-0-1 15 6", "R mutex r0-0-1 20", "R mutex r1-0-1 30"],
+            None,
+        );
+        assert_eq!(report.rust_violations.get("overlap"), Some(&1));
+    }
+
+    #[test]
+    fn a_late_lost_is_forgiven_only_within_the_tolerance() {
+        let within = check(
+            &["A mutex r0-0-1 10 5", "A mutex r1-0-1 1000 6", "L mutex r0-0-1 1050", "R mutex r1-0-1 2000"],
+            None,
+        );
+        assert_eq!(within.total_violations(), 0, "{within:?}");
+        let late = check(
+            &["A mutex r0-0-1 10 5", "A mutex r1-0-1 1000 6", "L mutex r0-0-1 1200", "R mutex r1-0-1 2000"],
+            None,
+        );
+        assert_eq!(late.rust_violations.get("overlap"), Some(&1));
+    }
+
+    #[test]
+    fn a_hold_lost_at_once_is_forgiven_within_the_tolerance() {
+        let at_once = check(
+            &["A mutex r0-0-1 10 5", "A mutex j1-0-1 20 0", "L mutex j1-0-1 21", "R mutex r0-0-1 500"],
+            None,
+        );
+        assert_eq!(at_once.total_violations(), 0, "{at_once:?}");
+        let later = check(
+            &["A mutex r0-0-1 10 5", "A mutex j1-0-1 20 0", "L mutex j1-0-1 400", "R mutex r0-0-1 500"],
+            None,
+        );
+        assert_eq!(later.curator_violations.get("overlap"), Some(&1), "{later:?}");
+    }
+
+    #[test]
+    fn a_killed_holder_ends_at_its_kill() {
+        let events: Vec<Event> = ["A mutex r0-0-1 10 5", "A mutex r1-0-1 5000 6", "R mutex r1-0-1 6000"]
+            .iter()
+            .map(|line| event(line))
+            .collect();
+        let killed = HashMap::from([("r0".to_owned(), 100)]);
+        let report = check_recipe(Recipe::Mutex, &events, &killed, 10_000, 0, None);
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+    }
+
+    #[test]
+    fn the_counter_must_match_the_committed_increments() {
+        let lines =
+            ["A mutex r0-0-1 10 5", "W mutex r0-0-1 11", "I mutex r0-0-1 12 unc", "R mutex r0-0-1 20"];
+        let ok = check(&lines, Some(CounterValue { count: 1, token: 5, holder: "r0-0-1".into() }));
+        assert_eq!(ok.total_violations(), 0);
+        let too_many = check(&lines, Some(CounterValue { count: 2, token: 5, holder: "r0-0-1".into() }));
+        assert_eq!(too_many.shared_violations.get("count"), Some(&1));
+        let lost = check(
+            &["A mutex r0-0-1 10 5", "W mutex r0-0-1 11", "I mutex r0-0-1 12 ok", "R mutex r0-0-1 20"],
+            Some(CounterValue { count: 0, token: 0, holder: String::new() }),
+        );
+        assert_eq!(lost.shared_violations.get("count"), Some(&1));
+    }
+
+    #[test]
+    fn a_marker_of_a_holder_that_saw_lost_is_stale() {
+        let report = check(
+            &[
+                "A mutex r0-0-1 10 5",
+                "L mutex r0-0-1 20",
+                "A mutex r1-0-1 30 6",
+                "V mutex r1-0-1 31 marker others=r0-0-1",
+                "R mutex r1-0-1 40",
+                "A mutex r2-0-1 50 7",
+                "V mutex r2-0-1 51 marker others=r2-0-1,r9-0-1",
+                "R mutex r2-0-1 60",
+            ],
+            None,
+        );
+        assert_eq!(report.stale_markers, 1);
+        assert_eq!(report.rust_violations.get("marker"), Some(&1), "{report:?}");
+    }
+
+    #[test]
+    fn queue_items_are_acked_once_and_none_is_lost() {
+        let expected: Vec<String> = ["r0", "r1", "j0", "j1"].iter().map(|item| item.to_string()).collect();
+        let events: Vec<Event> = [
+            "C queue r0x1-q 10 r0",
+            "W queue r0x1-q 11 r0",
+            "K queue r0x1-q 12 r0",
+            "C queue r0x1-q 13 r1",
+            "W queue r0x1-q 14 r1",
+            "C queue j0x1-q 15 j0",
+            "K queue j0x1-q 16 j0",
+            "C queue j0x2-q 30 j0",
+            "K queue j0x2-q 31 j0",
+            "C queue r1x1-q 20 j1",
+            "K queue r1x1-q 21 j1",
+        ]
+        .iter()
+        .map(|line| event(line))
+        .collect();
+        let killed = HashMap::from([("r0x1".to_owned(), 15)]);
+        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 0);
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+        assert_eq!(report.acks_unlogged, 1);
+        assert_eq!(report.curator_redeliveries, 1);
+        // An item delivered but never acked (no W) is lost; one back after a Rust ack is a
+        // duplicate.
+        let mut again: Vec<Event> = events.iter().filter(|event| event.micros != 14).cloned().collect();
+        again.push(event("K queue j0x2-q 40 r0"));
+        let report = check_queue(Recipe::Queue, &again, &expected, &HashMap::new(), 0);
+        assert_eq!(report.shared_violations.get("lost"), Some(&1), "{report:?}");
+        assert_eq!(report.curator_violations.get("duplicate"), Some(&1), "{report:?}");
+        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 2);
+        assert_eq!(report.shared_violations.get("left"), Some(&1), "{report:?}");
+    }
+
+    #[test]
+    fn what_a_holder_sees_after_its_own_lost_is_not_a_violation() {
+        let report = check(
+            &[
+                "A selector j0-0-1 10 5",
+                "L selector j0-0-1 20",
+                "A selector r0-0-1 30 7",
+                "V selector j0-0-1 40 fencing last=7 ours=5 by=r0-0-1",
+                "V selector r0-0-1 31 fencing last=9 ours=7 by=x",
+            ]
+            .map(|line| line.replace("selector", "mutex"))
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+            None,
+        );
+        assert_eq!(report.fenced_after_lost, 1);
+        assert_eq!(report.rust_violations.get("fencing"), Some(&1), "{report:?}");
+    }
+
+    #[test]
+    fn inline_violations_are_attributed_to_the_holders_language() {
+        let report =
+            check(&["V mutex j0-1-3 10 marker others=a", "V mutex r0-1-3 10 fencing last=9 ours=3"], None);
+        assert_eq!(report.curator_violations.get("marker"), Some(&1));
+        assert_eq!(report.rust_violations.get("fencing"), Some(&1));
+    }
+}

@@ -1,0 +1,221 @@
+//! `zkr-chaos`: Rust and Curator contenders on a real 3-node ZooKeeper ensemble through server
+//! crashes, pauses, session expiry, partitions and contender crashes, with checkers that can fail
+//! (each run starts with a negative control, locking off, that must report violations).
+//!
+//! ```text
+//! zkr-chaos run [--quick] [--seed N] [--out-dir DIR]   # the whole run; exit 0 only when clean
+//! zkr-chaos contend ...                                  # one Rust contender (run spawns these)
+//! ```
+//!
+//! See `docs/reliability.md` for what each fault exercises and the last run's table.
+
+mod check;
+mod contender;
+mod events;
+mod recipes;
+mod rng;
+mod run;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::contender::ContenderConfig;
+use crate::recipes::Recipe;
+use crate::run::RunConfig;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "zkr-chaos",
+    about = "A chaos suite for zk-recipes and Curator on a real ZooKeeper ensemble"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Debug, Subcommand)]
+enum Commands {
+    /// Start an ensemble, run the negative control and the chaos run, check, report.
+    Run(RunArgs),
+    /// One Rust contender process (spawned by `run`).
+    Contend(ContendArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// The short CI mode (about 3 minutes) instead of the default 30-minute run.
+    #[arg(long)]
+    quick: bool,
+    /// The fault schedule's seed (default: from the clock; always printed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Seconds of faults (default: 100 quick, 1440 default).
+    #[arg(long)]
+    duration_secs: Option<u64>,
+    /// Where event logs and summary.json go.
+    #[arg(long, default_value = "target/chaos-run")]
+    out_dir: PathBuf,
+    /// Recipes, comma-separated (default: all).
+    #[arg(long)]
+    recipes: Option<String>,
+    /// Queues, comma-separated (default: queue,priority; `-` for none).
+    #[arg(long)]
+    queues: Option<String>,
+    /// Items put into each queue (default: 1200 quick, 11000 default).
+    #[arg(long)]
+    queue_items: Option<usize>,
+    /// How late (ms) lost() may fire after the next holder came in before it is an overlap.
+    #[arg(long, default_value_t = 1000)]
+    lost_tolerance_ms: u64,
+}
+
+#[derive(Debug, clap::Args)]
+struct ContendArgs {
+    #[arg(long)]
+    connect: String,
+    #[arg(long)]
+    recipes: String,
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    #[arg(long)]
+    tag: String,
+    #[arg(long)]
+    log: PathBuf,
+    #[arg(long, default_value_t = 4000)]
+    session_timeout_ms: u64,
+    #[arg(long, default_value = "on")]
+    locking: String,
+    #[arg(long)]
+    lock_root: String,
+    #[arg(long)]
+    check_root: String,
+    #[arg(long, default_value_t = 2)]
+    hold_ms: u64,
+    #[arg(long, default_value = "")]
+    queues: String,
+    #[arg(long, default_value = "/chaos-queues")]
+    queue_root: String,
+    #[arg(long, default_value_t = 100)]
+    process_ms: u64,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("zkr-chaos: starting the runtime: {err}");
+            std::process::exit(2);
+        }
+    };
+    let code = runtime.block_on(async move {
+        match cli.command {
+            Commands::Run(args) => run_command(args).await,
+            Commands::Contend(args) => contend_command(args).await,
+        }
+    });
+    std::process::exit(code);
+}
+
+async fn run_command(args: RunArgs) -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let recipes = match args.recipes.as_deref().map(recipes::parse_list).transpose() {
+        Ok(recipes) => recipes.unwrap_or_else(|| Recipe::ALL.to_vec()),
+        Err(err) => {
+            eprintln!("zkr-chaos: {err}");
+            return 2;
+        }
+    };
+    let queues = match args
+        .queues
+        .as_deref()
+        .map(|list| recipes::parse_list(list.trim_start_matches('-')))
+        .transpose()
+    {
+        Ok(queues) => queues.unwrap_or_else(|| Recipe::QUEUES.to_vec()),
+        Err(err) => {
+            eprintln!("zkr-chaos: {err}");
+            return 2;
+        }
+    };
+    let seed = args.seed.unwrap_or_else(|| events::epoch_micros() as u64);
+    let session_timeout = Duration::from_secs(4);
+    let config = RunConfig {
+        seed,
+        duration: Duration::from_secs(args.duration_secs.unwrap_or(if args.quick { 100 } else { 1440 })),
+        control_duration: Duration::from_secs(6),
+        rust_processes: if args.quick { 2 } else { 3 },
+        rust_clients: 2,
+        curator_processes: if args.quick { 1 } else { 2 },
+        curator_clients: 2,
+        session_timeout,
+        hold: Duration::from_millis(2),
+        fault_gap: if args.quick {
+            (Duration::from_millis(1000), Duration::from_millis(3000))
+        } else {
+            (Duration::from_millis(2000), Duration::from_millis(8000))
+        },
+        lost_tolerance: Duration::from_millis(args.lost_tolerance_ms),
+        recipes,
+        queues,
+        queue_items: args.queue_items.unwrap_or(if args.quick { 1200 } else { 11_000 }),
+        process: Duration::from_millis(if args.quick { 120 } else { 400 }),
+        out_dir: args.out_dir,
+        mode: if args.quick { "quick" } else { "default" }.to_owned(),
+    };
+    match run::run(config).await {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(err) => {
+            eprintln!("zkr-chaos: {err}");
+            2
+        }
+    }
+}
+
+async fn contend_command(args: ContendArgs) -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let recipes = match recipes::parse_list(&args.recipes) {
+        Ok(recipes) => recipes,
+        Err(err) => {
+            eprintln!("zkr-chaos contend: {err}");
+            return 2;
+        }
+    };
+    let config = ContenderConfig {
+        connect: args.connect,
+        recipes,
+        clients: args.clients,
+        tag: args.tag,
+        log: args.log,
+        session_timeout: Duration::from_millis(args.session_timeout_ms),
+        locking: args.locking != "off",
+        lock_root: args.lock_root,
+        check_root: args.check_root,
+        hold: Duration::from_millis(args.hold_ms),
+        queues: match recipes::parse_list(args.queues.trim_start_matches('-')) {
+            Ok(queues) => queues,
+            Err(err) => {
+                eprintln!("zkr-chaos contend: {err}");
+                return 2;
+            }
+        },
+        queue_root: args.queue_root,
+        process: Duration::from_millis(args.process_ms),
+    };
+    match contender::run(config).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("zkr-chaos contend: {err}");
+            2
+        }
+    }
+}

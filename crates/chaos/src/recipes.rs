@@ -1,0 +1,217 @@
+//! The recipes under test and where their nodes live.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Where every recipe's lock nodes go (containers the recipes make; gone when the run ends).
+pub const LOCK_ROOT: &str = "/chaos";
+/// Where the queues go (persistent dirs the queue recipes make; deleted by the run).
+pub const QUEUE_ROOT: &str = "/chaos-queues";
+/// Where the checkers' own nodes go (guard markers, counters); made and deleted by the run.
+pub const CHECK_ROOT: &str = "/chaos-check";
+
+/// One recipe the contenders exercise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Recipe {
+    /// `InterProcessMutex` / `zk_recipes_mutex::Mutex`.
+    Mutex,
+    /// `InterProcessSemaphoreMutex` / `zk_recipes_semaphore::SemaphoreMutex`.
+    SemaphoreMutex,
+    /// `InterProcessSemaphoreV2` with [`SEMAPHORE_LEASES`] leases / `zk_recipes_semaphore::Semaphore`.
+    Semaphore,
+    /// `LeaderLatch` / `zk_recipes_leader::LeaderLatch`.
+    Latch,
+    /// `LeaderSelector` (auto-requeue) / `zk_recipes_leader::LeaderSelector`.
+    Selector,
+    /// `InterProcessReadWriteLock` / `zk_recipes_rwlock::RwLock`: every fourth acquisition of a
+    /// session is a write ([`is_writer`]), the others reads.
+    RwLock,
+    /// `DistributedQueue` with a lock path (lock-safe) / `zk_recipes_queue::DistributedQueue`.
+    Queue,
+    /// `DistributedPriorityQueue` with a lock path / `zk_recipes_queue::DistributedPriorityQueue`.
+    PriorityQueue,
+}
+
+/// Whether a read-write-lock holder `<tag>-<client>-<n>` writes: `n` divisible by 4 (the Curator
+/// contender uses the same rule).
+pub fn is_writer(holder: &str) -> bool {
+    holder.rsplit('-').next().and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n % 4 == 0)
+}
+
+/// The semaphore's lease count.
+pub const SEMAPHORE_LEASES: usize = 2;
+
+impl Recipe {
+    /// Every recipe, in table order.
+    pub const ALL: [Recipe; 6] = [
+        Recipe::Mutex,
+        Recipe::SemaphoreMutex,
+        Recipe::Semaphore,
+        Recipe::RwLock,
+        Recipe::Latch,
+        Recipe::Selector,
+    ];
+
+    /// The queues.
+    pub const QUEUES: [Recipe; 2] = [Recipe::Queue, Recipe::PriorityQueue];
+
+    /// Whether this is a queue (consumers, not holders).
+    pub fn is_queue(self) -> bool {
+        Self::QUEUES.contains(&self)
+    }
+
+    /// The queue's lock path (lock-safe consumption) next to its path under `root`.
+    pub fn queue_lock_path(self, root: &str) -> String {
+        format!("{}-locks", self.lock_path(root))
+    }
+
+    /// The name used on the command line, in paths and in the contenders' logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recipe::Mutex => "mutex",
+            Recipe::SemaphoreMutex => "semaphore-mutex",
+            Recipe::Semaphore => "semaphore",
+            Recipe::Latch => "latch",
+            Recipe::Selector => "selector",
+            Recipe::RwLock => "rwlock",
+            Recipe::Queue => "queue",
+            Recipe::PriorityQueue => "priority",
+        }
+    }
+
+    /// How many may hold at once.
+    pub fn allowed_holders(self) -> usize {
+        match self {
+            Recipe::Semaphore => SEMAPHORE_LEASES,
+            _ => 1,
+        }
+    }
+
+    /// Whether `holder`'s holds are exclusive, so fencing tokens must grow from one write to the
+    /// next and nobody else may write the counter meanwhile.
+    pub fn is_exclusive(self, holder: &str) -> bool {
+        match self {
+            Recipe::RwLock => is_writer(holder),
+            _ => self.allowed_holders() == 1,
+        }
+    }
+
+    /// Whether `holder` holding at once with `others` breaks the recipe's rule.
+    pub fn too_many<'a>(self, holder: &str, mut others: impl Iterator<Item = &'a str>) -> bool {
+        match self {
+            Recipe::RwLock => others.any(|other| is_writer(holder) || is_writer(other)),
+            _ => others.count() + 1 > self.allowed_holders(),
+        }
+    }
+
+    /// Whether `holder` increments the counter (readers of the read-write lock only read it).
+    pub fn increments(self, holder: &str) -> bool {
+        self != Recipe::RwLock || is_writer(holder)
+    }
+
+    /// The recipe's path (its lock dir) under `root`.
+    pub fn lock_path(self, root: &str) -> String {
+        format!("{root}/{}", self.name())
+    }
+
+    /// The dir of the holders' guard markers under `check_root`.
+    pub fn guard_dir(self, check_root: &str) -> String {
+        format!("{check_root}/{}-guard", self.name())
+    }
+
+    /// The guard counter under `check_root`: `<count> <last fencing token> <last holder>`.
+    pub fn counter_path(self, check_root: &str) -> String {
+        format!("{check_root}/{}-counter", self.name())
+    }
+}
+
+impl fmt::Display for Recipe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Recipe {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Recipe::ALL
+            .into_iter()
+            .chain(Recipe::QUEUES)
+            .find(|recipe| recipe.name() == text)
+            .ok_or_else(|| format!("unknown recipe {text:?}"))
+    }
+}
+
+/// Parses `a,b,c` into recipes.
+pub fn parse_list(text: &str) -> Result<Vec<Recipe>, String> {
+    text.split(',').filter(|name| !name.is_empty()).map(str::parse).collect()
+}
+
+/// The guard counter's data: `<count> <token> <holder>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterValue {
+    /// Successful increments so far.
+    pub count: u64,
+    /// The fencing token of the last write (0 without locking).
+    pub token: i64,
+    /// Who wrote last.
+    pub holder: String,
+}
+
+impl CounterValue {
+    /// Parses the counter's data; empty data is the initial value.
+    pub fn parse(data: &[u8]) -> Option<CounterValue> {
+        let text = std::str::from_utf8(data).ok()?;
+        let mut fields = text.split_whitespace();
+        let Some(count) = fields.next() else {
+            return Some(CounterValue { count: 0, token: 0, holder: String::new() });
+        };
+        Some(CounterValue {
+            count: count.parse().ok()?,
+            token: fields.next().unwrap_or("0").parse().ok()?,
+            holder: fields.next().unwrap_or_default().to_owned(),
+        })
+    }
+
+    /// The data written for this value.
+    pub fn encode(&self) -> Vec<u8> {
+        format!("{} {} {}", self.count, self.token, self.holder).into_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for recipe in Recipe::ALL {
+            assert_eq!(recipe.name().parse::<Recipe>(), Ok(recipe));
+        }
+        assert_eq!(parse_list("mutex,latch"), Ok(vec![Recipe::Mutex, Recipe::Latch]));
+        assert!(parse_list("mutex,nope").is_err());
+    }
+
+    #[test]
+    fn read_write_rules() {
+        assert!(is_writer("r0x1-1-8"));
+        assert!(!is_writer("r0x1-1-9"));
+        assert!(Recipe::RwLock.too_many("r0x1-1-8", ["j0x1-0-1"].into_iter()));
+        assert!(Recipe::RwLock.too_many("r0x1-1-9", ["j0x1-0-4"].into_iter()));
+        assert!(!Recipe::RwLock.too_many("r0x1-1-9", ["j0x1-0-5", "r1x1-0-7"].into_iter()));
+        assert!(Recipe::Semaphore.too_many("a-0-1", ["b-0-1", "c-0-1"].into_iter()));
+        assert!(!Recipe::Semaphore.too_many("a-0-1", ["b-0-1"].into_iter()));
+    }
+
+    #[test]
+    fn counter_values_round_trip() {
+        assert_eq!(
+            CounterValue::parse(b""),
+            Some(CounterValue { count: 0, token: 0, holder: String::new() })
+        );
+        let value = CounterValue { count: 7, token: 4_294_967_301, holder: "r1-2-9".to_owned() };
+        assert_eq!(CounterValue::parse(&value.encode()), Some(value));
+        assert_eq!(CounterValue::parse(b"x"), None);
+    }
+}

@@ -1,0 +1,891 @@
+//! `zkr-chaos run`: the ensemble, the contenders, the fault scheduler, the negative control and
+//! the checkers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin, Command};
+use zk_recipes_framework::zookeeper_client::CreateMode;
+use zk_recipes_framework::{Deadline, Framework};
+use zk_recipes_testing::{CuratorProcess, FaultProxy, TestingCluster};
+
+use crate::check::check_queue;
+use crate::check::{check_recipe, RecipeReport};
+use crate::events::{epoch_micros, Event};
+use crate::recipes::{CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT, QUEUE_ROOT};
+use crate::rng::Rng;
+
+/// Roots of the negative control (locking off), apart from the real run's.
+const CONTROL_LOCK_ROOT: &str = "/chaos-control";
+const CONTROL_CHECK_ROOT: &str = "/chaos-control-check";
+const CONTROL_QUEUE_ROOT: &str = "/chaos-control-queues";
+/// A Rust contender silent this long before its kill is reported, with its stacks.
+const SILENT: Duration = Duration::from_secs(25);
+/// How long the consumers may take to drain the queues after the faults.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(180);
+/// The deadline of one orchestration step (a node read or write, a restart).
+const STEP: Duration = Duration::from_secs(60);
+/// How long stopped contenders may take to exit.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long the servers may take to reap what the contenders left (expired sessions, containers).
+const LEAK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How big a run is.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The seed of the fault schedule (printed; pass it again to replay the same schedule).
+    pub seed: u64,
+    /// How long faults are injected.
+    pub duration: Duration,
+    /// How long the negative control runs.
+    pub control_duration: Duration,
+    /// Rust contender processes, and sessions per recipe in each.
+    pub rust_processes: usize,
+    pub rust_clients: usize,
+    /// Curator contender processes, and sessions per recipe in each.
+    pub curator_processes: usize,
+    pub curator_clients: usize,
+    /// The session timeout every contender asks for.
+    pub session_timeout: Duration,
+    /// How long each hold lasts besides its round trips.
+    pub hold: Duration,
+    /// Gap between faults (random in this range).
+    pub fault_gap: (Duration, Duration),
+    /// How late `lost()` may fire after the next holder came in before it counts as an overlap.
+    pub lost_tolerance: Duration,
+    /// The recipes.
+    pub recipes: Vec<Recipe>,
+    /// The queues, and the items put into each (half by Rust, half by Curator for the plain
+    /// queue; the negative control puts a tenth).
+    pub queues: Vec<Recipe>,
+    pub queue_items: usize,
+    /// How long a consumer processes one item.
+    pub process: Duration,
+    /// Where logs and the JSON summary go.
+    pub out_dir: PathBuf,
+    /// "quick" or "default", for the report.
+    pub mode: String,
+}
+
+/// The kinds of fault, in the report's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Fault {
+    KillServer,
+    KillLeader,
+    PauseShort,
+    PauseLong,
+    Partition,
+    KillRust,
+    KillCurator,
+    EnsembleRestart,
+}
+
+impl Fault {
+    fn name(self) -> &'static str {
+        match self {
+            Fault::KillServer => "kill-server",
+            Fault::KillLeader => "kill-leader",
+            Fault::PauseShort => "pause-short",
+            Fault::PauseLong => "pause-long",
+            Fault::Partition => "partition",
+            Fault::KillRust => "kill-rust-contender",
+            Fault::KillCurator => "kill-curator-contender",
+            Fault::EnsembleRestart => "ensemble-restart",
+        }
+    }
+
+    /// Picks a fault by weight.
+    fn pick(rng: &mut Rng) -> Fault {
+        const WEIGHTED: [(Fault, u64); 8] = [
+            (Fault::KillServer, 3),
+            (Fault::KillLeader, 2),
+            (Fault::PauseShort, 2),
+            (Fault::PauseLong, 2),
+            (Fault::Partition, 4),
+            (Fault::KillRust, 2),
+            (Fault::KillCurator, 2),
+            (Fault::EnsembleRestart, 0),
+        ];
+        let total: u64 = WEIGHTED.iter().map(|(_, weight)| weight).sum();
+        let mut roll = rng.between(0, total - 1);
+        for (fault, weight) in WEIGHTED {
+            if roll < weight {
+                return fault;
+            }
+            roll -= weight;
+        }
+        Fault::Partition
+    }
+}
+
+/// A contender process of either language.
+enum Running {
+    Rust { child: Box<Child>, stdin: Option<ChildStdin> },
+    Curator(Box<CuratorProcess>),
+}
+
+/// One contender slot: its proxies (one per member) outlive its incarnations.
+struct Slot {
+    curator: bool,
+    index: usize,
+    proxies: Vec<FaultProxy>,
+    running: Option<Running>,
+    incarnation: u32,
+    /// The current incarnation's tag (holder ids start with it).
+    tag: String,
+}
+
+struct Phase<'a> {
+    config: &'a RunConfig,
+    locking: bool,
+    lock_root: &'static str,
+    check_root: &'static str,
+    queue_root: &'static str,
+    name: &'static str,
+}
+
+/// Runs the negative control, then the chaos run; prints the tables and writes the JSON
+/// summary. Returns whether the run was clean (and the control was not).
+pub async fn run(config: RunConfig) -> Result<bool, String> {
+    let started = Instant::now();
+    std::fs::create_dir_all(&config.out_dir)
+        .map_err(|err| format!("creating {}: {err}", config.out_dir.display()))?;
+    println!(
+        "zkr-chaos: mode={} seed={} (replay: --seed {}) duration={}s recipes={}",
+        config.mode,
+        config.seed,
+        config.seed,
+        config.duration.as_secs(),
+        config.recipes.iter().map(|recipe| recipe.name()).collect::<Vec<_>>().join(",")
+    );
+    let mut cluster = TestingCluster::builder()
+        .with_size(3)
+        .with_min_session_timeout(Duration::from_secs(1))
+        .start()
+        .await
+        .map_err(|err| format!("starting the ensemble: {err}"))?;
+    println!("ensemble: {}", cluster.connect_string());
+    let observer = Framework::builder(cluster.connect_string())
+        .session_timeout(Duration::from_secs(30))
+        .start()
+        .map_err(|err| err.to_string())?;
+    observer.block_until_connected(STEP).await.map_err(|err| format!("observer: {err}"))?;
+    let baseline = watch_total(&cluster).await;
+
+    // The negative control: the same contenders and checkers with locking off, no faults.
+    let control = Phase {
+        config: &config,
+        locking: false,
+        lock_root: CONTROL_LOCK_ROOT,
+        check_root: CONTROL_CHECK_ROOT,
+        queue_root: CONTROL_QUEUE_ROOT,
+        name: "control",
+    };
+    let (control_reports, _) = control.execute(&mut cluster, &observer, None).await?;
+    let control_violations: u64 = control_reports.values().map(RecipeReport::total_violations).sum();
+    println!("\n== negative control (locking off, {} s, no faults)", config.control_duration.as_secs());
+    print_table(&control_reports);
+    let control_caught_all = control_reports.values().all(|report| report.total_violations() > 0);
+    println!(
+        "negative control: {control_violations} violations ({})",
+        if control_caught_all {
+            "every recipe's checkers fired, as they must"
+        } else {
+            "SOME RECIPE REPORTED NONE: the checkers are blind"
+        }
+    );
+
+    let chaos = Phase {
+        config: &config,
+        locking: true,
+        lock_root: LOCK_ROOT,
+        check_root: CHECK_ROOT,
+        queue_root: QUEUE_ROOT,
+        name: "chaos",
+    };
+    let mut rng = Rng::new(config.seed);
+    let (reports, faults) = chaos.execute(&mut cluster, &observer, Some(&mut rng)).await?;
+
+    // Leaks: every session is closed or expired now; nothing of the recipes may be left, and
+    // the watches must be back to the baseline.
+    let leaks = check_leaks(&cluster, &observer, baseline).await;
+    let mut reports = reports;
+    for (recipe, report) in &mut reports {
+        report.leaked_nodes += leaks.nodes_by_recipe.get(recipe).copied().unwrap_or(0);
+    }
+    observer.close().await;
+
+    println!("\n== chaos run (seed {}, {} s of faults)", config.seed, config.duration.as_secs());
+    print_table(&reports);
+    let fault_total: u64 = faults.values().sum();
+    println!(
+        "faults injected: {fault_total} ({})",
+        faults.iter().map(|(kind, count)| format!("{kind} {count}")).collect::<Vec<_>>().join(", ")
+    );
+    println!(
+        "leaks: nodes left {}, ephemerals left {}, watches {} (baseline {}){}",
+        leaks.nodes_by_recipe.values().sum::<u64>(),
+        leaks.ephemerals,
+        leaks.watches,
+        baseline,
+        if leaks.clean() { "" } else { " — LEAK" }
+    );
+    let violations: u64 = reports.values().map(RecipeReport::total_violations).sum();
+    let clean = violations == 0 && leaks.clean() && control_caught_all;
+    let wall = started.elapsed().as_secs();
+    println!(
+        "\nRESULT: {} — {} acquisitions, {} queue items, {violations} violations, control {control_violations} violations, wall time {wall} s",
+        if clean { "CLEAN" } else { "FAILED" },
+        reports.iter().filter(|(recipe, _)| !recipe.is_queue()).map(|(_, report)| report.acquisitions()).sum::<u64>(),
+        reports.values().map(|report| report.items).sum::<u64>(),
+    );
+    let summary = json!({
+        "mode": config.mode,
+        "seed": config.seed,
+        "wall_seconds": wall,
+        "clean": clean,
+        "recipes": reports.iter().map(|(recipe, report)| (recipe.name().to_owned(), report_json(report))).collect::<serde_json::Map<_, _>>(),
+        "faults": faults,
+        "leaks": { "nodes": leaks.nodes_by_recipe.values().sum::<u64>(), "ephemerals": leaks.ephemerals, "watches": leaks.watches, "watch_baseline": baseline, "details": leaks.details },
+        "control": {
+            "violations": control_violations,
+            "every_recipe_caught": control_caught_all,
+            "recipes": control_reports.iter().map(|(recipe, report)| (recipe.name().to_owned(), report_json(report))).collect::<serde_json::Map<_, _>>(),
+        },
+    });
+    let summary_path = config.out_dir.join("summary.json");
+    let text = serde_json::to_string_pretty(&summary).map_err(|err| err.to_string())?;
+    std::fs::write(&summary_path, &text)
+        .map_err(|err| format!("writing {}: {err}", summary_path.display()))?;
+    println!("summary: {}", summary_path.display());
+    println!("SUMMARY-JSON {}", serde_json::to_string(&summary).map_err(|err| err.to_string())?);
+    drop(cluster);
+    Ok(clean)
+}
+
+impl Phase<'_> {
+    /// Creates the checkers' nodes, runs the contenders (with faults when `rng` is given) for
+    /// the phase's duration, stops them and checks their logs.
+    async fn execute(
+        &self,
+        cluster: &mut TestingCluster,
+        observer: &Framework,
+        mut rng: Option<&mut Rng>,
+    ) -> Result<(BTreeMap<Recipe, RecipeReport>, BTreeMap<String, u64>), String> {
+        let config = self.config;
+        for recipe in &config.recipes {
+            create_persistent(observer, &recipe.guard_dir(self.check_root)).await?;
+            create_persistent(observer, &recipe.counter_path(self.check_root)).await?;
+        }
+        let log_dir = config.out_dir.join(self.name);
+        std::fs::create_dir_all(&log_dir).map_err(|err| err.to_string())?;
+        let items = if self.locking { config.queue_items } else { config.queue_items / 10 };
+        let mut expected = BTreeMap::new();
+        for queue in &config.queues {
+            expected.insert(*queue, self.produce(observer, cluster, *queue, items).await?);
+        }
+        let mut slots = Vec::new();
+        for (curator, count) in [(false, config.rust_processes), (true, config.curator_processes)] {
+            for index in 0..count {
+                let mut proxies = Vec::new();
+                for member in cluster.members() {
+                    proxies.push(FaultProxy::start(member.address()).await.map_err(|err| err.to_string())?);
+                }
+                slots.push(Slot {
+                    curator,
+                    index,
+                    proxies,
+                    running: None,
+                    incarnation: 0,
+                    tag: String::new(),
+                });
+            }
+        }
+        for slot in &mut slots {
+            self.spawn(slot, &log_dir)?;
+        }
+        let mut killed: HashMap<String, i64> = HashMap::new();
+        let mut faults: BTreeMap<String, u64> = BTreeMap::new();
+        let duration = if rng.is_some() { config.duration } else { config.control_duration };
+        let end = Instant::now() + duration;
+        let mut ensemble_restarted = false;
+        while Instant::now() < end {
+            let Some(rng) = rng.as_deref_mut() else {
+                if !config.queues.is_empty() {
+                    // Consumers without a lock path (at most once) crashing lose what they hold.
+                    tokio::time::sleep(duration / 2).await;
+                    for slot in &mut slots {
+                        self.kill(slot, &mut killed).await;
+                        self.spawn(slot, &log_dir)?;
+                    }
+                }
+                tokio::time::sleep(end.saturating_duration_since(Instant::now())).await;
+                break;
+            };
+            let gap =
+                rng.between(config.fault_gap.0.as_millis() as u64, config.fault_gap.1.as_millis() as u64);
+            tokio::time::sleep(Duration::from_millis(gap)).await;
+            if Instant::now() >= end {
+                break;
+            }
+            // One whole-ensemble restart per run, in its middle; the rest by weight.
+            let fault = if !ensemble_restarted && Instant::now() + duration / 2 >= end {
+                ensemble_restarted = true;
+                Fault::EnsembleRestart
+            } else {
+                Fault::pick(rng)
+            };
+            let detail = self.inject(fault, rng, cluster, &mut slots, &log_dir, &mut killed).await?;
+            println!(
+                "[{:>6.1}s] fault {}: {detail}",
+                (duration - end.saturating_duration_since(Instant::now())).as_secs_f64(),
+                fault.name()
+            );
+            *faults.entry(fault.name().to_owned()).or_default() += 1;
+        }
+        // Everything back up, then an orderly stop.
+        for slot in &slots {
+            for proxy in &slot.proxies {
+                proxy.heal();
+            }
+        }
+        for index in 0..cluster.size() {
+            if !cluster.members()[index].is_running() {
+                cluster.restart(index).await.map_err(|err| format!("restarting server {index}: {err}"))?;
+            }
+        }
+        cluster.wait_until_serving(STEP).await.map_err(|err| format!("ensemble after the faults: {err}"))?;
+        if self.locking {
+            self.drain(observer).await;
+        }
+        for slot in &mut slots {
+            self.stop(slot, &mut killed).await;
+        }
+        let run_end = epoch_micros();
+        let events = read_events(&log_dir);
+        let mut reports = BTreeMap::new();
+        for recipe in &config.recipes {
+            let counter = observer
+                .get_data(&recipe.counter_path(self.check_root), Deadline::after(STEP))
+                .await
+                .ok()
+                .and_then(|node| CounterValue::parse(&node.data));
+            let tolerance = config.lost_tolerance.as_micros() as i64;
+            reports.insert(
+                *recipe,
+                check_recipe(*recipe, &events, &killed, run_end, tolerance, counter.as_ref()),
+            );
+        }
+        for (queue, items) in &expected {
+            let path = queue.lock_path(self.queue_root);
+            let left = children(observer, &path).await.len()
+                + children(observer, &queue.queue_lock_path(self.queue_root)).await.len();
+            reports.insert(*queue, check_queue(*queue, &events, items, &killed, left as u64));
+        }
+        let _ = observer
+            .delete(self.queue_root)
+            .deleting_children_if_needed()
+            .quietly()
+            .deadline(Deadline::after(STEP))
+            .await;
+        drop(slots);
+        Ok((reports, faults))
+    }
+
+    /// Puts `items` items into `queue` before the contenders start: the plain queue half from
+    /// Rust (`r<n>`) and half from Curator (`j<n>`), the priority queue from Rust with priorities
+    /// -3..=3. Puts made before any fault are never ambiguous, so each item is put exactly once.
+    async fn produce(
+        &self,
+        observer: &Framework,
+        cluster: &TestingCluster,
+        queue: Recipe,
+        items: usize,
+    ) -> Result<Vec<String>, String> {
+        let path = queue.lock_path(self.queue_root);
+        let builder = zk_recipes_queue::DistributedQueue::builder(observer, &path)
+            .serializer(zk_recipes_queue::Utf8Serializer);
+        let curator_items = if queue == Recipe::Queue { items / 2 } else { 0 };
+        let rust_items: Vec<String> = (0..items - curator_items).map(|n| format!("r{n}")).collect();
+        if queue == Recipe::PriorityQueue {
+            let priority_queue = builder.build_priority().map_err(|err| err.to_string())?;
+            for (n, item) in rust_items.iter().enumerate() {
+                priority_queue
+                    .put(item, (n % 7) as i32 - 3)
+                    .await
+                    .map_err(|err| format!("putting {item}: {err}"))?;
+            }
+        } else {
+            let plain = builder.build().map_err(|err| err.to_string())?;
+            for item in &rust_items {
+                plain.put(item).await.map_err(|err| format!("putting {item}: {err}"))?;
+            }
+        }
+        let mut all = rust_items;
+        if curator_items > 0 {
+            let mut producer = CuratorProcess::spawn([
+                "queue-produce".to_owned(),
+                cluster.connect_string(),
+                path.clone(),
+                curator_items.to_string(),
+                "1".to_owned(),
+                "j".to_owned(),
+            ])
+            .map_err(|err| format!("spawning the Curator producer: {err}"))?;
+            producer
+                .expect_line("RESULT", STEP * 3)
+                .await
+                .map_err(|err| format!("Curator producer: {err}"))?;
+            all.extend((0..curator_items).map(|n| format!("j{n}")));
+        }
+        Ok(all)
+    }
+
+    /// Waits until every queue is empty (the consumers acked everything), up to
+    /// [`DRAIN_TIMEOUT`]; what is left is reported by the checker.
+    async fn drain(&self, observer: &Framework) {
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        for queue in &self.config.queues {
+            let path = queue.lock_path(self.queue_root);
+            while !children(observer, &path).await.is_empty() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    }
+
+    fn spawn(&self, slot: &mut Slot, log_dir: &Path) -> Result<(), String> {
+        let config = self.config;
+        slot.incarnation += 1;
+        slot.tag = format!("{}{}x{}", if slot.curator { 'j' } else { 'r' }, slot.index, slot.incarnation);
+        let log = log_dir.join(format!("events-{}.log", slot.tag));
+        let connect = slot.proxies.iter().map(FaultProxy::connect_string).collect::<Vec<_>>().join(",");
+        let recipes = config.recipes.iter().map(|recipe| recipe.name()).collect::<Vec<_>>().join(",");
+        let locking = if self.locking { "on" } else { "off" };
+        let hold_ms = config.hold.as_millis().to_string();
+        let timeout_ms = config.session_timeout.as_millis().to_string();
+        if slot.curator {
+            let clients = config.curator_clients.to_string();
+            let process = CuratorProcess::spawn([
+                "--session-timeout-ms",
+                &timeout_ms,
+                "chaos-contend",
+                &connect,
+                &recipes,
+                &clients,
+                &slot.tag,
+                &log.display().to_string(),
+                locking,
+                self.lock_root,
+                self.check_root,
+                &hold_ms,
+                &queues_arg(&config.queues),
+                self.queue_root,
+                &config.process.as_millis().to_string(),
+            ])
+            .map_err(|err| format!("spawning a Curator contender: {err}"))?;
+            slot.running = Some(Running::Curator(Box::new(process)));
+        } else {
+            let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+            let stderr = std::fs::File::create(log_dir.join(format!("stderr-{}.log", slot.tag)))
+                .map_err(|err| err.to_string())?;
+            let mut child = Command::new(exe)
+                .args(["contend", "--connect", &connect, "--recipes", &recipes])
+                .args(["--clients", &config.rust_clients.to_string(), "--tag", &slot.tag])
+                .arg("--log")
+                .arg(&log)
+                .args([
+                    "--session-timeout-ms",
+                    &timeout_ms,
+                    "--locking",
+                    locking,
+                    "--lock-root",
+                    self.lock_root,
+                ])
+                .args(["--check-root", self.check_root, "--hold-ms", &hold_ms])
+                .args(["--queues", &queues_arg(&config.queues), "--queue-root", self.queue_root])
+                .args(["--process-ms", &config.process.as_millis().to_string()])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(stderr)
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|err| format!("spawning a Rust contender: {err}"))?;
+            let stdin = child.stdin.take();
+            slot.running = Some(Running::Rust { child: Box::new(child), stdin });
+        }
+        Ok(())
+    }
+
+    /// SIGKILLs a slot's process (a crash) and notes when.
+    async fn kill(&self, slot: &mut Slot, killed: &mut HashMap<String, i64>) {
+        match slot.running.take() {
+            Some(Running::Rust { mut child, .. }) => {
+                self.dump_if_silent(slot, child.id()).await;
+                let _ = child.start_kill();
+                let _ = tokio::time::timeout(STEP, child.wait()).await;
+            }
+            Some(Running::Curator(mut process)) => {
+                let _ = process.kill();
+            }
+            None => {}
+        }
+        killed.insert(slot.tag.clone(), epoch_micros());
+    }
+
+    /// A Rust contender whose event log has been silent for [`SILENT`] before we kill it has made
+    /// no progress on any of its sessions (a lock acquire alone times out after 20 s): its threads'
+    /// stacks go to `stack-<tag>.txt` (gdb, if installed) for the report.
+    async fn dump_if_silent(&self, slot: &Slot, pid: Option<u32>) {
+        let log = self.config.out_dir.join(self.name).join(format!("events-{}.log", slot.tag));
+        let silent = std::fs::metadata(&log)
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .unwrap_or_default();
+        let Some(pid) = pid.filter(|_| silent >= SILENT) else { return };
+        let stacks = self.config.out_dir.join(self.name).join(format!("stack-{}.txt", slot.tag));
+        println!(
+            "warning: contender {} (pid {pid}) logged nothing for {} s; stacks: {}",
+            slot.tag,
+            silent.as_secs(),
+            stacks.display()
+        );
+        let dump = Command::new("gdb")
+            .args(["-p", &pid.to_string(), "-batch", "-ex", "thread apply all bt"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output();
+        if let Ok(Ok(output)) = tokio::time::timeout(Duration::from_secs(60), dump).await {
+            let _ = std::fs::write(&stacks, output.stdout);
+        }
+    }
+
+    /// Asks a slot's process to stop (release, close its sessions) and waits for it; SIGKILLs it
+    /// after [`EXIT_TIMEOUT`].
+    async fn stop(&self, slot: &mut Slot, killed: &mut HashMap<String, i64>) {
+        let exited = match slot.running.as_mut() {
+            Some(Running::Rust { child, stdin }) => {
+                if let Some(stdin) = stdin.as_mut() {
+                    let _ = stdin.write_all(b"stop\n").await;
+                    let _ = stdin.flush().await;
+                }
+                matches!(tokio::time::timeout(EXIT_TIMEOUT, child.wait()).await, Ok(Ok(status)) if status.success())
+            }
+            Some(Running::Curator(process)) => {
+                let _ = process.send_line("stop").await;
+                matches!(process.wait(EXIT_TIMEOUT).await, Ok(status) if status.success())
+            }
+            None => true,
+        };
+        if !exited {
+            println!("warning: contender {} did not stop within {EXIT_TIMEOUT:?}; killed", slot.tag);
+            self.kill(slot, killed).await;
+        }
+        slot.running = None;
+    }
+
+    async fn inject(
+        &self,
+        fault: Fault,
+        rng: &mut Rng,
+        cluster: &mut TestingCluster,
+        slots: &mut [Slot],
+        log_dir: &Path,
+        killed: &mut HashMap<String, i64>,
+    ) -> Result<String, String> {
+        let session_ms = self.config.session_timeout.as_millis() as u64;
+        let restart = |err: zk_recipes_testing::TestingError| format!("{}: {err}", fault.name());
+        Ok(match fault {
+            Fault::KillServer | Fault::KillLeader => {
+                let index = if fault == Fault::KillLeader {
+                    cluster.leader_index().await.map_err(restart)?
+                } else {
+                    rng.index(cluster.size())
+                };
+                cluster.kill(index).await.map_err(restart)?;
+                let down = rng.between(200, 3000);
+                tokio::time::sleep(Duration::from_millis(down)).await;
+                cluster.restart(index).await.map_err(restart)?;
+                format!("server {} down {down} ms", index + 1)
+            }
+            Fault::PauseShort | Fault::PauseLong => {
+                let index = rng.index(cluster.size());
+                let paused = if fault == Fault::PauseShort {
+                    rng.between(300, session_ms / 2)
+                } else {
+                    rng.between(session_ms + 1000, session_ms + 3000)
+                };
+                cluster.pause(index).map_err(restart)?;
+                tokio::time::sleep(Duration::from_millis(paused)).await;
+                cluster.resume(index).map_err(restart)?;
+                cluster.wait_until_serving(STEP).await.map_err(restart)?;
+                format!("server {} stopped {paused} ms (session timeout {session_ms} ms)", index + 1)
+            }
+            Fault::Partition => {
+                let slot = &slots[rng.index(slots.len())];
+                let cut = rng.between(session_ms + 1000, session_ms + 3000);
+                for proxy in &slot.proxies {
+                    proxy.black_hole(Duration::from_millis(cut));
+                }
+                tokio::time::sleep(Duration::from_millis(cut)).await;
+                for proxy in &slot.proxies {
+                    proxy.heal();
+                }
+                format!("contender {} black-holed {cut} ms", slot.tag)
+            }
+            Fault::KillRust | Fault::KillCurator => {
+                let curator = fault == Fault::KillCurator;
+                let candidates: Vec<usize> =
+                    (0..slots.len()).filter(|index| slots[*index].curator == curator).collect();
+                if candidates.is_empty() {
+                    return Ok("no such contender".to_owned());
+                }
+                let slot = &mut slots[candidates[rng.index(candidates.len())]];
+                let old = slot.tag.clone();
+                self.kill(slot, killed).await;
+                let down = rng.between(100, 2000);
+                tokio::time::sleep(Duration::from_millis(down)).await;
+                self.spawn(slot, log_dir)?;
+                format!("contender {old} SIGKILLed, {} started {down} ms later", slot.tag)
+            }
+            Fault::EnsembleRestart => {
+                cluster.restart_all().await.map_err(restart)?;
+                "every server SIGKILLed and restarted".to_owned()
+            }
+        })
+    }
+}
+
+/// The queues as the contenders take them: comma-separated, `-` for none.
+fn queues_arg(queues: &[Recipe]) -> String {
+    if queues.is_empty() {
+        "-".to_owned()
+    } else {
+        queues.iter().map(|queue| queue.name()).collect::<Vec<_>>().join(",")
+    }
+}
+
+async fn create_persistent(framework: &Framework, path: &str) -> Result<(), String> {
+    match framework
+        .create(path)
+        .mode(CreateMode::Persistent)
+        .creating_parents(zk_recipes_framework::ParentMode::Persistent)
+        .deadline(Deadline::after(STEP))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(err) if err.is_node_exists() => Ok(()),
+        Err(err) => Err(format!("creating {path}: {err}")),
+    }
+}
+
+fn read_events(dir: &Path) -> Vec<Event> {
+    let mut events = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return events };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with("events-") {
+            continue;
+        }
+        if let Ok(text) = std::fs::read_to_string(entry.path()) {
+            events.extend(text.lines().filter_map(Event::parse));
+        }
+    }
+    events
+}
+
+/// Watches registered on every member (`wchc`), summed.
+async fn watch_total(cluster: &TestingCluster) -> u64 {
+    let mut total = 0;
+    for member in cluster.members() {
+        total += member.watch_count().await.unwrap_or(0) as u64;
+    }
+    total
+}
+
+struct Leaks {
+    nodes_by_recipe: BTreeMap<Recipe, u64>,
+    ephemerals: u64,
+    watches: u64,
+    baseline: u64,
+    details: Vec<String>,
+}
+
+impl Leaks {
+    fn clean(&self) -> bool {
+        self.nodes_by_recipe.values().all(|count| *count == 0)
+            && self.ephemerals == 0
+            && self.watches <= self.baseline
+    }
+}
+
+/// Polls (up to [`LEAK_TIMEOUT`]) until no recipe node, no ephemeral and no extra watch is left,
+/// then deletes the checkers' own nodes.
+async fn check_leaks(cluster: &TestingCluster, observer: &Framework, baseline: u64) -> Leaks {
+    let deadline = Instant::now() + LEAK_TIMEOUT;
+    loop {
+        let mut leaks = Leaks {
+            nodes_by_recipe: BTreeMap::new(),
+            ephemerals: 0,
+            watches: 0,
+            baseline,
+            details: Vec::new(),
+        };
+        for root in [LOCK_ROOT, CONTROL_LOCK_ROOT] {
+            let found = descendants(observer, root).await;
+            for node in found {
+                let recipe = Recipe::ALL.into_iter().find(|recipe| node.starts_with(&recipe.lock_path(root)));
+                if let Some(recipe) = recipe {
+                    *leaks.nodes_by_recipe.entry(recipe).or_default() += 1;
+                }
+                leaks.details.push(node);
+            }
+        }
+        for root in [CHECK_ROOT, CONTROL_CHECK_ROOT] {
+            for recipe in Recipe::ALL {
+                for marker in children(observer, &recipe.guard_dir(root)).await {
+                    *leaks.nodes_by_recipe.entry(recipe).or_default() += 1;
+                    leaks.details.push(format!("{}/{marker}", recipe.guard_dir(root)));
+                }
+            }
+        }
+        for member in cluster.members() {
+            if let Ok(stats) = member.mntr().await {
+                let ephemerals: u64 =
+                    stats.get("zk_ephemerals_count").and_then(|count| count.parse().ok()).unwrap_or(0);
+                leaks.ephemerals = leaks.ephemerals.max(ephemerals);
+            }
+        }
+        leaks.watches = watch_total(cluster).await;
+        if leaks.clean() || Instant::now() >= deadline {
+            if !leaks.clean() {
+                for member in cluster.members() {
+                    if let Ok(text) = member.four_letter_word("wchc").await {
+                        leaks.details.push(format!("wchc server {}: {}", member.server_id(), text.trim()));
+                    }
+                }
+            }
+            for root in [CHECK_ROOT, CONTROL_CHECK_ROOT] {
+                let _ = observer
+                    .delete(root)
+                    .deleting_children_if_needed()
+                    .quietly()
+                    .deadline(Deadline::after(STEP))
+                    .await;
+            }
+            return leaks;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn children(framework: &Framework, path: &str) -> Vec<String> {
+    framework.children(path, Deadline::after(STEP)).await.map(|(children, _)| children).unwrap_or_default()
+}
+
+async fn descendants(framework: &Framework, root: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for child in children(framework, &dir).await {
+            let child = format!("{dir}/{child}");
+            found.push(child.clone());
+            stack.push(child);
+        }
+    }
+    found
+}
+
+fn report_json(report: &RecipeReport) -> serde_json::Value {
+    json!({
+        "acquisitions": report.acquisitions(),
+        "rust_acquisitions": report.rust_acquisitions,
+        "curator_acquisitions": report.curator_acquisitions,
+        "holders": report.holders,
+        "lost_fired": report.lost_fired,
+        "violations": report.violations_by_kind(),
+        "rust_violations": report.rust_violations,
+        "curator_violations": report.curator_violations,
+        "max_token": report.max_token,
+        "max_concurrent": report.max_concurrent,
+        "max_late_lost_ms": report.max_late_lost_ms,
+        "increments": report.increments,
+        "uncertain_increments": report.uncertain_increments,
+        "counter": report.counter,
+        "errors": report.errors,
+        "stale_markers": report.stale_markers,
+        "fenced_after_lost": report.fenced_after_lost,
+        "leaked_nodes": report.leaked_nodes,
+        "items": report.items,
+        "items_acked": report.items_acked,
+        "acks_unlogged": report.acks_unlogged,
+        "deliveries": report.deliveries,
+        "curator_redeliveries": report.curator_redeliveries,
+    })
+}
+
+/// `kind=count ...`, or `0`.
+fn violations_text(report: &RecipeReport) -> String {
+    let violations = report.violations_by_kind();
+    if violations.is_empty() {
+        "0".to_owned()
+    } else {
+        violations.iter().map(|(kind, count)| format!("{kind}={count}")).collect::<Vec<_>>().join(" ")
+    }
+}
+
+fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
+    println!(
+        "{:<16} {:>9} {:>7} {:>7} {:>7} {:>6} {:>8} {:>9} {:>6} {:>6}  violations",
+        "recipe", "acquired", "rust", "curator", "holders", "lost", "max-hold", "late-ms", "errors", "leaks",
+    );
+    for (recipe, report) in reports.iter().filter(|(recipe, _)| !recipe.is_queue()) {
+        let violations = violations_text(report);
+        println!(
+            "{:<16} {:>9} {:>7} {:>7} {:>7} {:>6} {:>8} {:>9.1} {:>6} {:>6}  {}",
+            recipe.name(),
+            report.acquisitions(),
+            report.rust_acquisitions,
+            report.curator_acquisitions,
+            report.holders,
+            report.lost_fired,
+            report.max_concurrent,
+            report.max_late_lost_ms,
+            report.errors,
+            report.leaked_nodes,
+            violations
+        );
+        let counter = report.counter.map_or("-".to_owned(), |count| count.to_string());
+        println!(
+            "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}; stale markers {}; fenced after lost {}",
+            "",
+            report.increments,
+            report.uncertain_increments,
+            report.max_token,
+            report.stale_markers,
+            report.fenced_after_lost
+        );
+    }
+    for (queue, report) in reports.iter().filter(|(recipe, _)| recipe.is_queue()) {
+        let violations = violations_text(report);
+        println!(
+            "{:<16} items {} acked {} (+{} whose ack was sent but not confirmed, then never redelivered); deliveries {} \
+             (rust {}, curator {}); curator redeliveries {}; consumers {}; left {}; errors {}; violations {violations}",
+            queue.name(),
+            report.items,
+            report.items_acked,
+            report.acks_unlogged,
+            report.deliveries,
+            report.rust_acquisitions,
+            report.curator_acquisitions,
+            report.curator_redeliveries,
+            report.holders,
+            report.leaked_nodes,
+            report.errors,
+        );
+    }
+}
