@@ -55,6 +55,20 @@ pub enum QueueError {
         item: String,
     },
 
+    /// An ack, requeue or reject of a lock-safe delivery was sent, then the session that held our
+    /// lock expired before the reply came, and the item is no longer queued. Either our request
+    /// committed, or our lock went with the session and another consumer took the item and
+    /// finished it: which of the two cannot be known. Either way the item is not ours any more
+    /// and will not be delivered to us again. (Had it still been queued, the error would be
+    /// [`QueueError::LockLost`]: then nothing was committed.)
+    #[error(
+        "the session holding the lock on queue item {item} expired while our request for it was in flight, and the item has left the queue: either that request committed or another consumer finished the item"
+    )]
+    OutcomeUnknown {
+        /// The item's node name.
+        item: String,
+    },
+
     /// A stopped consumer's handlers did not all finish within its drain timeout
     /// ([`crate::Consumer::drain_timeout`]). The unfinished deliveries were dropped: lock-safe,
     /// they are delivered again; at most once, they count as consumed.
@@ -93,10 +107,11 @@ impl QueueError {
         matches!(self, QueueError::Framework(err) if err.is_retryable())
     }
 
-    /// Whether our lock on the item is gone with its session (lock-safe mode): another consumer
-    /// gets the item.
+    /// Whether our lock on the item is gone with its session (lock-safe mode):
+    /// [`QueueError::LockLost`] (another consumer gets the item) or [`QueueError::OutcomeUnknown`]
+    /// (the item has left the queue, perhaps by our hand).
     pub fn is_node_lost(&self) -> bool {
-        matches!(self, QueueError::LockLost { .. })
+        matches!(self, QueueError::LockLost { .. } | QueueError::OutcomeUnknown { .. })
     }
 
     /// Whether the framework is closed.

@@ -982,7 +982,9 @@ impl<T: Send + 'static> DistributedIdQueue<T> {
 
     /// Removes every item with `id` that no consumer holds, and returns how many it removed
     /// (Curator's `remove`). With a lock path, each item is locked first, so an item a consumer is
-    /// processing is left alone (and not counted).
+    /// processing is left alone (and not counted). An item whose removal was sent just before our
+    /// session expired, and which is gone afterwards, is not counted either: it may have been
+    /// removed by us or consumed by someone else.
     ///
     /// # Errors
     /// [`QueueError::InvalidArgument`] for an empty id; as [`Framework::retry`].

@@ -448,3 +448,74 @@ async fn lock_safe_an_expired_consumers_item_goes_to_another_and_its_late_ack_is
     within("close", doomed.close()).await;
     within("close", survivor.close()).await;
 }
+
+/// Session timeout and silence for the two tests below: the silence outlasts the session.
+const SHORT_SESSION: Duration = Duration::from_secs(2);
+const PAST_THE_SESSION: Duration = Duration::from_secs(5);
+
+#[tokio::test]
+async fn lock_safe_an_ack_that_committed_before_its_session_expired_reports_an_unknown_outcome() {
+    const QUEUE: &str = "/faults-ack-unknown/queue";
+    const LOCKS: &str = "/faults-ack-unknown/locks";
+    let (server, observer) = server_and_framework().await;
+    let (proxy, framework) = proxied(&server, SHORT_SESSION).await;
+    let producer = queue_on(&observer, QUEUE, Some(LOCKS));
+    let first = within("put", producer.put(&"first".to_string())).await.expect("put");
+    let session = session_id(&framework).await;
+
+    let mut consumer = queue_on(&framework, QUEUE, Some(LOCKS)).consumer().prefetch(1);
+    let delivery = next_delivery(&mut consumer).await;
+    assert_eq!(delivery.name(), first);
+
+    // The server commits the ack's multi; its reply is dropped, and the client hears nothing more
+    // until its session has expired. The ack's retry comes up on a new session, which must not
+    // touch the old hold, and cannot tell our commit from another consumer's.
+    let cut =
+        proxy.cut_after_next_reply_then_black_hole(RequestMatch::multi().under(LOCKS), PAST_THE_SESSION);
+    let acked = within_for(Duration::from_secs(40), "ack", delivery.ack()).await;
+    let cut = within("the cut", cut).await.expect("the proxy cut the ack's reply");
+    assert_eq!(cut.server_error, 0, "the server committed the ack: {cut:?}");
+    assert_ne!(session_id(&framework).await, session, "the session expired during the silence");
+    match acked {
+        Err(QueueError::OutcomeUnknown { ref item }) if *item == first => {}
+        other => panic!("an ack that may have committed must not say it did not: {other:?}"),
+    }
+    let err = acked.unwrap_err();
+    assert!(err.is_node_lost() && !err.is_retryable(), "{err}");
+    // It did commit: the item is gone and never comes back.
+    drained(&observer, QUEUE, LOCKS).await;
+    drop(consumer);
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn lock_safe_an_ack_that_never_reached_the_server_before_its_session_expired_reports_lock_lost() {
+    const QUEUE: &str = "/faults-ack-held/queue";
+    const LOCKS: &str = "/faults-ack-held/locks";
+    let (server, observer) = server_and_framework().await;
+    let (proxy, framework) = proxied(&server, SHORT_SESSION).await;
+    let producer = queue_on(&observer, QUEUE, Some(LOCKS));
+    let first = within("put", producer.put(&"first".to_string())).await.expect("put");
+    let session = session_id(&framework).await;
+
+    let mut consumer = queue_on(&framework, QUEUE, Some(LOCKS)).consumer().prefetch(1);
+    let delivery = next_delivery(&mut consumer).await;
+    assert_eq!(delivery.name(), first);
+
+    // The ack's multi leaves the client but never reaches the server; the session expires in the
+    // silence. On the new session the item is still there: the ack did not commit, and says so.
+    let held = proxy.black_hole_at_next_request(RequestMatch::multi().under(LOCKS), PAST_THE_SESSION);
+    let acked = within_for(Duration::from_secs(40), "ack", delivery.ack()).await;
+    within("the held request", held).await.expect("the proxy held the ack");
+    assert_ne!(session_id(&framework).await, session, "the session expired during the silence");
+    assert!(matches!(acked, Err(QueueError::LockLost { ref item }) if *item == first), "{acked:?}");
+    assert_eq!(children(&observer, QUEUE).await, vec![first.clone()], "the item is still queued");
+
+    // And it is delivered again.
+    let again = next_delivery(&mut consumer).await;
+    assert_eq!((again.name(), again.items()), (first.as_str(), &["first".to_string()][..]));
+    within("ack", again.ack()).await.expect("ack");
+    drained(&observer, QUEUE, LOCKS).await;
+    drop(consumer);
+    within("close", framework.close()).await;
+}

@@ -327,6 +327,8 @@ struct ArmedBlackHole {
 struct ArmedCut {
     matcher: RequestMatch,
     sender: oneshot::Sender<CutReply>,
+    /// A black hole to start at the cut, before the client can reconnect.
+    then_black_hole: Option<Duration>,
 }
 
 impl State {
@@ -509,7 +511,35 @@ impl FaultProxy {
     /// ```
     pub fn cut_after_next_reply(&self, matcher: RequestMatch) -> CutAfterReply {
         let (sender, receiver) = oneshot::channel();
-        self.shared.state.lock().armed_cuts.push_back(ArmedCut { matcher, sender });
+        self.shared.state.lock().armed_cuts.push_back(ArmedCut { matcher, sender, then_black_hole: None });
+        CutAfterReply { receiver }
+    }
+
+    /// As [`cut_after_next_reply`](Self::cut_after_next_reply), and at the moment of the cut a
+    /// [`black_hole`](Self::black_hole) of `duration` starts, before the client can reconnect:
+    /// the server has done the request, the client never hears of it, and (with `duration` past
+    /// the session timeout) the session expires before the client gets through again.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn demo(proxy: &zk_recipes_testing::FaultProxy) -> Result<(), zk_recipes_testing::TestingError> {
+    /// use std::time::Duration;
+    /// use zk_recipes_testing::RequestMatch;
+    ///
+    /// let cut = proxy.cut_after_next_reply_then_black_hole(RequestMatch::multi().under("/jobs"), Duration::from_secs(6));
+    /// // ... the client commits a multi under /jobs; the server commits it, the reply is dropped,
+    /// // and the client's session expires in the silence that follows ...
+    /// assert_eq!(cut.await?.op_code, 14);
+    /// # Ok(()) }
+    /// ```
+    pub fn cut_after_next_reply_then_black_hole(
+        &self,
+        matcher: RequestMatch,
+        duration: Duration,
+    ) -> CutAfterReply {
+        let (sender, receiver) = oneshot::channel();
+        let armed = ArmedCut { matcher, sender, then_black_hole: Some(duration) };
+        self.shared.state.lock().armed_cuts.push_back(armed);
         CutAfterReply { receiver }
     }
 
@@ -725,6 +755,11 @@ async fn pump(
                         if let Some((xid, error)) = reply_header(frame) {
                             if xid == waiting.request.xid {
                                 cut = waiting.armed.take().map(|armed| {
+                                    if let Some(duration) = armed.then_black_hole {
+                                        // Before this connection closes, so that the client's
+                                        // reconnect meets the silence.
+                                        shared.start_black_hole(&mut shared.state.lock(), duration);
+                                    }
                                     let request = &mut waiting.request;
                                     (armed.sender, CutReply {
                                         op_code: request.op_code,
@@ -1124,7 +1159,7 @@ mod tests {
         let mut receivers = Vec::new();
         for matcher in [RequestMatch::multi(), RequestMatch::delete(), RequestMatch::delete().under("/b")] {
             let (sender, receiver) = oneshot::channel();
-            state.armed_cuts.push_back(ArmedCut { matcher, sender });
+            state.armed_cuts.push_back(ArmedCut { matcher, sender, then_black_hole: None });
             receivers.push(receiver);
         }
         let delete_b = parse_request(&frame(&create_payload(1, 2, "/b/x"))).expect("parses");

@@ -22,6 +22,9 @@ pub(super) enum Committed {
     /// Committed (with the requeued item's name).
     Done(Option<String>),
     LockLost,
+    /// Our session expired after a try was sent, and the item is gone: that try may have
+    /// committed, or another consumer took the item after our lock went with the session.
+    OutcomeUnknown,
     ItemGone,
 }
 
@@ -47,7 +50,19 @@ pub(super) async fn commit<T>(
         .framework
         .retry(Deadline::after(COMMIT_TIMEOUT), |session| async move {
             if session.generation() != claim.generation || session.id().0 != claim.session_id {
-                return Ok(Committed::LockLost);
+                // Never retried onto a newer session. If no try was sent, nothing was committed.
+                if tries.load(std::sync::atomic::Ordering::Acquire) == 0 {
+                    return Ok(Committed::LockLost);
+                }
+                // A try was sent on the lost session and its reply never came. What that session
+                // did is ordered before its expiry, and so before this session began: after a sync,
+                // a queued item means the try did not commit. A gone item may be our commit or
+                // another consumer's, who took it once our lock expired. This read only looks.
+                session.client().sync(&inner.path).await?;
+                return match session.client().check_stat(item_path).await? {
+                    Some(_) => Ok(Committed::LockLost),
+                    None => Ok(Committed::OutcomeUnknown),
+                };
             }
             let earlier_tries = tries.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             let mut multi = session.client().new_multi_writer();
@@ -263,6 +278,11 @@ pub(crate) async fn remove_item<T>(inner: &Inner<T>, name: &str) -> Result<bool>
             Ok(true)
         }
         Ok(Committed::LockLost) => {
+            unregister_lock(claim.session_id, &claim.lock_node);
+            Ok(false)
+        }
+        Ok(Committed::OutcomeUnknown) => {
+            // Gone from the queue, by our hand or a consumer's: not counted as ours.
             unregister_lock(claim.session_id, &claim.lock_node);
             Ok(false)
         }

@@ -112,7 +112,9 @@ impl<T> Delivery<T> {
     ///
     /// # Errors
     /// [`QueueError::LockLost`] if our lock node is gone (our session was lost): nothing was
-    /// committed and the item is delivered again. [`QueueError::ItemGone`] if someone deleted the
+    /// committed and the item is delivered again. [`QueueError::OutcomeUnknown`] if the ack was
+    /// sent, our session expired before its reply, and the item has left the queue (by our ack
+    /// or another consumer's after our lock expired). [`QueueError::ItemGone`] if someone deleted the
     /// item without the lock. Framework errors when the outcome is unknown (the lock is then
     /// released in the background: the item is delivered again unless the ack did commit).
     ///
@@ -219,6 +221,10 @@ impl<T> Delivery<T> {
             Ok(Committed::LockLost) => {
                 unregister_lock(claim.session_id, &claim.lock_node);
                 Err(QueueError::LockLost { item: self.name.clone() })
+            }
+            Ok(Committed::OutcomeUnknown) => {
+                unregister_lock(claim.session_id, &claim.lock_node);
+                Err(QueueError::OutcomeUnknown { item: self.name.clone() })
             }
             Ok(Committed::ItemGone) => {
                 self.release();
