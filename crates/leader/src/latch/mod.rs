@@ -216,7 +216,8 @@ impl LeaderLatch {
     /// As [`await_leadership`](Self::await_leadership), at most `timeout`.
     ///
     /// # Errors
-    /// [`LeaderError::Timeout`] after `timeout`; otherwise as `await_leadership`.
+    /// [`LeaderError::Timeout`] after `timeout`; otherwise as `await_leadership`. A timeout leaves
+    /// the latch in the election (see [`await_leadership_until`](Self::await_leadership_until)).
     ///
     /// # Cancel safety
     /// Cancel safe.
@@ -224,6 +225,41 @@ impl LeaderLatch {
         match tokio::time::timeout(timeout, self.await_leadership()).await {
             Ok(result) => result,
             Err(_) => Err(LeaderError::Timeout { waited: timeout }),
+        }
+    }
+
+    /// As [`await_leadership`](Self::await_leadership), until `deadline` (a [`Deadline`], or a
+    /// `Duration` from now), as [`KazooElection::lead_until`](crate::KazooElection::lead_until)
+    /// and the locks' `*_until` calls take it.
+    ///
+    /// A timeout leaves the latch in the election: its node stays, and it may lead later (as
+    /// Curator's `await(timeout, unit)` returning `false`). [`close`](Self::close) it to leave.
+    ///
+    /// ```no_run
+    /// # async fn demo(latch: zk_recipes_leader::LeaderLatch) -> zk_recipes_leader::Result<()> {
+    /// use std::time::Duration;
+    /// match latch.await_leadership_until(Duration::from_secs(5)).await {
+    ///     Ok(fencing_token) => println!("leading ({fencing_token})"),
+    ///     Err(err) if err.is_timeout() => println!("not leading yet; still in line"),
+    ///     Err(err) => return Err(err),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LeaderError::Timeout`] at the deadline ([`LeaderError::is_timeout`]); otherwise as
+    /// `await_leadership`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn await_leadership_until(&self, deadline: impl Into<Deadline>) -> Result<i64> {
+        let deadline = deadline.into();
+        let Some(remaining) = deadline.remaining() else {
+            return self.await_leadership().await;
+        };
+        match tokio::time::timeout(remaining, self.await_leadership()).await {
+            Ok(result) => result,
+            Err(_) => Err(LeaderError::Timeout { waited: deadline.elapsed() }),
         }
     }
 
