@@ -122,15 +122,16 @@ pub enum Command {
         /// The election's path.
         path: String,
     },
-    /// The semaphore at PATH (V2 layout): leases and the internal lock's holder. With a command
-    /// after `--`: run it while holding a lease.
+    /// The semaphore at PATH (V2 layout): leases (with --max, holders and waiters apart) and the
+    /// internal lock's holder. With a command after `--`: run it while holding a lease.
     Semaphore {
         /// The semaphore's path.
         path: String,
         /// The semaphore's maximum leases, for running a command (default 1).
         #[arg(long)]
         leases: Option<u32>,
-        /// The semaphore's maximum leases, if known, to tell held leases from waiting ones.
+        /// The semaphore's maximum leases, if known, to tell holders from waiters (the first MAX
+        /// lease nodes in line hold, as the recipe's `participants()` splits them).
         #[arg(long)]
         max: Option<u32>,
         /// The command to run while holding a lease.

@@ -11,7 +11,9 @@ use zk_recipes_leader::LATCH_NAME;
 use zk_recipes_lock_internals::{sort_children_by, LockDriver, StandardDriver};
 use zk_recipes_queue::names::{self, ITEM_PREFIX, SIMPLE_PREFIX};
 use zk_recipes_rwlock::{ReadDriver, WriteDriver, READ_LOCK_NAME, WRITE_LOCK_NAME};
-use zk_recipes_semaphore::{LEASES_DIR, LEASE_NAME, LOCKS_DIR, LOCK_NAME};
+use zk_recipes_semaphore::{
+    Result as SemaphoreResult, Semaphore, LEASES_DIR, LEASE_NAME, LOCKS_DIR, LOCK_NAME,
+};
 
 /// Reads in flight at once.
 const READS_IN_FLIGHT: usize = 64;
@@ -28,6 +30,7 @@ fn deadline() -> Deadline {
 }
 
 /// One child as read: name, stat, data.
+#[derive(Clone)]
 struct Child {
     name: String,
     stat: Stat,
@@ -86,7 +89,7 @@ fn session_text(owner: i64) -> String {
 }
 
 /// A lock contender, a participant, a lease: one node, described.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct NodeRow {
     /// The node's name.
     pub node: String,
@@ -248,53 +251,77 @@ pub struct SemaphoreView {
     pub held: Option<usize>,
     /// Leases waiting (known with the maximum).
     pub waiting: Option<usize>,
-    /// Lease nodes in creation order.
+    /// The lease nodes holding a lease, in line order (known with the maximum).
+    pub holders: Option<Vec<NodeRow>>,
+    /// The lease nodes waiting for one, in line order (known with the maximum).
+    pub waiters: Option<Vec<NodeRow>>,
+    /// Every lease node in line order.
     pub leases: Vec<NodeRow>,
     /// The internal lock's holder: an acquirer between taking the lock and holding its lease.
     pub internal_lock_holder: Option<NodeRow>,
 }
 
-/// The semaphore at `dir` (Curator's V2 layout: `locks/` and `leases/`).
-pub async fn semaphore(framework: &Framework, dir: &str, max: Option<u32>) -> FrameworkResult<SemaphoreView> {
-    let leases = read_children(framework, &path::join(dir, LEASES_DIR)).await?;
-    let locks = read_children(framework, &path::join(dir, LOCKS_DIR)).await?;
-    let lease_driver = StandardDriver::new(LEASE_NAME);
-    let leases = sorted(&leases, &lease_driver, |name| name.contains(LEASE_NAME));
-    let lock_driver = StandardDriver::new(LOCK_NAME);
-    let holder = sorted(&locks, &lock_driver, |name| name.contains(LOCK_NAME))
-        .first()
-        .map(|child| NodeRow::new(child, "lock", ("held".to_owned(), None)));
-    let count = leases.len();
-    let (held, waiting) = match max {
-        Some(max) => {
-            let held = count.min(max as usize);
-            (Some(held), Some(count - held))
-        }
-        None => (None, None),
+/// The semaphore at `dir` (Curator's V2 layout: `locks/` and `leases/`). With `max`, holders and
+/// waiters are told apart as the recipe does ([`Semaphore::participants`]: the first `max` lease
+/// nodes in line order hold, the rest wait).
+pub async fn semaphore(framework: &Framework, dir: &str, max: Option<u32>) -> SemaphoreResult<SemaphoreView> {
+    // Split first, then read the nodes: a lease node created in between shows as "new".
+    let participants = match max {
+        Some(max) => Some(Semaphore::new(framework, dir, max)?.participants().await?),
+        None => None,
     };
-    let rows = leases
+    let (leases, holder) = semaphore_nodes(framework, dir).await?;
+    let mut holders = Vec::new();
+    let mut waiters = Vec::new();
+    let rows: Vec<NodeRow> = leases
         .iter()
         .map(|child| {
-            let waiting_here = matches!(waiting, Some(waiting) if waiting > 0)
-                && holder
-                    .as_ref()
-                    .is_some_and(|holder| holder.session == session_text(child.stat.ephemeral_owner));
-            let state = match (max, waiting_here) {
-                (Some(_), true) => "waiting (holds the internal lock)",
-                (Some(_), false) => "held",
-                (None, _) => "held or waiting (give --max)",
+            let node_path = path::join(&path::join(dir, LEASES_DIR), &child.name);
+            let holds_internal_lock = holder
+                .as_ref()
+                .is_some_and(|holder| holder.session == session_text(child.stat.ephemeral_owner));
+            let state = match &participants {
+                Some(split) if split.holders.contains(&node_path) => "held",
+                Some(split) if split.waiting.contains(&node_path) && holds_internal_lock => {
+                    "waiting (holds the internal lock)"
+                }
+                Some(split) if split.waiting.contains(&node_path) => "waiting",
+                Some(_) => "new",
+                None => "held or waiting (give --max)",
             };
-            NodeRow::new(child, "lease", (state.to_owned(), None))
+            let row = NodeRow::new(child, "lease", (state.to_owned(), None));
+            if state == "held" {
+                holders.push(row.clone());
+            } else if state.starts_with("waiting") {
+                waiters.push(row.clone());
+            }
+            row
         })
         .collect();
     Ok(SemaphoreView {
         path: dir.to_owned(),
         max_leases: max,
-        held,
-        waiting,
+        held: participants.as_ref().map(|split| split.holders.len()),
+        waiting: participants.as_ref().map(|split| split.waiting.len()),
+        holders: participants.as_ref().map(|_| holders),
+        waiters: participants.as_ref().map(|_| waiters),
         leases: rows,
         internal_lock_holder: holder,
     })
+}
+
+/// The lease nodes of the semaphore at `dir` in line order, and its internal lock's holder.
+async fn semaphore_nodes(framework: &Framework, dir: &str) -> FrameworkResult<(Vec<Child>, Option<NodeRow>)> {
+    let leases = read_children(framework, &path::join(dir, LEASES_DIR)).await?;
+    let locks = read_children(framework, &path::join(dir, LOCKS_DIR)).await?;
+    let lease_driver = StandardDriver::new(LEASE_NAME);
+    let leases: Vec<Child> =
+        sorted(&leases, &lease_driver, |name| name.contains(LEASE_NAME)).into_iter().cloned().collect();
+    let lock_driver = StandardDriver::new(LOCK_NAME);
+    let holder = sorted(&locks, &lock_driver, |name| name.contains(LOCK_NAME))
+        .first()
+        .map(|child| NodeRow::new(child, "lock", ("held".to_owned(), None)));
+    Ok((leases, holder))
 }
 
 /// One item being processed by a lock-safe consumer.
@@ -448,9 +475,11 @@ async fn recipe_at(framework: &Framework, dir: &str, names: &[String]) -> Framew
     let row = |recipe: &str, summary: String| {
         Some(TreeRow { path: dir.to_owned(), recipe: recipe.to_owned(), summary })
     };
-    if names.iter().any(|name| name == LEASES_DIR) && names.iter().any(|name| name == LOCKS_DIR) {
-        let view = semaphore(framework, dir, None).await?;
-        return Ok(row("semaphore", format!("{} leases", view.leases.len())));
+    // A semaphore by its `leases` dir alone: its `locks` dir is a container, reaped by the server
+    // soon after the last acquire took its lease.
+    if names.iter().any(|name| name == LEASES_DIR) {
+        let (leases, _) = semaphore_nodes(framework, dir).await?;
+        return Ok(row("semaphore", format!("{} leases", leases.len())));
     }
     if has(READ_LOCK_NAME)
         || has(WRITE_LOCK_NAME)

@@ -126,8 +126,17 @@ impl View for SemaphoreView {
             _ => format!("{} lease nodes (maximum unknown: give --max)", self.leases.len()),
         };
         let mut text = format!("{}: {counts}\n", self.path);
-        if !self.leases.is_empty() {
-            text.push_str(&table(&NODE_HEADER, &node_rows(&self.leases)));
+        match (&self.holders, &self.waiters) {
+            (Some(holders), Some(waiters)) => {
+                for (title, rows) in [("holders", holders), ("waiting", waiters)] {
+                    if !rows.is_empty() {
+                        text.push_str(&format!("{title}:\n"));
+                        text.push_str(&table(&NODE_HEADER, &node_rows(rows)));
+                    }
+                }
+            }
+            _ if !self.leases.is_empty() => text.push_str(&table(&NODE_HEADER, &node_rows(&self.leases))),
+            _ => {}
         }
         if let Some(holder) = &self.internal_lock_holder {
             text.push_str(&format!(

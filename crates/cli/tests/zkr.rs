@@ -330,6 +330,73 @@ fn fastrand_suffix() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos())
 }
 
+/// `zkr semaphore --max N` splits holders from waiters as the recipe does
+/// (`Semaphore::participants`), and lists each apart.
+#[tokio::test]
+async fn semaphore_shows_holders_and_waiters_apart() {
+    init_tracing();
+    let server = server().await;
+    let connect = server.connect_string();
+    let fw = framework(&connect);
+    let semaphore = Semaphore::new(&fw, "/zkr/split/pool", 2).expect("semaphore");
+    let leases = within("leases", semaphore.acquire_many(2)).await.expect("leases");
+    let waiter = {
+        let semaphore = semaphore.clone();
+        tokio::spawn(async move { semaphore.acquire().await })
+    };
+    eventually("a waiter in line", || async {
+        semaphore.participants().await.is_ok_and(|split| split.waiting.len() == 1)
+    })
+    .await;
+    let split = within("participants", semaphore.participants()).await.expect("participants");
+    let names = |nodes: &[String]| -> Vec<String> {
+        nodes.iter().map(|node| zk_recipes_framework::path::name(node).to_owned()).collect()
+    };
+    let rows = |document: &Value, key: &str| -> Vec<(String, String)> {
+        document[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key}: {document}"))
+            .iter()
+            .map(|row| {
+                let field = |name: &str| row[name].as_str().unwrap_or_default().to_owned();
+                (field("node"), field("state"))
+            })
+            .collect()
+    };
+
+    let (code, document) = zkr_json(&connect, &["semaphore", "/zkr/split/pool", "--max", "2"]).await;
+    assert_eq!(code, 0);
+    assert_eq!((document["held"].as_u64(), document["waiting"].as_u64()), (Some(2), Some(1)), "{document}");
+    let holders = rows(&document, "holders");
+    assert_eq!(holders.iter().map(|(node, _)| node.clone()).collect::<Vec<_>>(), names(&split.holders));
+    assert!(holders.iter().all(|(_, state)| state == "held"), "{holders:?}");
+    let waiters = rows(&document, "waiters");
+    assert_eq!(waiters.iter().map(|(node, _)| node.clone()).collect::<Vec<_>>(), names(&split.waiting));
+    assert!(waiters.iter().all(|(_, state)| state.starts_with("waiting")), "{waiters:?}");
+
+    let text = zkr(&connect, &["semaphore", "/zkr/split/pool", "--max", "2"]).await;
+    let text = String::from_utf8_lossy(&text.stdout);
+    let (held_part, waiting_part) =
+        text.split_once("waiting:\n").unwrap_or_else(|| panic!("no waiting section: {text}"));
+    assert!(held_part.contains("holders:\n"), "{text}");
+    assert!(names(&split.holders).iter().all(|node| held_part.contains(node.as_str())), "{text}");
+    assert!(names(&split.waiting).iter().all(|node| waiting_part.contains(node.as_str())), "{text}");
+
+    let (_, document) = zkr_json(&connect, &["semaphore", "/zkr/split/pool"]).await;
+    assert!(
+        document["holders"].is_null() && document["waiters"].is_null(),
+        "no split without --max: {document}"
+    );
+    assert_eq!(document["leases"].as_array().map(Vec::len), Some(3), "{document}");
+
+    waiter.abort();
+    let _ = waiter.await;
+    for lease in leases {
+        within("release", lease.release()).await.expect("release");
+    }
+    within("close", fw.close()).await;
+}
+
 #[tokio::test]
 async fn elect_and_semaphore_run_the_command_while_holding_and_pass_on_its_exit_code() {
     init_tracing();

@@ -66,7 +66,8 @@ impl KazooElection {
     /// Waits until we lead, at most until `deadline`.
     ///
     /// # Errors
-    /// A timeout ([`LeaderError::Lock`] with a timeout) at the deadline: our node is deleted.
+    /// A timeout at the deadline ([`LeaderError::Framework`] with a timeout,
+    /// [`LeaderError::is_timeout`]): our node is deleted.
     /// Otherwise as [`lead`](Self::lead).
     ///
     /// # Cancel safety

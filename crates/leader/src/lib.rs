@@ -47,6 +47,7 @@
 //! # Ok(()) }
 //! ```
 
+mod backoff;
 mod error;
 mod handle;
 mod kazoo;

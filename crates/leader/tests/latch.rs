@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use zk_recipes_framework::{Deadline, ErrorPolicy, Framework};
-use zk_recipes_leader::{CloseMode, LeaderError, LeaderLatch, LeadershipEvent, NotLeaderReason};
+use zk_recipes_leader::{
+    CloseMode, KazooElection, LeaderError, LeaderLatch, LeadershipEvent, NotLeaderReason,
+};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 const SESSION: Duration = Duration::from_secs(10);
@@ -278,4 +280,54 @@ async fn rejects_bad_paths_before_sending_anything() {
     assert!(matches!(LeaderLatch::new(&framework, "/trailing/", ""), Err(LeaderError::Framework(_))));
     assert!(zk_recipes_leader::LeaderSelector::builder(&framework, "/a//b").build(|_| async {}).is_err());
     framework.close().await;
+}
+
+/// Issue 14: waiting for leadership times out the same way in the latch and in the kazoo
+/// election — `Err` with `is_timeout()`. The latch stays in line (a membership) and leads once the
+/// leader goes; the kazoo contender's node is deleted (an acquire).
+#[tokio::test]
+async fn waiting_for_leadership_times_out_with_an_error_in_the_latch_and_the_kazoo_election() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = framework(&server.connect_string(), SESSION, ErrorPolicy::Standard);
+    let path = "/timeouts/latch";
+    let leader = LeaderLatch::new(&framework, path, "leader").expect("latch");
+    leader.start().expect("start");
+    within("the first leads", leader.await_leadership()).await.expect("leads");
+    let follower = LeaderLatch::new(&framework, path, "follower").expect("latch");
+    follower.start().expect("start");
+    eventually("two participants", || async { children(&framework, path).await.len() == 2 }).await;
+
+    let waited =
+        within("await_leadership_timeout", follower.await_leadership_timeout(Duration::from_millis(300)))
+            .await;
+    assert!(matches!(&waited, Err(err @ LeaderError::Timeout { .. }) if err.is_timeout()), "{waited:?}");
+    let waited =
+        within("await_leadership_until", follower.await_leadership_until(Duration::from_millis(300))).await;
+    assert!(waited.as_ref().is_err_and(LeaderError::is_timeout), "{waited:?}");
+    let waited =
+        within("an expired deadline", follower.await_leadership_until(Deadline::after(Duration::ZERO))).await;
+    assert!(waited.as_ref().is_err_and(LeaderError::is_timeout), "{waited:?}");
+    assert!(follower.our_node_path().is_some(), "the follower is still in line");
+    assert_eq!(children(&framework, path).await.len(), 2, "its node stays");
+
+    within("close", leader.close(CloseMode::Silent)).await.expect("close");
+    let token = within("the follower leads", follower.await_leadership_until(Deadline::never())).await;
+    assert!(token.is_ok(), "{token:?}");
+    within("close", follower.close(CloseMode::Silent)).await.expect("close");
+
+    let election_path = "/timeouts/kazoo";
+    let first = KazooElection::new(&framework, election_path, "first").expect("election");
+    let leadership = within("first leads", first.lead()).await.expect("leads");
+    let second = KazooElection::new(&framework, election_path, "second").expect("election");
+    let waited = within("lead_until", second.lead_until(Duration::from_millis(300))).await;
+    assert!(waited.as_ref().is_err_and(LeaderError::is_timeout), "{waited:?}");
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert_eq!(
+        within("contenders", second.contenders()).await.expect("contenders"),
+        ["first"],
+        "no node left"
+    );
+    within("release", leadership.release()).await.expect("release");
+    within("close", framework.close()).await;
 }

@@ -562,6 +562,27 @@ impl SemaphoreMutex {
         self.semaphore.acquire_timeout(timeout).await
     }
 
+    /// Waits for the lock until `deadline` (a [`Deadline`], or a `Duration` from now), as
+    /// [`Semaphore::acquire_until`] and the other locks' `*_until` calls.
+    ///
+    /// ```no_run
+    /// # async fn demo(mutex: zk_recipes_semaphore::SemaphoreMutex) -> zk_recipes_semaphore::Result<()> {
+    /// use zk_recipes_framework::Deadline;
+    /// let guard = mutex.lock_until(Deadline::after(std::time::Duration::from_secs(5))).await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire_many_until`]: a timeout at the deadline
+    /// ([`SemaphoreError::is_timeout`]), and the call's nodes are deleted.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn lock_until(&self, deadline: impl Into<Deadline>) -> Result<Lease> {
+        self.semaphore.acquire_until(deadline).await
+    }
+
     /// Takes the lock if it is free now.
     ///
     /// # Errors

@@ -180,6 +180,30 @@ async fn the_semaphore_mutex_is_not_reentrant() {
     within("close", framework.close()).await;
 }
 
+/// Issue 14: the semaphore mutex's timed lock agrees with the other locks: `lock_timeout` and
+/// `lock_until` (a `Duration` or a `Deadline`) end in `Err` with `is_timeout()` and leave no node.
+#[tokio::test]
+async fn the_semaphore_mutex_times_out_with_an_error_and_leaves_no_node() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let mutex = SemaphoreMutex::new(&framework, "/mutex-timeout").expect("mutex");
+    let held = within("lock_until", mutex.lock_until(STEP)).await.expect("free: taken");
+    let contender = SemaphoreMutex::new(&framework, "/mutex-timeout").expect("mutex");
+    let timed_out = within("lock_timeout", contender.lock_timeout(Duration::from_millis(300))).await;
+    assert!(timed_out.as_ref().is_err_and(SemaphoreError::is_timeout), "{timed_out:?}");
+    let timed_out = within("lock_until", contender.lock_until(Duration::from_millis(300))).await;
+    assert!(timed_out.as_ref().is_err_and(SemaphoreError::is_timeout), "{timed_out:?}");
+    let timed_out =
+        within("lock_until", contender.lock_until(Deadline::after(Duration::from_millis(300)))).await;
+    assert!(timed_out.as_ref().is_err_and(SemaphoreError::is_timeout), "{timed_out:?}");
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert_eq!(children(&framework, "/mutex-timeout/leases").await.len(), 1, "only the holder's lease");
+    assert!(children(&framework, "/mutex-timeout/locks").await.is_empty(), "no internal lock node left");
+    within("release", held.release()).await.expect("release");
+    within("close", framework.close()).await;
+}
+
 /// `participants()` tells holders from the acquirer waiting for a lease; leases carry increasing
 /// fencing tokens; `acquire_until` takes a Duration; `path()` is the semaphore's path.
 #[tokio::test]

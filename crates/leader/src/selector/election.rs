@@ -1,0 +1,56 @@
+//! The selector's background task: queue on the mutex, lead, and with auto-requeue queue again,
+//! until the selector is closed.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tracing::debug;
+
+use super::state::Shared;
+use crate::backoff::Backoff;
+use crate::error::LeaderError;
+use crate::handle::{Lifecycle, Status};
+
+/// One election round (repeated while auto-requeue is on), until the selector is closed.
+pub(super) async fn run(shared: Arc<Shared>, round: u64) {
+    let mut status = shared.status.subscribe();
+    let mut backoff = Backoff::default();
+    loop {
+        let acquired = tokio::select! {
+            biased;
+            () = wait_closed(&mut status) => break,
+            acquired = shared.mutex.lock() => acquired,
+        };
+        match acquired {
+            Ok(guard) => {
+                backoff.reset();
+                shared.lead(guard, &mut status).await;
+            }
+            Err(err) => {
+                let err = LeaderError::from(err);
+                debug!(%err, "could not take the lock");
+                if err.is_closed() || !shared.auto_requeue {
+                    break;
+                }
+                tokio::select! {
+                    () = wait_closed(&mut status) => break,
+                    () = backoff.sleep() => {}
+                }
+                continue;
+            }
+        }
+        if !shared.auto_requeue {
+            break;
+        }
+    }
+    if shared.framework.is_closed() {
+        // Closed with its framework: say so (no warning when the last handle goes).
+        drop(shared.mark_closed());
+    }
+    shared.round_done(round);
+}
+
+/// Resolves once the selector is closed.
+pub(super) async fn wait_closed(status: &mut watch::Receiver<Status>) {
+    let _ = status.wait_for(|status| status.lifecycle == Lifecycle::Closed).await;
+}
