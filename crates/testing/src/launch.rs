@@ -276,7 +276,10 @@ impl Launch {
         match self.secure_address {
             None => true,
             Some(address) => {
-                matches!(tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(address)).await, Ok(Ok(_)))
+                matches!(
+                    tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(address)).await,
+                    Ok(Ok(_))
+                )
             }
         }
     }
@@ -289,11 +292,11 @@ impl Launch {
             .chain(self.peer_ports.iter().copied())
             .chain(secure_port)
             .any(|port| {
-            matches!(
-                std::net::TcpListener::bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port))),
-                Err(err) if err.kind() == std::io::ErrorKind::AddrInUse
-            )
-        })
+                matches!(
+                    std::net::TcpListener::bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port))),
+                    Err(err) if err.kind() == std::io::ErrorKind::AddrInUse
+                )
+            })
     }
 }
 

@@ -146,8 +146,9 @@ impl TestingTls {
         let server = openssl.leaf("server", "localhost", "server_ext", &ca, 2).await?;
         let client = openssl.leaf("client", "zk-recipes test client", "client_ext", &ca, 3).await?;
         let untrusted_ca = openssl.ca("untrusted-ca", "zk-recipes untrusted CA").await?;
-        let untrusted_client =
-            openssl.leaf("untrusted-client", "zk-recipes untrusted client", "client_ext", &untrusted_ca, 4).await?;
+        let untrusted_client = openssl
+            .leaf("untrusted-client", "zk-recipes untrusted client", "client_ext", &untrusted_ca, 4)
+            .await?;
 
         let key_store_path = dir.join("server-keystore.pem");
         write_file(&key_store_path, &format!("{}{}", read(&server.key)?, read(&server.cert)?))?;
@@ -392,7 +393,9 @@ mod tests {
     async fn openssl_makes_a_ca_and_certificates_for_loopback() {
         let dir = tempfile::tempdir().expect("temp dir");
         let tls = TestingTls::generate(dir.path(), TlsClientAuth::Need).await.expect("openssl");
-        for pem in [tls.ca_pem(), tls.client_cert_pem(), tls.untrusted_ca_pem(), tls.untrusted_client_cert_pem()] {
+        for pem in
+            [tls.ca_pem(), tls.client_cert_pem(), tls.untrusted_ca_pem(), tls.untrusted_client_cert_pem()]
+        {
             assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
         }
         for pem in [tls.client_key_pem(), tls.untrusted_client_key_pem()] {
@@ -401,7 +404,8 @@ mod tests {
         assert_ne!(tls.ca_pem(), tls.untrusted_ca_pem());
         let key_store = read(&tls.key_store_path).expect("key store");
         assert!(
-            key_store.starts_with("-----BEGIN PRIVATE KEY-----") && key_store.contains("-----BEGIN CERTIFICATE-----"),
+            key_store.starts_with("-----BEGIN PRIVATE KEY-----")
+                && key_store.contains("-----BEGIN CERTIFICATE-----"),
             "{key_store}"
         );
     }
