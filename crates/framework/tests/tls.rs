@@ -1,7 +1,9 @@
 //! TLS against a real server with a TLS client port (the testing crate makes a throwaway CA, a
 //! server certificate for 127.0.0.1 and client certificates with `openssl`): a framework that
 //! trusts the CA does real work over TLS, including the protected ephemeral-sequential create the
-//! locks use; a framework that does not trust it, or that has no (or a foreign) client certificate
+//! locks use, and again after the server restarts; with client certificates the server
+//! authenticates the session as the certificate's subject (`x509:CN=...`). A framework that does
+//! not trust the CA, or that has no (or a foreign) client certificate
 //! where the server needs one, never gets a session and gets a typed `Error::Timeout` naming the
 //! failed attempts at its deadline, not a hang. Runs with `--features tls` (`scripts/test.sh` does).
 #![cfg(feature = "tls")]
@@ -74,7 +76,7 @@ async fn refused(server: &TestingServer, options: TlsOptions) {
 #[tokio::test]
 async fn a_framework_that_trusts_the_ca_works_over_tls_and_one_that_does_not_gets_no_session() {
     init_tracing();
-    let server = tls_server(TlsClientAuth::None).await;
+    let mut server = tls_server(TlsClientAuth::None).await;
     let tls = server.tls().expect("TLS material").clone();
     let secure = server.secure_connect_string().expect("a TLS port");
     assert_ne!(secure, server.connect_string(), "the TLS port is its own");
@@ -124,12 +126,22 @@ async fn a_framework_that_trusts_the_ca_works_over_tls_and_one_that_does_not_get
         .await
         .expect("exists")
         .is_none());
+
+    // A restart serves the TLS port again (same port, same certificate), and the framework
+    // connects to it again.
+    within_for(SERVER_START, "restart", server.restart()).await.expect("restart");
+    within(
+        "ensure after the restart",
+        framework.ensure_path("/tls-works/after-restart", Deadline::after(STEP)),
+    )
+    .await
+    .expect("works over TLS after the restart");
     within("close", framework.close()).await;
 
     // A framework that trusts another CA refuses the server's certificate.
     refused(&server, tls_options(tls.untrusted_ca_pem(), None)).await;
 
-    // The same CA but the wrong protocol: a plain client on the TLS port gets no session either.
+    // A plaintext client on the TLS port gets no session either: the port speaks only TLS.
     let plain = builder(&secure, Duration::from_secs(6)).start().expect("framework");
     let err = within("plain on the TLS port", plain.block_until_connected(REFUSAL_DEADLINE))
         .await
