@@ -3,9 +3,11 @@
 //! trusts the CA does real work over TLS, including the protected ephemeral-sequential create the
 //! locks use, and again after the server restarts; with client certificates the server
 //! authenticates the session as the certificate's subject (`x509:CN=...`). A framework that does
-//! not trust the CA, or that has no (or a foreign) client certificate
-//! where the server needs one, never gets a session and gets a typed `Error::Timeout` naming the
-//! failed attempts at its deadline, not a hang. Runs with `--features tls` (`scripts/test.sh` does).
+//! not trust the CA, or that has no (or a foreign) client certificate where the server needs one,
+//! never gets a session and gets a typed `Error::Timeout` naming the failed attempts (and what to
+//! check about TLS) at its deadline, not a hang: zookeeper-client counts a failed handshake as a
+//! failed connection attempt and keeps its cause at DEBUG, so there is no TLS error to give.
+//! Runs with `--features tls` (`scripts/test.sh` does).
 #![cfg(feature = "tls")]
 
 mod common;

@@ -13,7 +13,8 @@
 //!   server-side state such as leftover watches and znodes.
 //!
 //! Servers need Java and Debian's `zookeeper` package (`scripts/install-deps.sh` installs both;
-//! see [`zookeeper_classpath`] for the jars and the `ZOOKEEPER_CLASSPATH` override).
+//! see [`zookeeper_classpath`] for the jars and the `ZOOKEEPER_CLASSPATH` override); a TLS server
+//! also needs the `openssl` command line ([`OPENSSL_ENV`] overrides which).
 //!
 //! Every server or cluster holds the process-wide [`ServerSlot`], so tests that need servers run
 //! one after another: **one server or one cluster per test**. Server JVMs are killed on drop and

@@ -241,7 +241,7 @@ impl Openssl {
     async fn ca(&self, name: &str, common_name: &str) -> Result<KeyPair> {
         let pair = self.pair(name);
         let subject = format!("/CN={common_name}");
-        self.run(
+        self.req_with_new_key(
             &format!("making the CA {name}"),
             &["req", "-x509", "-extensions", "ca_ext", "-days", "2", "-subj", &subject],
             &pair,
@@ -264,7 +264,7 @@ impl Openssl {
         let subject = format!("/CN={common_name}");
         let what = format!("making the {name} certificate");
         let request_pair = KeyPair { key: pair.key.clone(), cert: request.clone() };
-        self.run(&what, &["req", "-new", "-subj", &subject], &request_pair).await?;
+        self.req_with_new_key(&what, &["req", "-new", "-subj", &subject], &request_pair).await?;
         let serial = serial.to_string();
         let mut args: Vec<&std::ffi::OsStr> = Vec::new();
         for arg in ["x509", "-req", "-days", "2", "-set_serial", &serial, "-extensions", section] {
@@ -282,7 +282,7 @@ impl Openssl {
             "-out".as_ref(),
             pair.cert.as_os_str(),
         ]);
-        self.spawn(&what, args).await?;
+        self.run_openssl(&what, args).await?;
         Ok(pair)
     }
 
@@ -292,7 +292,7 @@ impl Openssl {
 
     /// `openssl req ARGS` with a new P-256 key written unencrypted to `pair.key` and the output
     /// (certificate or request) to `pair.cert`.
-    async fn run(&self, what: &str, args: &[&str], pair: &KeyPair) -> Result<()> {
+    async fn req_with_new_key(&self, what: &str, args: &[&str], pair: &KeyPair) -> Result<()> {
         let mut all: Vec<&std::ffi::OsStr> = args.iter().map(|arg| arg.as_ref()).collect();
         all.extend([
             "-config".as_ref(),
@@ -307,10 +307,11 @@ impl Openssl {
             "-out".as_ref(),
             pair.cert.as_os_str(),
         ]);
-        self.spawn(what, all).await
+        self.run_openssl(what, all).await
     }
 
-    async fn spawn(&self, what: &str, args: Vec<&std::ffi::OsStr>) -> Result<()> {
+    /// Runs `openssl ARGS` (killed if it takes over [`OPENSSL_TIMEOUT`] or is cancelled).
+    async fn run_openssl(&self, what: &str, args: Vec<&std::ffi::OsStr>) -> Result<()> {
         let error = |reason: String| TestingError::Openssl {
             binary: self.binary.clone(),
             what: what.to_owned(),
