@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what zk-recipes' tests need to run real ZooKeeper servers and Curator interop tests:
 # Debian's `zookeeper` (3.8) and `libcurator-recipes-java` (5.4) packages and a JDK (java + javac),
-# and kazoo 2.11 from PyPI in a virtualenv (/opt/zk-recipes-venv, or ZK_RECIPES_VENV).
+# the `openssl` command line (the TLS test server's throwaway CA and certificates), and kazoo 2.11
+# from PyPI in a virtualenv (/opt/zk-recipes-venv, or ZK_RECIPES_VENV).
 #
 # Idempotent and fast: when everything is present it makes no apt call. Runs apt as root, or
 # through sudo when not root. Fails loudly (non-zero exit) if anything is still missing afterwards.
 #
 # ZOOKEEPER_CLASSPATH, if set, replaces the ZooKeeper server jars (as in zk-recipes-testing), so
-# they are not checked. JAVA, if set, names the java binary to check.
+# they are not checked. JAVA, if set, names the java binary to check; OPENSSL the openssl binary.
 set -euo pipefail
 
 JAR_DIR=/usr/share/java
@@ -19,7 +20,7 @@ ZOOKEEPER_JARS=(
 # One of these slf4j bindings (zk-recipes-testing prefers the first).
 SLF4J_BINDINGS=(slf4j-simple.jar slf4j-nop.jar)
 CURATOR_JARS=(curator-recipes.jar curator-framework.jar curator-client.jar guava.jar)
-PACKAGES=(zookeeper libcurator-recipes-java default-jdk-headless)
+PACKAGES=(zookeeper libcurator-recipes-java default-jdk-headless openssl)
 
 log() { printf 'install-deps: %s\n' "$*"; }
 die() { printf 'install-deps: ERROR: %s\n' "$*" >&2; exit 1; }
@@ -48,6 +49,7 @@ missing() {
   done
   "$(java_bin)" -version >/dev/null 2>&1 || printf '%s\n' "a working java ($(java_bin) -version)"
   javac -version >/dev/null 2>&1 || printf '%s\n' "a working javac (javac -version)"
+  "${OPENSSL:-openssl}" version >/dev/null 2>&1 || printf '%s\n' "a working openssl (${OPENSSL:-openssl} version)"
 }
 
 as_root() {

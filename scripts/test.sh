@@ -9,6 +9,9 @@ cargo test --workspace --all-targets --no-fail-fast "$@"
 cargo test --workspace --doc "$@"
 # SASL (DIGEST-MD5) against a server configured for it: behind the framework's `sasl` feature.
 cargo test -p zk-recipes-framework --features sasl --test sasl "$@"
+# TLS against a server with a TLS client port (a throwaway CA made with openssl): behind the
+# framework's `tls` feature.
+cargo test -p zk-recipes-framework --features tls --test tls "$@"
 # Every example runs to completion (each starts an embedded ZooKeeper unless ZK_CONNECT is set).
 for example in tour job_locks semaphore_pool leader_service queue_worker connection_states metrics; do
     echo "== example $example"

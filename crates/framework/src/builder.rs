@@ -227,8 +227,32 @@ impl FrameworkBuilder {
         self
     }
 
-    /// TLS options, passed to zookeeper-client (connect string entries `tcp+tls://host:port`, or
-    /// every host when all are plain `host:port`).
+    /// Opens sessions over TLS with these options (feature `tls`): the CA that signed the
+    /// servers' certificates and, for a server that needs client certificates
+    /// (`ssl.clientAuth=need`), this client's certificate and key, all PEM. Every plain
+    /// `host:port` entry of the connect string then uses TLS (as do `tcp+tls://host:port`
+    /// entries; `tcp://host:port` stays plaintext). Give the servers' TLS ports
+    /// (`secureClientPort`); a server's certificate must name the host as written there (an IP
+    /// address needs an IP subject alternative name).
+    ///
+    /// A handshake that fails (a certificate the CA did not sign, no client certificate where
+    /// one is needed) is a failed attempt like a refused connection: the framework keeps trying,
+    /// and [`Framework::block_until_connected`] and other calls that wait for a session give
+    /// [`Error::Timeout`] at their deadline, whose [`ConnectionFailure`](crate::ConnectionFailure)
+    /// names the server and says what to check (zookeeper-client logs the handshake error itself
+    /// only at DEBUG).
+    ///
+    /// ```no_run
+    /// # async fn demo(ca_pem: &str, cert_pem: &str, key_pem: &str) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use zk_recipes_framework::{zookeeper_client::TlsOptions, Framework};
+    ///
+    /// let framework = Framework::builder("zk1.example.com:2281,zk2.example.com:2281")
+    ///     .tls(TlsOptions::new().with_pem_ca(ca_pem)?.with_pem_identity(cert_pem, key_pem)?)
+    ///     .start()?;
+    /// framework.block_until_connected(Duration::from_secs(10)).await?;
+    /// # Ok(()) }
+    /// ```
     #[cfg(feature = "tls")]
     pub fn tls(mut self, options: zookeeper_client::TlsOptions) -> Self {
         self.tls = Some(options);
@@ -283,6 +307,14 @@ impl FrameworkBuilder {
             connector = connector.with_sasl(sasl.clone());
         }
         connector
+    }
+
+    /// Whether sessions are opened over TLS ([`tls`](Self::tls) was given).
+    pub(crate) fn uses_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     pub(crate) fn namespace_path(&self) -> Option<String> {

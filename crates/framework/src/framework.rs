@@ -437,7 +437,7 @@ async fn supervise(core: Arc<Core>) {
             Err(err) => {
                 let failure = tokio::select! {
                     _ = closed.wait_for(|snapshot| snapshot.closed) => return,
-                    failure = diagnose(&core.config.connect_string, &err) => failure,
+                    failure = diagnose(&core.config.connect_string, &err, core.config.uses_tls()) => failure,
                 };
                 warnings.failed(&failure, backoff);
                 let auth_failed = matches!(err, Error::ZooKeeper(zookeeper_client::Error::AuthFailed));

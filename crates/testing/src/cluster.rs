@@ -222,6 +222,7 @@ impl TestingClusterBuilder {
                     cleanup_dir: root.to_path_buf(),
                     client_address: SocketAddr::from((Ipv4Addr::LOCALHOST, client_port)),
                     peer_ports: vec![ports[3 * index + 1], ports[3 * index + 2]],
+                    secure_address: None,
                     container_check_interval: self.tuning.container_check_interval,
                     jit: self.tuning.jit,
                     extended_types: self.tuning.extended_types,

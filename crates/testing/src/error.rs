@@ -57,6 +57,21 @@ pub enum TestingError {
         found: String,
     },
 
+    /// The `openssl` command line failed (or is missing) while making a TLS test server's
+    /// certificates.
+    #[error(
+        "`{}` failed while {what}: {reason}; install openssl (`scripts/install-deps.sh` does) or set OPENSSL",
+        binary.display()
+    )]
+    Openssl {
+        /// The binary run.
+        binary: PathBuf,
+        /// What it was making.
+        what: String,
+        /// Its exit status and stderr, or why it did not run.
+        reason: String,
+    },
+
     /// An I/O operation failed.
     #[error("{context}: {source}")]
     Io {

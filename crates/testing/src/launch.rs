@@ -150,6 +150,9 @@ pub(crate) struct Launch {
     pub(crate) client_address: SocketAddr,
     /// Every port the server binds besides the client port (quorum and election ports).
     pub(crate) peer_ports: Vec<u16>,
+    /// The TLS client port (`secureClientPort`) if the server has one: the server is ready only
+    /// once it accepts connections there too (it binds it after the plain port).
+    pub(crate) secure_address: Option<SocketAddr>,
     pub(crate) container_check_interval: Duration,
     pub(crate) jit: Jit,
     pub(crate) extended_types: bool,
@@ -238,7 +241,7 @@ impl Launch {
             if !process.is_alive() {
                 return Err(self.death_error(process, log_from));
             }
-            if probe(self.client_address, readiness).await {
+            if probe(self.client_address, readiness).await && self.secure_port_accepts().await {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -268,15 +271,32 @@ impl Launch {
 }
 
 impl Launch {
+    /// True if the server has no TLS port, or it accepts a TCP connection there.
+    async fn secure_port_accepts(&self) -> bool {
+        match self.secure_address {
+            None => true,
+            Some(address) => {
+                matches!(
+                    tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect(address)).await,
+                    Ok(Ok(_))
+                )
+            }
+        }
+    }
+
     /// True if another socket holds one of this server's ports (the JVM is dead, so not it): the
     /// busy-port check that works without a log (e.g. with the slf4j-nop binding).
     fn a_port_is_taken(&self) -> bool {
-        std::iter::once(self.client_address.port()).chain(self.peer_ports.iter().copied()).any(|port| {
-            matches!(
-                std::net::TcpListener::bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port))),
-                Err(err) if err.kind() == std::io::ErrorKind::AddrInUse
-            )
-        })
+        let secure_port = self.secure_address.map(|address| address.port());
+        std::iter::once(self.client_address.port())
+            .chain(self.peer_ports.iter().copied())
+            .chain(secure_port)
+            .any(|port| {
+                matches!(
+                    std::net::TcpListener::bind(SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port))),
+                    Err(err) if err.kind() == std::io::ErrorKind::AddrInUse
+                )
+            })
     }
 }
 

@@ -3,6 +3,8 @@
 //!
 //! * [`TestingServer`]: a standalone server (the machine's ZooKeeper jars run by its JVM) on a
 //!   free loopback port with a temp data dir; stop, kill, restart on the same port, pause.
+//!   [`with_tls`](TestingServerBuilder::with_tls) adds a TLS client port with a throwaway CA
+//!   ([`TestingTls`]).
 //! * [`TestingCluster`]: an ensemble of `n` members; kill the leader, restart a member.
 //! * [`FaultProxy`]: a TCP proxy between one client and a server that cuts connections,
 //!   black-holes them (targeted session expiry) or cuts right after a chosen request (a create,
@@ -11,7 +13,8 @@
 //!   server-side state such as leftover watches and znodes.
 //!
 //! Servers need Java and Debian's `zookeeper` package (`scripts/install-deps.sh` installs both;
-//! see [`zookeeper_classpath`] for the jars and the `ZOOKEEPER_CLASSPATH` override).
+//! see [`zookeeper_classpath`] for the jars and the `ZOOKEEPER_CLASSPATH` override); a TLS server
+//! also needs the `openssl` command line ([`OPENSSL_ENV`] overrides which).
 //!
 //! Every server or cluster holds the process-wide [`ServerSlot`], so tests that need servers run
 //! one after another: **one server or one cluster per test**. Server JVMs are killed on drop and
@@ -48,6 +51,7 @@ mod proxy;
 mod server;
 mod slot;
 mod sys;
+mod tls;
 mod wait;
 
 pub use classpath::{
@@ -67,6 +71,7 @@ pub use proxy::{
 };
 pub use server::{TestingServer, TestingServerBuilder};
 pub use slot::ServerSlot;
+pub use tls::{TestingTls, TlsClientAuth, OPENSSL_ENV, TLS_CLIENT_SUBJECT};
 pub use wait::{
     capture_warnings, eventually, init_tracing, within, within_for, CapturedLogs, SERVER_START, STEP,
 };

@@ -17,6 +17,7 @@ use crate::ports::free_ports;
 use crate::process::{log_tail, JvmProcess};
 use crate::slot::ServerSlot;
 use crate::sys::Signal;
+use crate::tls::{TestingTls, TlsClientAuth};
 
 /// Start-up attempts with fresh ports when the picked port turns out to be busy.
 const FRESH_PORT_ATTEMPTS: u32 = 5;
@@ -37,6 +38,7 @@ pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 /// | container check interval | 500 ms | `-Dznode.container.checkIntervalMs=500` |
 /// | start timeout | 30 s | until `ruok` answers `imok` and `srvr` shows `Mode: standalone` |
 /// | port | a free loopback port | `clientPort`, `clientPortAddress=127.0.0.1` |
+/// | TLS | none | with [`with_tls`](Self::with_tls): `secureClientPort` (a free loopback port), Netty, PEM stores, `ssl.clientAuth` |
 ///
 /// Always set: `maxClientCnxns=0` (no per-IP limit), `admin.enableServer=false`,
 /// `4lw.commands.whitelist=ruok,srvr,stat,mntr,cons,wchc,wchs,dump,conf,envi`, and the JVM flags
@@ -67,11 +69,17 @@ pub struct TestingServerBuilder {
     tuning: Tuning,
     port: Option<u16>,
     take_slot: bool,
+    tls: Option<TlsClientAuth>,
 }
 
 impl Default for TestingServerBuilder {
     fn default() -> Self {
-        TestingServerBuilder { tuning: Tuning::new(Duration::from_secs(30)), port: None, take_slot: true }
+        TestingServerBuilder {
+            tuning: Tuning::new(Duration::from_secs(30)),
+            port: None,
+            take_slot: true,
+            tls: None,
+        }
     }
 }
 
@@ -121,6 +129,32 @@ impl TestingServerBuilder {
         self
     }
 
+    /// Adds a TLS client port (`secureClientPort` on 127.0.0.1, a free port) beside the plain one,
+    /// which stays open (four-letter words and readiness probes use it). At start-up a throwaway
+    /// CA signs a server certificate for `127.0.0.1` and `localhost` and client certificates
+    /// (made with the `openssl` command line, see [`TestingTls`]); the server reads them as PEM
+    /// key and trust stores (`ssl.keyStore.type=PEM`) and serves TLS through Netty
+    /// (`serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory`).
+    ///
+    /// `client_auth` says whether clients must present a certificate signed by that CA.
+    /// [`TestingServer::tls`] gives the CA and the client identities (PEM),
+    /// [`TestingServer::secure_connect_string`] the address. Defaults to no TLS port.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), zk_recipes_testing::TestingError> {
+    /// use zk_recipes_testing::{TestingServer, TlsClientAuth};
+    ///
+    /// let server = TestingServer::builder().with_tls(TlsClientAuth::Need).start().await?;
+    /// let tls = server.tls().expect("TLS");
+    /// let (ca, cert, key) = (tls.ca_pem(), tls.client_cert_pem(), tls.client_key_pem());
+    /// let secure_connect_string = server.secure_connect_string().expect("TLS");
+    /// # Ok(()) }
+    /// ```
+    pub fn with_tls(mut self, client_auth: TlsClientAuth) -> Self {
+        self.tls = Some(client_auth);
+        self
+    }
+
     /// How often empty containers (and expired TTL nodes) are reaped
     /// (`-Dznode.container.checkIntervalMs`); defaults to 500 ms. ZooKeeper reaps a container
     /// only after it has had a child.
@@ -161,7 +195,8 @@ impl TestingServerBuilder {
     ///
     /// # Errors
     /// [`TestingError::MissingJar`]/[`TestingError::JavaNotFound`] when ZooKeeper is not
-    /// installed; [`TestingError::ServerExited`] or [`TestingError::StartTimeout`] (with the log
+    /// installed; [`TestingError::Openssl`] when a TLS server's certificates cannot be made;
+    /// [`TestingError::ServerExited`] or [`TestingError::StartTimeout`] (with the log
     /// tail) when the JVM dies or does not answer in time; [`TestingError::AddressInUse`] when
     /// five fresh ports were all taken.
     ///
@@ -182,13 +217,26 @@ impl TestingServerBuilder {
             }
             None => None,
         };
+        let tls = match self.tls {
+            Some(client_auth) => {
+                let tls_dir = dir.path().join("tls");
+                create_dir(&tls_dir)?;
+                Some(TestingTls::generate(&tls_dir, client_auth).await?)
+            }
+            None => None,
+        };
         let started_at = Instant::now();
         let mut last_tail = String::new();
         let attempts = if self.port.is_some() { 1 } else { FRESH_PORT_ATTEMPTS };
         for _ in 0..attempts {
-            let port = match self.port {
-                Some(port) => port,
-                None => free_ports(1)?[0],
+            let (port, secure_port) = match (self.port, &tls) {
+                (Some(port), None) => (port, None),
+                (Some(port), Some(_)) => (port, Some(free_ports(1)?[0])),
+                (None, None) => (free_ports(1)?[0], None),
+                (None, Some(_)) => {
+                    let ports = free_ports(2)?;
+                    (ports[0], Some(ports[1]))
+                }
             };
             let mut server = TestingServer {
                 process: None,
@@ -201,6 +249,7 @@ impl TestingServerBuilder {
                     cleanup_dir: dir.path().to_path_buf(),
                     client_address: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
                     peer_ports: Vec::new(),
+                    secure_address: secure_port.map(|port| SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
                     container_check_interval: self.tuning.container_check_interval,
                     jit: self.tuning.jit,
                     extended_types: self.tuning.extended_types,
@@ -209,14 +258,20 @@ impl TestingServerBuilder {
                 },
                 data_dir: data_dir.clone(),
                 tuning: self.tuning.clone(),
+                tls: tls.clone(),
                 dir: None,
                 _slot: None,
             };
-            write_file(&server.launch.config_path, &self.tuning.common_config(&data_dir, port))?;
+            let mut config = self.tuning.common_config(&data_dir, port);
+            if let (Some(tls), Some(secure_port)) = (&tls, secure_port) {
+                config.push_str(&tls.server_config(secure_port));
+            }
+            write_file(&server.launch.config_path, &config)?;
             match server.launch.start(Readiness::Imok, self.tuning.start_timeout).await {
                 Ok(process) => {
                     tracing::info!(
                         port,
+                        secure_port,
                         pid = process.pid(),
                         elapsed_ms = started_at.elapsed().as_millis() as u64,
                         "ZooKeeper server ready"
@@ -269,6 +324,7 @@ pub struct TestingServer {
     launch: Launch,
     data_dir: PathBuf,
     tuning: Tuning,
+    tls: Option<TestingTls>,
     dir: Option<TempDir>,
     _slot: Option<ServerSlot>,
 }
@@ -294,6 +350,20 @@ impl TestingServer {
     /// `"127.0.0.1:PORT"`, for `zookeeper_client::Client::connect`.
     pub fn connect_string(&self) -> String {
         self.launch.client_address.to_string()
+    }
+
+    /// `"127.0.0.1:PORT"` of the TLS client port, if the server was started
+    /// [`with_tls`](TestingServerBuilder::with_tls): for zookeeper-client's `secure_connect` (or
+    /// as `tcp+tls://127.0.0.1:PORT` in a connect string). The server's certificate is valid for
+    /// `127.0.0.1` and `localhost`.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.launch.secure_address.map(|address| address.to_string())
+    }
+
+    /// The CA and client identities of a server started
+    /// [`with_tls`](TestingServerBuilder::with_tls).
+    pub fn tls(&self) -> Option<&TestingTls> {
+        self.tls.as_ref()
     }
 
     /// The client port.
