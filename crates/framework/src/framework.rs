@@ -78,6 +78,8 @@ pub(crate) struct Core {
     supervisor: Mutex<Option<JoinHandle<()>>>,
     /// Why the last attempt to open a session failed, until one succeeds.
     last_connection_failure: Mutex<Option<ConnectionFailure>>,
+    /// Parents our protected creates have found in place: see [`crate::nodes::KnownParents`].
+    pub(crate) known_parents: crate::nodes::KnownParents,
 }
 
 /// The state shared through a `watch`: what is current, for waiters and snapshots.
@@ -116,6 +118,7 @@ impl Framework {
             cleanup: CleanupQueue::new(),
             supervisor: Mutex::new(None),
             last_connection_failure: Mutex::new(None),
+            known_parents: crate::nodes::KnownParents::default(),
         });
         let span = info_span!("zk_framework", connect = %core.config.connect_string);
         let supervisor = tokio::spawn(supervise(core.clone()).instrument(span.clone()));

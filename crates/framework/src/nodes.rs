@@ -35,7 +35,11 @@ impl Framework {
             .await;
         match created {
             Err(err) if !err.is_node_exists() => Err(err),
-            _ => Ok(()),
+            _ => {
+                // In place now: protected creates under it need not send it ahead.
+                self.core().known_parents.insert(path);
+                Ok(())
+            }
         }
     }
 
@@ -216,7 +220,8 @@ impl Framework {
         let attempt = &attempt;
         let try_once = |session: Session| async move {
             let (prefix, search_first) = attempt.lock().prefix_for(&session);
-            let outcome = create_or_find(&session, &request, &prefix, search_first).await;
+            let outcome =
+                create_or_find(&session, &request, &prefix, search_first, &self.core().known_parents).await;
             if let Err(err) = &outcome {
                 if !is_connection_error_or_lost(err) {
                     // The server answered: nothing was created by this try.
@@ -347,6 +352,49 @@ pub enum ParentMode {
     Container,
 }
 
+impl ParentMode {
+    fn create_mode(self) -> CreateMode {
+        match self {
+            ParentMode::Persistent => CreateMode::Persistent,
+            ParentMode::Container => CreateMode::Container,
+        }
+    }
+}
+
+/// The parents a framework's protected creates have found in place, so that only the first create
+/// under a parent sends the parent's create ahead of its own. A parent deleted since (a reaped
+/// container) fails the node create with NoNode, which makes the parents again: the set only
+/// chooses the order of requests, never what is on the server.
+#[derive(Debug, Default)]
+pub(crate) struct KnownParents {
+    paths: parking_lot::Mutex<std::collections::HashSet<String>>,
+}
+
+impl KnownParents {
+    /// At most this many are remembered; past it the set starts again (each forgotten parent
+    /// costs one NodeExists on its next create).
+    const CAPACITY: usize = 100_000;
+
+    fn contains(&self, parent: &str) -> bool {
+        self.paths.lock().contains(parent)
+    }
+
+    fn insert(&self, parent: &str) {
+        let mut paths = self.paths.lock();
+        if paths.contains(parent) {
+            return;
+        }
+        if paths.len() >= Self::CAPACITY {
+            paths.clear();
+        }
+        paths.insert(parent.to_owned());
+    }
+
+    fn forget(&self, parent: &str) {
+        self.paths.lock().remove(parent);
+    }
+}
+
 /// An existing node of ours, on the session of `generation`.
 #[derive(Clone, Copy)]
 struct Anchor<'a> {
@@ -449,10 +497,7 @@ pub(crate) async fn ensure_parents(session: &Session, path: &str, mode: ParentMo
     if path == "/" {
         return Ok(());
     }
-    let mode = match mode {
-        ParentMode::Persistent => CreateMode::Persistent,
-        ParentMode::Container => CreateMode::Container,
-    };
+    let mode = mode.create_mode();
     // Fast path: the node usually exists, or only it is missing.
     let missing = match session.client().create(path, &[], &session.create_options_for(path, mode)).await {
         Ok(_) | Err(zookeeper_client::Error::NodeExists) => return Ok(()),
@@ -583,6 +628,7 @@ async fn create_or_find(
     request: &ProtectedCreate<'_>,
     prefix: &str,
     search_first: bool,
+    known_parents: &KnownParents,
 ) -> Result<Created> {
     let ProtectedCreate { parent, name, data, mode, list_siblings, anchor, parents, .. } = *request;
     if search_first {
@@ -595,18 +641,41 @@ async fn create_or_find(
         return create_while_exists(session, anchor, parent, &node_path, name, data, mode).await;
     }
     let options = request.options(session, &node_path);
-    // Both requests go on the wire now, back to back; the server runs them in order.
+    // A parent this framework has not seen in place goes on the wire first, in the same pipeline:
+    // a new lock path costs one create more, not a failed create, a failed listing, the parent's
+    // create and both again. A parent that exists answers NodeExists, and the node create behind
+    // it goes on.
+    let parent_create = match parents {
+        Some(parents) if !known_parents.contains(parent) && parent != "/" => {
+            let parent_options = session.create_options_for(parent, parents.create_mode());
+            Some(session.client().create(parent, &[], &parent_options))
+        }
+        _ => None,
+    };
+    // The requests go on the wire now, back to back; the server runs them in order.
     let create = session.client().create(&node_path, data, &options);
     let listing = list_siblings.then(|| session.client().list_children(parent));
+    if let Some(parent_create) = parent_create {
+        // Its outcome shows in the node create's: a missing grandparent fails both with NoNode.
+        let _ = parent_create.await;
+    }
     let (created, listing) = match (create.await, parents) {
         (Err(zookeeper_client::Error::NoNode), Some(parents)) => {
-            // The parent is missing (or its container was reaped): the listing is worthless.
+            // The parent is missing (a grandparent too, or its container was reaped): the listing
+            // is worthless. Make the parents, then the create and the listing again.
+            known_parents.forget(parent);
+            drop(listing);
             ensure_parents(session, parent, parents).await?;
-            (session.client().create(&node_path, data, &options).await, None)
+            let create = session.client().create(&node_path, data, &options);
+            let listing = list_siblings.then(|| session.client().list_children(parent));
+            (create.await, listing)
         }
         (other, _) => (other, listing),
     };
     let (stat, sequence) = created?;
+    if parents.is_some() {
+        known_parents.insert(parent);
+    }
     let sequential = matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential);
     let (path, sequence) = if sequential {
         (format!("{node_path}{sequence}"), i32::try_from(sequence.into_i64()).ok())

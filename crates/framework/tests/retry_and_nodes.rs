@@ -529,3 +529,61 @@ async fn deleting_a_node_whose_session_was_lost_reports_node_lost() {
     assert!(children(&framework, "/delete-lost/leases").await.is_empty(), "nothing on the new session");
     within("close", framework.close()).await;
 }
+
+/// The server's last zxid's counter: one more per transaction, failed creates included.
+async fn transactions(server: &TestingServer) -> u64 {
+    let srvr = within("srvr", zk_recipes_testing::four_letter_word(server.address(), "srvr", STEP))
+        .await
+        .expect("srvr");
+    let zxid = srvr.lines().find_map(|line| line.strip_prefix("Zxid: 0x")).expect("a Zxid line");
+    u64::from_str_radix(zxid.trim(), 16).expect("hex") & 0xffff_ffff
+}
+
+#[tokio::test]
+async fn a_first_create_under_a_new_parent_sends_the_parent_ahead_in_one_pipeline() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
+    within("base", framework.ensure_path("/first-use", Deadline::after(STEP))).await.expect("base");
+    let create = |parent: &'static str| {
+        let framework = framework.clone();
+        async move {
+            within(
+                "create and list",
+                framework.create_protected_and_list(parent, "lock-", b"", Deadline::after(STEP)),
+            )
+            .await
+            .expect("created")
+        }
+    };
+
+    // A new parent: its create goes ahead of ours, so the listing behind ours holds our node, and
+    // the server ran two transactions (the parent, our node) — no failed create first.
+    let before = transactions(&server).await;
+    let (node, listing) = create("/first-use/lock-a").await;
+    assert_eq!(transactions(&server).await - before, 2, "the parent's create and ours, nothing failed");
+    assert_eq!(listing.expect("the listing rode along"), vec![node.name().to_owned()]);
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+
+    // A parent we have met: just our create.
+    let before = transactions(&server).await;
+    let (node, listing) = create("/first-use/lock-a").await;
+    assert_eq!(transactions(&server).await - before, 1, "only our create");
+    assert_eq!(listing.expect("listing"), vec![node.name().to_owned()]);
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+
+    // The parent goes behind our back (a reaped container): the create makes it again.
+    within("delete parent", framework.delete_recursive("/first-use/lock-a", Deadline::after(STEP)))
+        .await
+        .expect("delete parent");
+    let (node, listing) = create("/first-use/lock-a").await;
+    assert_eq!(listing.expect("listing"), vec![node.name().to_owned()]);
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+
+    // A missing grandparent as well: both are made, and the listing still holds our node.
+    let (node, listing) = create("/first-use/new/lock-b").await;
+    assert_eq!(node.path().rsplit_once('/').expect("a parent").0, "/first-use/new/lock-b");
+    assert_eq!(listing.expect("listing"), vec![node.name().to_owned()]);
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+    within("close", framework.close()).await;
+}
