@@ -200,3 +200,74 @@ async fn four_producers_four_consumers_nothing_lost_and_only_the_dead_consumers_
     no_children_left(&framework, LOCKS).await;
     eprintln!("{total} items, 4 producers, 4 consumers (+1 killed): {:?}", started.elapsed());
 }
+
+/// A priority consumer competing with another on a long queue must not list the whole queue again
+/// for every item it takes: items the others took since its listing only shorten that listing (no
+/// new item can have become the head). The chaos suite's Rust priority consumers fell far behind
+/// Curator's on an 11,000-item queue because each take listed it again, often more than once.
+/// A new item still goes first: a put changes the queue's child version, and the consumer lists.
+#[tokio::test]
+async fn a_priority_consumer_does_not_list_a_long_queue_again_for_every_item_others_take() {
+    const PATH: &str = "/lock-safe/priority-listing/queue";
+    const LOCK_PATH: &str = "/lock-safe/priority-listing/locks";
+    const ITEMS: usize = 1500;
+    const ROUNDS: u64 = 30;
+    let priority_queue = |framework: &zk_recipes_framework::Framework| {
+        DistributedQueue::builder(framework, PATH)
+            .serializer(Utf8Serializer)
+            .lock_path(LOCK_PATH)
+            .build_priority()
+            .expect("priority queue")
+    };
+    let (server, framework) = server_and_framework().await;
+    let producer = priority_queue(&framework);
+    let puts = futures::stream::iter(0..ITEMS)
+        .map(|n| {
+            let producer = &producer;
+            async move { producer.put(&format!("p{n}"), (n % 7) as i32 - 3).await }
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>();
+    for put in within_for(Duration::from_secs(60), "puts", puts).await {
+        put.expect("put");
+    }
+
+    let proxy =
+        within("proxy", zk_recipes_testing::FaultProxy::start(server.address())).await.expect("proxy");
+    let measured = builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    within("connect", measured.block_until_connected(STEP)).await.expect("connected");
+    let mut consumer = priority_queue(&measured).consumer().prefetch(1);
+    let other_framework = connect(&server).await;
+    let mut other = priority_queue(&other_framework).consumer().prefetch(1);
+
+    // The first take lists the queue: that is what one listing costs.
+    let first = within("first take", consumer.next()).await.expect("open").expect("delivery");
+    within("ack", first.ack()).await.expect("ack");
+    let one_listing = proxy.stats().bytes_to_client;
+    assert!(one_listing > 30_000, "the listing of {ITEMS} items is big: {one_listing} bytes");
+
+    let before = proxy.stats().bytes_to_client;
+    for round in 0..ROUNDS {
+        // Another consumer takes (the head) and acks, so the queue changes between our takes.
+        let theirs = within("other take", other.next()).await.expect("open").expect("delivery");
+        within("other ack", theirs.ack()).await.expect("other ack");
+        let ours = within("take", consumer.next()).await.expect("open").expect("delivery");
+        assert!(!ours.items().is_empty(), "round {round}");
+        within("ack", ours.ack()).await.expect("ack");
+    }
+    let per_take = (proxy.stats().bytes_to_client - before) / ROUNDS;
+    assert!(
+        per_take * 10 < one_listing,
+        "{per_take} bytes from the server per take, one listing is {one_listing}: the queue was listed again"
+    );
+
+    // An urgent item put now is the next one out.
+    within("urgent put", producer.put(&"urgent".to_owned(), -100)).await.expect("put");
+    let next = within("take after the put", consumer.next()).await.expect("open").expect("delivery");
+    assert_eq!(next.items(), ["urgent"], "a new head is taken first");
+    within("ack", next.ack()).await.expect("ack");
+    drop(consumer);
+    drop(other);
+    measured.close().await;
+    other_framework.close().await;
+}

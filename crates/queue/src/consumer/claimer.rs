@@ -51,6 +51,9 @@ pub(super) struct Claimer<T> {
     pub(super) must_relist: bool,
     /// The session generation of the last listing.
     pub(super) generation: u64,
+    /// The queue node's child version (`cversion`) and child count at the last listing: while no
+    /// child was created since, the listing is still in order, only shorter.
+    pub(super) listed: Option<(i32, i32)>,
     /// Lost a race in the last pass: start the next pass at a random point (if the kind allows).
     pub(super) contended: bool,
     /// Items whose lock another consumer held, since the last listing.
@@ -87,6 +90,7 @@ impl<T: Send + 'static> Claimer<T> {
             children_changed: false,
             must_relist: true,
             generation: 0,
+            listed: None,
             contended: false,
             locked_by_others: Vec::new(),
             lock_watches: FuturesUnordered::new(),
@@ -165,9 +169,19 @@ impl<T: Send + 'static> Claimer<T> {
         self.resolve_uncertain().await?;
         let mut taken = Vec::new();
         let mut lists = 0;
+        let mut checked = false;
         while taken.len() < want {
             self.poll_children_watch();
-            let stale = self.must_relist || (self.inner.kind.head_only() && self.children_changed);
+            let mut stale = self.must_relist || (self.inner.kind.head_only() && self.children_changed);
+            if stale && !self.must_relist && !self.pending.is_empty() {
+                // Items were only taken (by us or others) since the listing: the head is still the
+                // first of our candidates that is left. Listing a long queue again for every item
+                // would cost more than skipping the few that are gone. (Checked once per take.)
+                if !checked {
+                    checked = self.only_taken_since_listing().await?;
+                }
+                stale = !checked;
+            }
             if stale || self.pending.is_empty() {
                 if lists >= 2 || (lists > 0 && (self.pending.is_empty() || !taken.is_empty())) {
                     break;
@@ -219,19 +233,19 @@ impl<T: Send + 'static> Claimer<T> {
     /// Lists the queue with a children watch and rebuilds the pending list.
     pub(super) async fn relist(&mut self) -> Result<()> {
         let inner = &*self.inner;
-        let (children, watcher, generation, session_id) = inner
+        let (children, stat, watcher, generation, session_id) = inner
             .framework
             .retry(Deadline::never(), |session| async move {
                 inner.ensure_created(&session).await?;
-                let listed = match session.client().list_and_watch_children(&inner.path).await {
+                let listed = match session.client().get_and_watch_children(&inner.path).await {
                     Err(zookeeper_client::Error::NoNode) => {
                         inner.forget_created();
                         inner.ensure_created(&session).await?;
-                        session.client().list_and_watch_children(&inner.path).await?
+                        session.client().get_and_watch_children(&inner.path).await?
                     }
                     other => other?,
                 };
-                Ok((listed.0, listed.1, session.generation(), session.id().0))
+                Ok((listed.0, listed.1, listed.2, session.generation(), session.id().0))
             })
             .await?;
         if generation != self.generation {
@@ -240,6 +254,7 @@ impl<T: Send + 'static> Claimer<T> {
             self.watched.clear();
         }
         self.generation = generation;
+        self.listed = Some((stat.cversion, stat.num_children));
         self.children_watch = Some(Box::pin(watcher.changed()));
         self.children_changed = false;
         self.must_relist = false;
@@ -266,11 +281,40 @@ impl<T: Send + 'static> Claimer<T> {
         Ok(())
     }
 
-    /// Most of a batch was already taken by others: the listing is stale, list again.
+    /// Most of a batch was already taken by others: the listing is stale, list again. Not for a
+    /// head-only kind: its candidates are in order, so it goes on with the next one (as a
+    /// listing would, without the items others hold); a new item makes it list (see
+    /// [`only_taken_since_listing`](Self::only_taken_since_listing)).
     pub(super) fn note_races(&mut self, lost: usize, won: usize) {
-        if lost > 0 && lost >= won {
+        if lost > 0 && lost >= won && !self.inner.kind.head_only() {
             self.must_relist = true;
         }
+    }
+
+    /// Whether the queue only lost children since the last listing (one `exists`): ZooKeeper
+    /// bumps a node's `cversion` once for every child created or deleted, so with `created +
+    /// deleted` = the `cversion` change and `created - deleted` = the child count change, nothing
+    /// was created when the two changes cancel out. False when a child was created, when the
+    /// session changed, or when more than a few dozen children went (walking gone candidates one
+    /// by one would then cost more than a listing).
+    pub(super) async fn only_taken_since_listing(&mut self) -> Result<bool> {
+        /// Children gone since the listing beyond which we list again anyway.
+        const MAX_GONE: i32 = 64;
+        let Some((cversion, children)) = self.listed else { return Ok(false) };
+        let session = self.inner.framework.session(Deadline::never()).await?;
+        if session.generation() != self.generation {
+            return Ok(false);
+        }
+        let stat = match session.client().check_stat(&self.inner.path).await {
+            Ok(Some(stat)) => stat,
+            Ok(None) => return Ok(false),
+            Err(err) => return Err(zk_recipes_framework::Error::from(err).into()),
+        };
+        let changes = stat.cversion.wrapping_sub(cversion);
+        let gone = children - stat.num_children;
+        let only_taken = changes == gone && gone <= MAX_GONE;
+        trace!(only_taken, changes, gone, "queue changed since the listing");
+        Ok(only_taken)
     }
 
     /// A delivery from a taken node; a corrupt node is logged and deleted.
