@@ -305,7 +305,7 @@ impl Framework {
             // Nested: one try, within the tighter deadline; the top-level call does the retrying.
             let deadline = deadline.min(outer);
             let session = self.session_for_try(0, deadline).await?;
-            return self.finish_error(deadline.run(operation(session)).await);
+            return self.finish_error(deadline.run(Box::pin(operation(session))).await);
         }
         let policy = self.core().config.retry_policy.clone();
         let scope = deadline.instant();
@@ -317,7 +317,9 @@ impl Framework {
                     let attempt = match self.session_for_try(min_generation, deadline).await {
                         Ok(session) => {
                             let generation = session.generation();
-                            deadline.run(operation(session)).await.map_err(|err| (err, generation))
+                            // Boxed: the operation's future (often kilobytes) is not moved again
+                            // by every wrapper around this loop.
+                            deadline.run(Box::pin(operation(session))).await.map_err(|err| (err, generation))
                         }
                         Err(err) => Err((err, 0)),
                     };

@@ -308,7 +308,9 @@ impl LockInternals {
                 (hook.0)(watched.clone()).await;
             }
             let watched_path = path::join(&self.dir, &watched);
-            match self.wait_for_deletion(&node, &watched_path, &mut events, deadline).await? {
+            // Boxed, and only when we wait: the wait's future is large, and inline it would make
+            // every acquire's future (moved by each wrapper around it) as large.
+            match Box::pin(self.wait_for_deletion(&node, &watched_path, &mut events, deadline)).await? {
                 Watched::Deleted if decision.holds_once_watched_node_goes => {
                     debug!(%watched_path, "predecessor gone and it was first: held without listing again");
                     return Ok(Some(HeldLease::new(node)));
