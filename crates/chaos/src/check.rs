@@ -251,7 +251,9 @@ pub fn check_queue(
         RecipeReport { items: expected.len() as u64, leaked_nodes: left, ..RecipeReport::default() };
     // Per item: its acks (time, consumer) and the acks sent by consumers killed afterwards.
     let mut acks: HashMap<&str, Vec<(i64, &str)>> = HashMap::new();
-    let mut sent_then_killed: BTreeSet<&str> = BTreeSet::new();
+    // Per item: acks sent whose outcome nobody confirmed (a W without its K), less those whose
+    // consumer was told nothing was committed (LockLost: "will be redelivered").
+    let mut unconfirmed: HashMap<&str, i64> = HashMap::new();
     let mut consumers = BTreeSet::new();
     for event in events.iter().filter(|event| event.recipe == queue) {
         let Some(item) = event.rest.first() else { continue };
@@ -269,13 +271,15 @@ pub fn check_queue(
                 {
                     // Curator acks inside consumeMessage's return: a kill after C may have come
                     // after Curator's delete.
-                    sent_then_killed.insert(item);
+                    *unconfirmed.entry(item).or_default() += 1;
                 }
             }
             // An ack was sent: it may have committed even if its reply never came (a connection
             // loss, a SIGKILL); only a redelivery or the item left in the queue says it did not.
-            'W' => {
-                sent_then_killed.insert(item);
+            'W' => *unconfirmed.entry(item).or_default() += 1,
+            // A refused ack says it committed nothing: it does not excuse a missing item.
+            'N' if event.rest.iter().any(|word| word.contains("redelivered")) => {
+                *unconfirmed.entry(item).or_default() -= 1;
             }
             'K' => acks.entry(item).or_default().push((event.micros, event.holder.as_str())),
             'E' => report.errors += 1,
@@ -302,7 +306,7 @@ pub fn check_queue(
     for item in expected {
         if acks.contains_key(item.as_str()) {
             report.items_acked += 1;
-        } else if sent_then_killed.contains(item.as_str()) {
+        } else if unconfirmed.get(item.as_str()).is_some_and(|count| *count > 0) {
             report.acks_unlogged += 1;
         } else if left == 0 {
             *report.shared_violations.entry("lost".to_owned()).or_default() += 1;
@@ -498,6 +502,22 @@ mod tests {
         assert_eq!(report.curator_violations.get("duplicate"), Some(&1), "{report:?}");
         let report = check_queue(Recipe::Queue, &events, &expected, &killed, 2);
         assert_eq!(report.shared_violations.get("left"), Some(&1), "{report:?}");
+        // r1's ack was sent (W at 14) and then refused with LockLost, which says nothing was
+        // committed: unless someone else acks it, it is lost, not excused.
+        let mut refused = events.clone();
+        refused.push(event(
+            "N queue r0x1-q 15 r1 the lock on queue item queue-0000000001 is gone; the item was not acknowledged and will be redelivered",
+        ));
+        let report = check_queue(Recipe::Queue, &refused, &expected, &killed, 0);
+        assert_eq!(report.shared_violations.get("lost"), Some(&1), "{report:?}");
+        // An ack whose outcome is unknown (its session expired in flight) stays excused.
+        let mut unknown = events.clone();
+        unknown.push(event(
+            "N queue r0x1-q 15 r1 the session holding the lock on queue item queue-0000000001 expired while our request for it was in flight",
+        ));
+        let report = check_queue(Recipe::Queue, &unknown, &expected, &killed, 0);
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+        assert_eq!(report.acks_unlogged, 1);
     }
 
     #[test]

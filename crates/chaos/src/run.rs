@@ -931,7 +931,13 @@ mod tests {
     fn thread_states_show_a_stopped_process() {
         let mut child = std::process::Command::new("sleep").arg("30").spawn().expect("sleep");
         let pid = child.id();
-        let running = thread_states(pid);
+        // Just spawned, it may still be running (R) before it sleeps.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut running = thread_states(pid);
+        while !running.contains("sleep state S") && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            running = thread_states(pid);
+        }
         assert!(running.contains("sleep state S"), "{running}");
         let stopped = std::process::Command::new("kill").args(["-STOP", &pid.to_string()]).status();
         assert!(stopped.expect("kill -STOP").success());
