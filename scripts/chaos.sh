@@ -13,13 +13,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 1; }
-cargo build -q -p zk-recipes-chaos
-target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 mode=default
 for arg in "$@"; do [[ "$arg" == --quick ]] && mode=quick; done
+# The default run builds optimised contenders (as users run them), so the two cores go to the
+# servers and the contenders' work rather than to debug code; the quick run reuses the test build.
+profile=debug
+if [[ "$mode" == default ]]; then
+    profile=release
+    echo "== building zkr-chaos (release)"
+    cargo build -q --release -p zk-recipes-chaos
+else
+    cargo build -q -p zk-recipes-chaos
+fi
+target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 out_dir="$target_dir/chaos-$mode"
 rm -rf "$out_dir"
 mkdir -p "$out_dir"
 # A copy: a rebuild during the run must not replace the binary the run re-executes for contenders.
-cp "$target_dir/debug/zkr-chaos" "$out_dir/zkr-chaos"
+cp "$target_dir/$profile/zkr-chaos" "$out_dir/zkr-chaos"
 exec "$out_dir/zkr-chaos" run --out-dir "$out_dir" "$@"
