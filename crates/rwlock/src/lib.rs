@@ -177,6 +177,25 @@ impl RwLock {
         self.write.read.read_until(Deadline::after(timeout)).await
     }
 
+    /// Waits for a read hold until `deadline` (a [`Deadline`] or a `Duration`).
+    ///
+    /// ```no_run
+    /// # async fn demo(lock: zk_recipes_rwlock::RwLock) -> zk_recipes_rwlock::Result<()> {
+    /// use std::time::Duration;
+    /// let guard = lock.read_until(Duration::from_secs(5)).await?;
+    /// guard.release().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`read_timeout`](Self::read_timeout).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn read_until(&self, deadline: impl Into<Deadline>) -> Result<RwLockReadGuard> {
+        self.write.read.read_until(deadline).await
+    }
+
     /// Takes a read hold if no writer holds or waits now.
     ///
     /// # Errors
@@ -210,6 +229,17 @@ impl RwLock {
     /// Cancel safe.
     pub async fn write_timeout(&self, timeout: Duration) -> Result<RwLockWriteGuard> {
         self.write.write_until(Deadline::after(timeout)).await
+    }
+
+    /// Waits for the write hold until `deadline` (a [`Deadline`] or a `Duration`).
+    ///
+    /// # Errors
+    /// As [`write_timeout`](Self::write_timeout).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn write_until(&self, deadline: impl Into<Deadline>) -> Result<RwLockWriteGuard> {
+        self.write.write_until(deadline).await
     }
 
     /// Takes the write hold if nobody holds or waits now.

@@ -72,6 +72,12 @@ async fn a_later_reader_never_overtakes_a_waiting_writer() {
     assert!(within("try_read", lock.try_read()).await.expect("try").is_none(), "the reader would overtake");
     let late = within("read_timeout", lock.read_timeout(Duration::from_millis(300))).await;
     assert!(late.as_ref().is_err_and(LockError::is_timeout), "{late:?}");
+    let late = within("read_until", lock.read_until(Duration::from_millis(300))).await;
+    assert!(late.as_ref().is_err_and(LockError::is_timeout), "{late:?}");
+    let late = within("write_until", lock.write_until(Deadline::after(Duration::from_millis(300)))).await;
+    assert!(late.as_ref().is_err_and(LockError::is_timeout), "{late:?}");
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert_eq!(children(&framework, "/fair/lock").await.len(), 2, "the timed-out waits left no node");
 
     within("release", first_reader.release()).await.expect("release");
     let writer = within("writer", writer).await.expect("task").expect("the writer acquires");
