@@ -453,19 +453,38 @@ async fn lock_safe_an_expired_consumers_item_goes_to_another_and_its_late_ack_is
 const SHORT_SESSION: Duration = Duration::from_secs(2);
 const PAST_THE_SESSION: Duration = Duration::from_secs(5);
 
+/// A lock-safe consumer behind a proxy, with a short session, holding the one item in the queue.
+struct HoldingOne {
+    _server: TestingServer,
+    observer: Framework,
+    proxy: FaultProxy,
+    framework: Framework,
+    consumer: Consumer<String>,
+    delivery: Delivery<String>,
+    /// The item's node name.
+    first: String,
+    /// The consumer's session.
+    session: i64,
+}
+
+async fn holding_one(queue: &str, locks: &str) -> HoldingOne {
+    let (server, observer) = server_and_framework().await;
+    let (proxy, framework) = proxied(&server, SHORT_SESSION).await;
+    let producer = queue_on(&observer, queue, Some(locks));
+    let first = within("put", producer.put(&"first".to_string())).await.expect("put");
+    let session = session_id(&framework).await;
+    let mut consumer = queue_on(&framework, queue, Some(locks)).consumer().prefetch(1);
+    let delivery = next_delivery(&mut consumer).await;
+    assert_eq!(delivery.name(), first);
+    HoldingOne { _server: server, observer, proxy, framework, consumer, delivery, first, session }
+}
+
 #[tokio::test]
 async fn lock_safe_an_ack_that_committed_before_its_session_expired_reports_an_unknown_outcome() {
     const QUEUE: &str = "/faults-ack-unknown/queue";
     const LOCKS: &str = "/faults-ack-unknown/locks";
-    let (server, observer) = server_and_framework().await;
-    let (proxy, framework) = proxied(&server, SHORT_SESSION).await;
-    let producer = queue_on(&observer, QUEUE, Some(LOCKS));
-    let first = within("put", producer.put(&"first".to_string())).await.expect("put");
-    let session = session_id(&framework).await;
-
-    let mut consumer = queue_on(&framework, QUEUE, Some(LOCKS)).consumer().prefetch(1);
-    let delivery = next_delivery(&mut consumer).await;
-    assert_eq!(delivery.name(), first);
+    let HoldingOne { _server, observer, proxy, framework, consumer, delivery, first, session } =
+        holding_one(QUEUE, LOCKS).await;
 
     // The server commits the ack's multi; its reply is dropped, and the client hears nothing more
     // until its session has expired. The ack's retry comes up on a new session, which must not
@@ -492,15 +511,8 @@ async fn lock_safe_an_ack_that_committed_before_its_session_expired_reports_an_u
 async fn lock_safe_an_ack_that_never_reached_the_server_before_its_session_expired_reports_lock_lost() {
     const QUEUE: &str = "/faults-ack-held/queue";
     const LOCKS: &str = "/faults-ack-held/locks";
-    let (server, observer) = server_and_framework().await;
-    let (proxy, framework) = proxied(&server, SHORT_SESSION).await;
-    let producer = queue_on(&observer, QUEUE, Some(LOCKS));
-    let first = within("put", producer.put(&"first".to_string())).await.expect("put");
-    let session = session_id(&framework).await;
-
-    let mut consumer = queue_on(&framework, QUEUE, Some(LOCKS)).consumer().prefetch(1);
-    let delivery = next_delivery(&mut consumer).await;
-    assert_eq!(delivery.name(), first);
+    let HoldingOne { _server, observer, proxy, framework, mut consumer, delivery, first, session } =
+        holding_one(QUEUE, LOCKS).await;
 
     // The ack's multi leaves the client but never reaches the server; the session expires in the
     // silence. On the new session the item is still there: the ack did not commit, and says so.
