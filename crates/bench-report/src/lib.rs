@@ -112,7 +112,10 @@ impl Run {
                 "meta" => run.meta.extend(fields.into_iter().filter(|(key, _)| key != "bench")),
                 "timing" => {
                     let name = text("name").ok_or_else(|| bad("timing without \"name\"".into()))?;
-                    let secs = fields.get("secs").and_then(Value::as_f64).ok_or_else(|| bad("no \"secs\"".into()))?;
+                    let secs = fields
+                        .get("secs")
+                        .and_then(Value::as_f64)
+                        .ok_or_else(|| bad("no \"secs\"".into()))?;
                     run.timings.insert(name, secs);
                 }
                 _ => run.results.push(Record {
@@ -132,7 +135,8 @@ impl Run {
     /// # Errors
     /// [`ReportError::Io`] if it cannot be read; as [`Run::parse`].
     pub fn read(path: &Path) -> Result<Run, ReportError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ReportError::Io { path: path.into(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ReportError::Io { path: path.into(), source })?;
         Run::parse(&text)
     }
 
@@ -144,7 +148,10 @@ impl Run {
     /// The one result of a bench, scenario, client and value.
     pub fn find(&self, bench: &str, scenario: &str, client: &str, value: Option<f64>) -> Option<&Record> {
         self.results.iter().find(|record| {
-            record.bench == bench && record.scenario == scenario && record.client == client && record.value == value
+            record.bench == bench
+                && record.scenario == scenario
+                && record.client == client
+                && record.value == value
         })
     }
 
@@ -306,11 +313,17 @@ type PlotLink<'a> = dyn Fn(&mut String, &str, &str) + 'a;
 
 fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
     let _ = writeln!(out, "## Locks (`benches/locks.rs`)\n");
-    let ops = |scenario: &str, client: &str, value: Option<f64>| run.find("locks", scenario, client, value).and_then(Record::ops);
-    let record = |scenario: &str, client: &str, value: Option<f64>| run.find("locks", scenario, client, value);
+    let ops = |scenario: &str, client: &str, value: Option<f64>| {
+        run.find("locks", scenario, client, value).and_then(Record::ops)
+    };
+    let record =
+        |scenario: &str, client: &str, value: Option<f64>| run.find("locks", scenario, client, value);
     if record("uncontended", "ours", None).is_some() {
         let _ = writeln!(out, "### Uncontended: lock + release on one path, one session\n");
-        let _ = writeln!(out, "| client | cycles/s | p50 µs | p99 µs | / floor | ours / this |\n|---|---:|---:|---:|---:|---:|");
+        let _ = writeln!(
+            out,
+            "| client | cycles/s | p50 µs | p99 µs | / floor | ours / this |\n|---|---:|---:|---:|---:|---:|"
+        );
         let floor = ops("uncontended", "floor", None);
         let ours = ops("uncontended", "ours", None);
         for (label, scenario, client) in [
@@ -347,7 +360,9 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             let [ours, curator, floor] =
                 ["ours", "curator", "floor"].map(|client| record("contended", client, Some(value)));
             let rate = |found: Option<&Record>| found.and_then(Record::ops);
-            let hand_off = |found: Option<&Record>| match found.map(|found| (found.number("p50_us"), found.number("p99_us"))) {
+            let hand_off = |found: Option<&Record>| match found
+                .map(|found| (found.number("p50_us"), found.number("p99_us")))
+            {
                 Some((Some(p50), Some(p99))) => format!("{p50:.0} / {p99:.0}"),
                 _ => "–".to_owned(),
             };
@@ -377,7 +392,8 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
 
     let locks = run.values("locks", "distinct");
     if !locks.is_empty() {
-        let _ = writeln!(out, "### Many distinct locks in one process: N locks cycled at once on one session\n");
+        let _ =
+            writeln!(out, "### Many distinct locks in one process: N locks cycled at once on one session\n");
         plot(out, "locks-distinct.svg", "cycles/s vs distinct locks");
         let _ = writeln!(
             out,
@@ -386,7 +402,8 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         );
         for value in locks {
             let rate = |client: &str| ops("distinct", client, Some(value));
-            let threads = record("distinct", "curator", Some(value)).and_then(|found| found.number("threads"));
+            let threads =
+                record("distinct", "curator", Some(value)).and_then(|found| found.number("threads"));
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -442,21 +459,26 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         let ms = |name: &str| cell(found.number(name), |ms| format!("{ms:.0} ms"));
         let _ = writeln!(out, "| | |\n|---|---:|");
         let _ = writeln!(out, "| locks held | {} |", cell(found.value, format_rate));
-        let _ = writeln!(out, "| set up in | {} |", cell(found.number("set_up_secs"), |secs| format!("{secs:.1} s")));
+        let _ = writeln!(
+            out,
+            "| set up in | {} |",
+            cell(found.number("set_up_secs"), |secs| format!("{secs:.1} s"))
+        );
         let _ = writeln!(
             out,
             "| RSS per held lock | {} |",
             cell(found.number("rss_per_hold_bytes"), |bytes| format!("{bytes:.0} bytes"))
         );
-        let _ = writeln!(out, "| session closed → `Suspended` | {} |", ms("suspended_ms"));
-        let _ = writeln!(out, "| session closed → `Lost` | {} |", ms("lost_event_ms"));
-        let _ = writeln!(out, "| session closed → first `lost()` | {} |", ms("first_lost_ms"));
-        let _ = writeln!(out, "| session closed → every `lost()` | {} |", ms("all_lost_ms"));
-        let _ = writeln!(out, "| session closed → `Reconnected` (new session) | {} |", ms("reconnected_ms"));
+        let _ = writeln!(out, "| server back → `Lost` | {} |", ms("lost_event_ms"));
+        let _ = writeln!(out, "| server back → first `lost()` | {} |", ms("first_lost_ms"));
+        let _ = writeln!(out, "| server back → every `lost()` | {} |", ms("all_lost_ms"));
+        let _ = writeln!(out, "| server back → `Reconnected` (new session) | {} |", ms("reconnected_ms"));
         let _ = writeln!(
             out,
-            "\nThe session is closed on the server by a second connection that resumes it (its id and password) and \
-             closes it, so the server ends it at once; times run from that close.\n"
+            "\nExpiry: a fault proxy cuts our client off, a second connection resumes the session (its id and \
+             password) and closes it, so the server ends it at once; then the proxy lets our client through again \
+             and it finds its session expired. Times run from that moment (\"server back\"). The framework runs \
+             with `ErrorPolicy::SessionOnly`, so a hold is lost with its session, not on the disconnection.\n"
         );
     }
 }
@@ -520,7 +542,8 @@ fn leader_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
     if run.results.iter().all(|record| record.bench != "leader") {
         return;
     }
-    let _ = writeln!(out, "## Leader failover (`benches/leader.rs`): two latches, time until the other leads\n");
+    let _ =
+        writeln!(out, "## Leader failover (`benches/leader.rs`): two latches, time until the other leads\n");
     plot(out, "leader-failover.svg", "leader failover time after close and after crash");
     let _ = writeln!(out, "| after | ours | Curator | ours / Curator |\n|---|---:|---:|---:|");
     let ms = |value: f64| format!("{value:.2} ms");
@@ -530,7 +553,8 @@ fn leader_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         ("crash (SIGKILL), kill → leader", "crash", "kill_to_leader_ms"),
         ("crash, expiry seen → leader", "crash", "expiry_to_leader_ms"),
     ] {
-        let value = |client: &str| run.find("leader", scenario, client, None).and_then(|found| found.number(field));
+        let value =
+            |client: &str| run.find("leader", scenario, client, None).and_then(|found| found.number(field));
         let _ = writeln!(
             out,
             "| {label} | {} | {} | {} |",
@@ -539,7 +563,8 @@ fn leader_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             cell(ratio(value("ours"), value("curator")), times)
         );
     }
-    if let Some(timeout) = run.select("leader", "crash").find_map(|found| found.number("session_timeout_ms")) {
+    if let Some(timeout) = run.select("leader", "crash").find_map(|found| found.number("session_timeout_ms"))
+    {
         let _ = writeln!(
             out,
             "\nCrash: a Curator leader's JVM is SIGKILLed; the server expires its session one session timeout ({timeout:.0} \

@@ -115,7 +115,13 @@ pub(crate) fn draw_all(run: &Run, img_dir: &Path) -> Result<Vec<PathBuf>, Report
         .collect();
     keep(
         "queues.svg",
-        grouped_bars(&path("queues.svg"), "Queues: items/s per mode", "items/s", &["zk-recipes", "Curator"], &queue_groups),
+        grouped_bars(
+            &path("queues.svg"),
+            "Queues: items/s per mode",
+            "items/s",
+            &["zk-recipes", "Curator"],
+            &queue_groups,
+        ),
     )?;
 
     let leader_groups: Vec<(String, Vec<Option<f64>>)> = [
@@ -126,7 +132,8 @@ pub(crate) fn draw_all(run: &Run, img_dir: &Path) -> Result<Vec<PathBuf>, Report
     ]
     .iter()
     .map(|(label, scenario, field)| {
-        let value = |client: &str| run.find("leader", scenario, client, None).and_then(|record| record.number(field));
+        let value =
+            |client: &str| run.find("leader", scenario, client, None).and_then(|record| record.number(field));
         (label.to_string(), vec![value("ours"), value("curator")])
     })
     .filter(|(_, bars)| bars.iter().any(Option::is_some))
