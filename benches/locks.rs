@@ -11,9 +11,10 @@
 //! Uses `ZK_CONNECT` if set, else starts a `TestingServer` with both JVMs (server and Curator)
 //! compiling as in production (see `support`; the server gets a 1 GiB heap for the held-locks
 //! scenario). Every timed part follows a warm-up of the same kind (3,000 cycles, or 2 s of the
-//! contended load), for our side and Curator's alike. Scenarios, each run for zk-recipes, for
-//! Curator (through the Java driver in `tests/java`) and for the raw floor, alternating whether
-//! ours or Curator's goes first, and reported as medians over the rounds with ratios:
+//! contended load), for our side and Curator's alike, and the server is warmed up (untimed)
+//! before the first round. Scenarios, each run for zk-recipes, for Curator (through the Java
+//! driver in `tests/java`) and for the raw floor back to back at each point, in an order rotated
+//! every round, and reported as medians over the rounds with ratios:
 //! - `floor`: the raw protocol a lock cycle needs — create (ephemeral sequential) and list sent
 //!   back to back, then delete — with bare zookeeper-client calls on a session of its own;
 //!   `floor/one-by-one` the same calls each awaited before the next, as Curator sends them: their
@@ -130,6 +131,9 @@ struct Measured {
 }
 
 fn from_latencies(mut latencies: Vec<Duration>, total: Duration) -> Measured {
+    if latencies.is_empty() {
+        return Measured::default();
+    }
     latencies.sort_unstable();
     let at = |q: f64| support::quantile(&latencies, q).as_secs_f64() * 1e6;
     Measured {
@@ -744,6 +748,14 @@ async fn held_scale(
     })
 }
 
+/// `clients` rotated left by `round`.
+fn rotated<'a>(clients: &[&'a str], round: usize) -> Vec<&'a str> {
+    let mut clients = clients.to_vec();
+    let len = clients.len();
+    clients.rotate_left(round % len);
+    clients
+}
+
 fn show(value: Option<f64>) -> String {
     value.map_or("-".to_string(), |value| format!("{value:.0}"))
 }
@@ -855,103 +867,77 @@ async fn main() {
     let mut curator_threads = BTreeMap::new();
     let contended_ms = options.contended_for.as_millis().to_string();
     let warm_up_ms = options.warm_up_for.as_millis().to_string();
+    if options.rounds > 0 {
+        // The server's JIT compiles its hot paths during the first thousands of requests: warm it
+        // up (untimed) so that whichever scenario runs first is not the one that pays.
+        eprintln!("warming the server up");
+        raw_floor(&connect, "/bench/server-warm-up", Protocol::Pipelined, options.warm_up_cycles, 0).await;
+    }
     for round in 0..options.rounds {
         eprintln!("round {} of {}", round + 1, options.rounds);
-        let path = |name: &str| format!("/bench/{name}-{round}");
         let (warm_up, cycles) = (options.warm_up_cycles, options.cycles);
-        results.push(
-            "uncontended",
-            "floor",
-            1,
-            raw_floor(&connect, &path("floor"), Protocol::Pipelined, warm_up, cycles).await,
-        );
-        results.push(
-            "uncontended-one-by-one",
-            "floor",
-            1,
-            raw_floor(&connect, &path("floor-serial"), Protocol::OneByOne, warm_up, cycles).await,
-        );
+        // Each scenario point runs its clients back to back, in an order rotated every round, so
+        // that drift (a busy neighbour, the JIT) falls on all of them alike.
+        for client in rotated(&["floor", "floor-one-by-one", "ours", "curator"], round) {
+            let path = format!("/bench/uncontended-{client}-{round}");
+            let measured = match client {
+                "floor" => raw_floor(&connect, &path, Protocol::Pipelined, warm_up, cycles).await,
+                "floor-one-by-one" => raw_floor(&connect, &path, Protocol::OneByOne, warm_up, cycles).await,
+                "ours" => ours_uncontended(&framework, &path, warm_up, cycles).await,
+                _ => {
+                    curator(&[
+                        "bench-cycles".into(),
+                        connect.clone(),
+                        path,
+                        cycles.to_string(),
+                        warm_up.to_string(),
+                    ])
+                    .await
+                }
+            };
+            match client {
+                "floor-one-by-one" => results.push("uncontended-one-by-one", "floor", 1, measured),
+                client => results.push("uncontended", client, 1, measured),
+            }
+        }
         for &sessions in &options.sessions {
-            let path = |name: &str| format!("/bench/{name}-{sessions}-{round}");
-            results.push(
-                "contended",
-                "floor",
-                sessions,
-                raw_contended(
-                    &connect,
-                    &path("raw-contended"),
-                    sessions,
-                    options.warm_up_for,
-                    options.contended_for,
-                )
-                .await,
-            );
+            for client in rotated(&["floor", "ours", "curator"], round) {
+                let path = format!("/bench/contended-{client}-{sessions}-{round}");
+                let (warm_up, duration) = (options.warm_up_for, options.contended_for);
+                let measured = match client {
+                    "floor" => raw_contended(&connect, &path, sessions, warm_up, duration).await,
+                    "ours" => ours_contended(&connect, &path, sessions, warm_up, duration).await,
+                    _ => {
+                        curator(&[
+                            "bench-contended".into(),
+                            connect.clone(),
+                            path,
+                            sessions.to_string(),
+                            contended_ms.clone(),
+                            warm_up_ms.clone(),
+                        ])
+                        .await
+                    }
+                };
+                results.push("contended", client, sessions, measured);
+            }
         }
         for &locks in &options.distinct_locks {
-            let base = format!("/bench/raw-distinct-{locks}-{round}");
-            results.push(
-                "distinct",
-                "floor",
-                locks,
-                raw_distinct(&framework, &base, locks, options.distinct_cycles).await,
-            );
-        }
-        let curator_first = round % 2 == 1;
-        for curator_turn in [curator_first, !curator_first] {
-            if curator_turn {
-                let measured = curator(&[
-                    "bench-cycles".into(),
-                    connect.clone(),
-                    path("curator-cycles"),
-                    options.cycles.to_string(),
-                    options.warm_up_cycles.to_string(),
-                ])
-                .await;
-                results.push("uncontended", "curator", 1, measured);
-                for &sessions in &options.sessions {
-                    let measured = curator(&[
-                        "bench-contended".into(),
-                        connect.clone(),
-                        format!("/bench/curator-contended-{sessions}-{round}"),
-                        sessions.to_string(),
-                        contended_ms.clone(),
-                        warm_up_ms.clone(),
-                    ])
-                    .await;
-                    results.push("contended", "curator", sessions, measured);
-                }
-                for &locks in &options.distinct_locks {
-                    let base = format!("/bench/curator-distinct-{locks}-{round}");
-                    let (measured, threads) = curator_distinct(
-                        &connect,
-                        &base,
-                        locks,
-                        options.distinct_cycles,
-                        options.curator_max_threads,
-                    )
-                    .await;
-                    results.push("distinct", "curator", locks, measured);
-                    curator_threads.insert(locks, threads);
-                }
-            } else {
-                let measured = ours_uncontended(&framework, &path("ours-cycles"), warm_up, cycles).await;
-                results.push("uncontended", "ours", 1, measured);
-                for &sessions in &options.sessions {
-                    let path = format!("/bench/ours-contended-{sessions}-{round}");
-                    let measured =
-                        ours_contended(&connect, &path, sessions, options.warm_up_for, options.contended_for)
-                            .await;
-                    results.push("contended", "ours", sessions, measured);
-                }
-                for &locks in &options.distinct_locks {
-                    let base = format!("/bench/ours-distinct-{locks}-{round}");
-                    results.push(
-                        "distinct",
-                        "ours",
-                        locks,
-                        ours_distinct(&framework, &base, locks, options.distinct_cycles).await,
-                    );
-                }
+            for client in rotated(&["floor", "ours", "curator"], round) {
+                let base = format!("/bench/distinct-{client}-{locks}-{round}");
+                let cycles = options.distinct_cycles;
+                let measured = match client {
+                    "floor" => raw_distinct(&framework, &base, locks, cycles).await,
+                    "ours" => ours_distinct(&framework, &base, locks, cycles).await,
+                    _ => {
+                        let (measured, threads) =
+                            curator_distinct(&connect, &base, locks, cycles, options.curator_max_threads)
+                                .await;
+                        curator_threads.insert(locks, threads);
+                        measured
+                    }
+                };
+                results.push("distinct", client, locks, measured);
             }
         }
     }

@@ -54,7 +54,7 @@ else
     [[ -n $out ]] || out=docs
 fi
 
-work_dir=target/bench-report-$mode
+work_dir=$PWD/target/bench-report-$mode  # absolute: cargo runs each bench in its package directory
 results=$work_dir/results.jsonl
 rm -rf "$work_dir"
 mkdir -p "$work_dir"

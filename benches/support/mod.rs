@@ -83,11 +83,10 @@ impl JsonLines {
         if let (Some(record), serde_json::Value::Object(fields)) = (record.as_object_mut(), fields) {
             record.extend(fields);
         }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap_or_else(|err| panic!("opening {}: {err}", path.display()));
+        let mut file =
+            std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap_or_else(|err| {
+                panic!("opening {} (relative to the bench's package directory): {err}", path.display())
+            });
         writeln!(file, "{record}").unwrap_or_else(|err| panic!("writing {}: {err}", path.display()));
     }
 
