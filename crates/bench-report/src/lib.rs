@@ -583,7 +583,7 @@ mod tests {
     fn rates_are_grouped() {
         assert_eq!(format_rate(1234567.4), "1,234,567");
         assert_eq!(format_rate(999.0), "999");
-        assert_eq!(format_rate(3.14159), "3.14");
+        assert_eq!(format_rate(4.567), "4.57");
         assert_eq!(format_rate(0.0), "0");
         assert_eq!(format_rate(-12345.0), "-12,345");
     }

@@ -1,5 +1,6 @@
-//! The renderer on the JSON lines of a quick run (`scripts/bench-report.sh --quick`, kept as a
-//! fixture): every plot is drawn, and the report has every section with ratios computed from it.
+//! The renderer on the JSON lines of a quick run (`scripts/bench-report.sh --quick` on a busy
+//! 2-core machine, kept as a fixture: its figures mean nothing, its shape is the real one): every
+//! plot is drawn, and the report has every section, with ratios computed from the run.
 
 use std::path::Path;
 
