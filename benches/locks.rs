@@ -29,7 +29,8 @@
 //!   create and list sent back to back, watch the predecessor, and no re-list when the
 //!   predecessor was first;
 //! - `distinct-N` for each of `--distinct-locks` (10 … 10,000): N locks on distinct paths cycled
-//!   concurrently by one process (ours: N tasks on one session; Curator: a thread per lock on one
+//!   concurrently by one process, `--distinct-cycles` each (3), or more where that makes fewer
+//!   than `--distinct-min-total` (3,000) in all (ours: N tasks on one session; Curator: a thread per lock on one
 //!   client, at most `--curator-max-threads`, the pool used is printed), with the raw floor for
 //!   the same concurrency;
 //! - scale (once, after the rounds; `--no-scale` skips it): `waiters-N` for each of `--waiters`:
@@ -69,6 +70,7 @@ struct Options {
     sessions: Vec<usize>,
     distinct_locks: Vec<usize>,
     distinct_cycles: usize,
+    distinct_min_total: usize,
     curator_max_threads: usize,
     scale: bool,
     waiters: Vec<usize>,
@@ -76,6 +78,12 @@ struct Options {
 }
 
 impl Options {
+    /// Cycles per lock with `locks` distinct locks: `--distinct-cycles`, or more where that many
+    /// locks would make fewer than `--distinct-min-total` cycles in all.
+    fn distinct_cycles_for(&self, locks: usize) -> usize {
+        self.distinct_cycles.max(self.distinct_min_total.div_ceil(locks.max(1)))
+    }
+
     fn from_args() -> Self {
         let args = support::Args::from_env();
         let list = |name: &str, default: &[usize]| -> Vec<usize> {
@@ -92,6 +100,7 @@ impl Options {
                 sessions: vec![2, 4],
                 distinct_locks: vec![10],
                 distinct_cycles: 2,
+                distinct_min_total: 20,
                 curator_max_threads: 10_000,
                 scale: true,
                 waiters: vec![10, 20],
@@ -113,6 +122,7 @@ impl Options {
             sessions: list("--sessions", &[2, 8, 32, 128]),
             distinct_locks: list("--distinct-locks", &[10, 100, 1_000, 10_000]),
             distinct_cycles: number("--distinct-cycles", 3) as usize,
+            distinct_min_total: number("--distinct-min-total", 3_000) as usize,
             curator_max_threads: number("--curator-max-threads", 10_000) as usize,
             scale: !args.flag("--no-scale"),
             waiters: list("--waiters", &[10, 100, 1_000, 10_000]),
@@ -768,8 +778,13 @@ fn print_and_emit(
 ) {
     println!(
         "\nmedians of {} interleaved rounds ({} cycles uncontended; contended for {:?} after {:?}; distinct locks x {} \
-         cycles)",
-        options.rounds, options.cycles, options.contended_for, options.warm_up_for, options.distinct_cycles
+         cycles, at least {} in all)",
+        options.rounds,
+        options.cycles,
+        options.contended_for,
+        options.warm_up_for,
+        options.distinct_cycles,
+        options.distinct_min_total
     );
     println!("{:<28} {:>12} {:>10} {:>10}", "scenario", "ops/s", "p50 us", "p99 us");
     for ((scenario, client, value), series) in &results.0 {
@@ -789,8 +804,11 @@ fn print_and_emit(
             fields["param"] = json!(param);
             fields["value"] = json!(value);
         }
-        if *scenario == "distinct" && *client == "curator" {
-            fields["threads"] = json!(curator_threads.get(value));
+        if *scenario == "distinct" {
+            fields["cycles_each"] = json!(options.distinct_cycles_for(*value));
+            if *client == "curator" {
+                fields["threads"] = json!(curator_threads.get(value));
+            }
         }
         json.emit_series(scenario, client, unit, &series.ops, fields);
     }
@@ -925,7 +943,7 @@ async fn main() {
         for &locks in &options.distinct_locks {
             for client in rotated(&["floor", "ours", "curator"], round) {
                 let base = format!("/bench/distinct-{client}-{locks}-{round}");
-                let cycles = options.distinct_cycles;
+                let cycles = options.distinct_cycles_for(locks);
                 let measured = match client {
                     "floor" => raw_distinct(&framework, &base, locks, cycles).await,
                     "ours" => ours_distinct(&framework, &base, locks, cycles).await,

@@ -38,7 +38,7 @@ unset ZKR_BENCH_JSON
 # Fixed settings. Full: 3 interleaved rounds per bench, sized for about 15 minutes on 2 cores.
 if [[ $mode == quick ]]; then
     locks=(--rounds 1 --cycles 200 --warm-up-cycles 200 --contended-ms 600 --warm-up-ms 300
-        --sessions 1,2,8,32 --distinct-locks 10,100,1000 --distinct-cycles 2
+        --sessions 1,2,8,32 --distinct-locks 10,100,1000 --distinct-cycles 2 --distinct-min-total 300
         --waiters 10,100,1000 --held 10000)
     rwlock=(--rounds 1 --secs 1 --warm-up-secs 1)
     leader=(--rounds 1 --hand-overs 20 --warm-up-hand-overs 50 --session-ms 2000)
@@ -46,7 +46,7 @@ if [[ $mode == quick ]]; then
     [[ -n $out ]] || out=target/bench-report-quick
 else
     locks=(--rounds 3 --cycles 2000 --warm-up-cycles 3000 --contended-secs 3 --warm-up-secs 2
-        --sessions 1,2,8,32,128 --distinct-locks 10,100,1000,10000 --distinct-cycles 3
+        --sessions 1,2,8,32,128 --distinct-locks 10,100,1000,10000 --distinct-cycles 3 --distinct-min-total 3000
         --curator-max-threads 10000 --waiters 10,100,1000,10000 --held 100000)
     rwlock=(--rounds 3 --secs 2 --warm-up-secs 1)
     leader=(--rounds 3 --hand-overs 60 --warm-up-hand-overs 500 --session-ms 2000)

@@ -397,8 +397,8 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         plot(out, "locks-distinct.svg", "cycles/s vs distinct locks");
         let _ = writeln!(
             out,
-            "| locks | ours cycles/s | Curator cycles/s | floor cycles/s | ours / floor | ours / Curator | Curator / floor | \
-             Curator threads |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "| locks | cycles per lock | ours cycles/s | Curator cycles/s | floor cycles/s | ours / floor | ours / Curator | \
+             Curator / floor | Curator threads |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for value in locks {
             let rate = |client: &str| ops("distinct", client, Some(value));
