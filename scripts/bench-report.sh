@@ -45,7 +45,7 @@ if [[ $mode == quick ]]; then
     queues=(--rounds 1 --items 1000)
     [[ -n $out ]] || out=target/bench-report-quick
 else
-    locks=(--rounds 3 --cycles 2000 --warm-up-cycles 3000 --contended-secs 3 --warm-up-secs 2
+    locks=(--rounds 3 --cycles 2000 --warm-up-cycles 3000 --contended-secs 2 --warm-up-secs 2
         --sessions 1,2,8,32,128 --distinct-locks 10,100,1000,10000 --distinct-cycles 3 --distinct-min-total 3000
         --curator-max-threads 10000 --waiters 10,100,1000,10000 --held 100000)
     rwlock=(--rounds 3 --secs 2 --warm-up-secs 1)
