@@ -50,7 +50,7 @@ else
         --curator-max-threads 10000 --waiters 10,100,1000,10000 --held 100000)
     rwlock=(--rounds 3 --secs 2 --warm-up-secs 1)
     leader=(--rounds 3 --hand-overs 60 --warm-up-hand-overs 500 --session-ms 2000)
-    queues=(--rounds 3 --items 10000)
+    queues=(--rounds 3 --items 3000)
     [[ -n $out ]] || out=docs
 fi
 
