@@ -404,10 +404,15 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             let rate = |client: &str| ops("distinct", client, Some(value));
             let threads =
                 record("distinct", "curator", Some(value)).and_then(|found| found.number("threads"));
+            let cycles_each = run
+                .select("locks", "distinct")
+                .find(|found| found.value == Some(value))
+                .and_then(|found| found.number("cycles_each"));
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 format_rate(value),
+                cell(cycles_each, format_rate),
                 cell(rate("ours"), format_rate),
                 cell(rate("curator"), format_rate),
                 cell(rate("floor"), format_rate),

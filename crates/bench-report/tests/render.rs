@@ -41,6 +41,14 @@ fn a_quick_run_renders_every_plot_and_table() {
         assert!(report.contains(&format!("](img/{plot})")), "the report links img/{plot}");
     }
     assert!(!report.contains("| unknown |") || run.meta.is_empty(), "the run's meta fields are all filled");
+    for table in report.split("\n\n").filter(|block| block.starts_with('|')) {
+        let columns: Vec<usize> =
+            table.lines().map(|line| line.matches('|').count() - line.matches("\\|").count()).collect();
+        assert!(
+            columns.windows(2).all(|pair| pair[0] == pair[1]),
+            "every row has the header's columns:\n{table}"
+        );
+    }
 }
 
 #[test]
