@@ -3,7 +3,7 @@
 # with fixed settings against one embedded ZooKeeper server and Curator, each appending JSON lines,
 # then renders docs/benchmarks.md and the SVG plots in docs/img/ (crates/bench-report).
 #
-#   scripts/bench-report.sh            the full run (about 15 minutes on 2 cores): writes docs/
+#   scripts/bench-report.sh            the full run (15-20 minutes on 2 cores): writes docs/
 #   scripts/bench-report.sh --quick    a pipeline check (a few minutes, tiny settings): writes
 #                                      target/bench-report-quick/ and leaves docs/ alone
 #   scripts/bench-report.sh --out DIR  write the report and plots under DIR instead
@@ -35,7 +35,8 @@ if [[ -n "${ZK_CONNECT:-}" ]]; then
 fi
 unset ZKR_BENCH_JSON
 
-# Fixed settings. Full: 3 interleaved rounds per bench, sized for about 15 minutes on 2 cores.
+# Fixed settings. Full: 3 interleaved rounds per bench, sized for 15-20 minutes on 2 cores (one
+# full locks round took 174 s on a shared 2-core machine, its scale part about 3 minutes).
 if [[ $mode == quick ]]; then
     locks=(--rounds 1 --cycles 200 --warm-up-cycles 200 --contended-ms 600 --warm-up-ms 300
         --sessions 1,2,8,32 --distinct-locks 10,100,1000 --distinct-cycles 2 --distinct-min-total 300
