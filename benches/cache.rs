@@ -121,17 +121,6 @@ async fn floor_load(client: &Client, root: &str) -> usize {
     loaded
 }
 
-fn rss_bytes() -> usize {
-    #[allow(unsafe_code)]
-    // SAFETY: glibc's malloc_trim only returns free heap memory to the system.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
-    let pages: usize = statm.split_whitespace().nth(1).expect("rss").parse().expect("pages");
-    pages * 4096
-}
-
 /// How Curator's JVM runs in this bench.
 struct CuratorSettings {
     heap: String,
@@ -211,7 +200,7 @@ async fn measure_load(connect: &str, root: &str, rounds: usize, curator: &Curato
         }
         for ours_turn in [round % 2 == 0, round % 2 == 1] {
             if ours_turn {
-                let before = rss_bytes();
+                let before = support::rss_bytes();
                 let started = Instant::now();
                 let cache = Cache::builder(&framework, root).start().expect("cache");
                 cache.initialized(Deadline::after(Duration::from_secs(600))).await.expect("loaded");
@@ -220,7 +209,7 @@ async fn measure_load(connect: &str, root: &str, rounds: usize, curator: &Curato
                 // The first load also grows the process's own buffers and allocator arenas.
                 if round > 0 || rounds == 1 {
                     load.bytes_per_node
-                        .push((rss_bytes().saturating_sub(before)) as f64 / cache.len() as f64);
+                        .push((support::rss_bytes().saturating_sub(before)) as f64 / cache.len() as f64);
                 }
                 cache.close().await;
             } else {

@@ -19,6 +19,10 @@
 //!   measure until the follower leads. The server expires the dead session one session timeout
 //!   after it last heard from it, so this is bounded by the session timeout; the follower adds
 //!   its own reaction time.
+//!
+//! With `--json PATH` (or `ZKR_BENCH_JSON`) both scenarios are also appended as JSON lines
+//! (`bench` = `leader`; `graceful` with `p50_ms`/`p90_ms`, `crash` with `kill_to_leader_ms`,
+//! `expiry_to_leader_ms` and `session_timeout_ms`; medians over the rounds).
 
 use std::time::{Duration, Instant};
 
@@ -306,6 +310,7 @@ fn ms(duration: Duration) -> String {
 #[tokio::main]
 async fn main() {
     let options = Options::from_args();
+    let json = support::JsonLines::new("leader", &support::Args::from_env());
     // The default tick (200 ms) notices an expired session within 200 ms of its deadline.
     let (connect, _server) = support::server(None).await;
     let (mut ours_p50, mut ours_p90, mut curator_p50, mut curator_p90) = (vec![], vec![], vec![], vec![]);
@@ -361,6 +366,21 @@ async fn main() {
     println!("  ours     p50 {:>10}   p90 {:>10}   (rounds p50 {:?})", ms(o50), ms(o90), ours_p50);
     println!("  Curator  p50 {:>10}   p90 {:>10}   (rounds p50 {:?})", ms(c50), ms(c90), curator_p50);
     println!("  ours / Curator: p50 {:.2}, p90 {:.2} (lower is faster)", ratio(o50, c50), ratio(o90, c90));
+    let millis = |durations: &[Duration]| durations.iter().map(|d| d.as_secs_f64() * 1e3).collect::<Vec<_>>();
+    for (client, p50s, p90s) in [("ours", &ours_p50, &ours_p90), ("curator", &curator_p50, &curator_p90)] {
+        json.emit(
+            "graceful",
+            client,
+            serde_json::json!({
+                "unit": "ms",
+                "p50_ms": support::median(&millis(p50s)),
+                "p90_ms": support::median(&millis(p90s)),
+                "rounds": p50s.len(),
+                "per_round_p50_ms": millis(p50s),
+                "hand_overs_per_round": options.hand_overs,
+            }),
+        );
+    }
     let session_timeout = support::median(
         &ours_crashes.iter().chain(&curator_crashes).map(|c| c.session_timeout).collect::<Vec<_>>(),
     );
@@ -369,9 +389,23 @@ async fn main() {
          it last heard from it) -> new leader:",
         ms(session_timeout)
     );
-    for (who, crashes) in [("ours as follower", &ours_crashes), ("Curator as follower", &curator_crashes)] {
+    for (who, client, crashes) in
+        [("ours as follower", "ours", &ours_crashes), ("Curator as follower", "curator", &curator_crashes)]
+    {
         let kill: Vec<Duration> = crashes.iter().map(Crash::kill_to_leader).collect();
         let reaction: Vec<Duration> = crashes.iter().map(Crash::expiry_to_leader).collect();
+        json.emit(
+            "crash",
+            client,
+            serde_json::json!({
+                "unit": "ms",
+                "kill_to_leader_ms": support::median(&millis(&kill)),
+                "expiry_to_leader_ms": support::median(&millis(&reaction)),
+                "session_timeout_ms": session_timeout.as_secs_f64() * 1e3,
+                "rounds": kill.len(),
+                "per_round_kill_to_leader_ms": millis(&kill),
+            }),
+        );
         println!(
             "  {who:<20} kill -> leader {:>10} = {:.2} x session timeout; expiry seen -> leader {:>9}   \
              (rounds {:?} / {:?})",

@@ -1,33 +1,63 @@
-//! Lock benchmarks: zk-recipes against Curator 5.4 on the same ZooKeeper server, in one run.
+//! Lock benchmarks: zk-recipes against Curator 5.4 and the raw protocol floor on the same
+//! ZooKeeper server, in one run.
 //!
 //! ```sh
 //! cargo bench -p zk-recipes --bench locks                  # 3 interleaved rounds
 //! cargo bench -p zk-recipes --bench locks -- --rounds 5 --cycles 3000 --warm-up-cycles 3000 \
-//!     --contended-secs 3 --warm-up-secs 2 --distinct-locks 1000 --distinct-cycles 3
+//!     --contended-secs 3 --warm-up-secs 2 --sessions 2,8,32,128 --distinct-locks 10,100,1000,10000 \
+//!     --distinct-cycles 3 --waiters 10,100,1000,10000 --held 100000 --json target/bench.jsonl
 //! ```
 //!
 //! Uses `ZK_CONNECT` if set, else starts a `TestingServer` with both JVMs (server and Curator)
-//! compiling as in production (see `support`). Every timed part follows a warm-up of the same kind
-//! (3,000 cycles, or 2 s with 8 sessions), for our side and Curator's alike. Scenarios, each run for zk-recipes and
-//! for Curator (through the Java driver in `tests/java`), alternating which goes first, and
-//! reported as medians over the rounds with ratios:
+//! compiling as in production (see `support`; the server gets a 1 GiB heap for the held-locks
+//! scenario). Every timed part follows a warm-up of the same kind (3,000 cycles, or 2 s of the
+//! contended load), for our side and Curator's alike, and the server is warmed up (untimed)
+//! before the first round. Scenarios, each run for zk-recipes, for Curator (through the Java
+//! driver in `tests/java`) and for the raw floor back to back at each point, in an order rotated
+//! every round, and reported as medians over the rounds with ratios:
 //! - `floor`: the raw protocol a lock cycle needs — create (ephemeral sequential) and list sent
 //!   back to back, then delete — with bare zookeeper-client calls on a session of its own;
 //!   `floor/one-by-one` the same calls each awaited before the next, as Curator sends them: their
 //!   ratio is the most any client can gain on Curator from the protocol alone;
 //! - `uncontended`: lock + release on one path, one session: cycles/s, p50, p99;
-//! - `contended-8`: 8 sessions looping lock + release on one path: acquisitions/s;
-//! - `distinct-1000`: 1,000 locks on distinct paths cycled concurrently by one process (ours: 1,000
-//!   tasks on one session; Curator: 1,000 threads on one client), with the raw floor for the same
-//!   concurrency.
+//! - `contended-N` for each of `--sessions` (2, 8, 32, 128): N sessions (one task or thread each)
+//!   looping lock + release on one path: acquisitions/s, and hand-off latency — from one
+//!   holder's release returning to the next holder's lock returning, p50 and p99 (it can be
+//!   negative: the next holder's watch may fire before the releaser's delete reply is read).
+//!   Curator's contenders live in one JVM and are timed there with `System.nanoTime`. The raw
+//!   hand-off floor runs the same protocol as our lock on bare calls: protected ephemeral-sequential
+//!   create and list sent back to back, watch the predecessor, and no re-list when the
+//!   predecessor was first;
+//! - `distinct-N` for each of `--distinct-locks` (10 … 10,000): N locks on distinct paths cycled
+//!   concurrently by one process, `--distinct-cycles` each (3), or more where that makes fewer
+//!   than `--distinct-min-total` (3,000) in all (ours: N tasks on one session; Curator: a thread per lock on one
+//!   client, at most `--curator-max-threads`, the pool used is printed), with the raw floor for
+//!   the same concurrency;
+//! - scale (once, after the rounds; `--no-scale` skips it): `waiters-N` for each of `--waiters`:
+//!   N waiters (tasks, one `Mutex` each) queued on one held lock of one session: resident memory
+//!   per waiter (VmRSS delta / N), then the holder releases and the waiters drain one by one:
+//!   server packets (mntr `zk_packets_sent` + `zk_packets_received`) per hand-off, which stays
+//!   flat when every release wakes exactly one waiter; `held`: `--held` locks (100,000) held on
+//!   one session: resident memory per held lock, then the session is expired on the server (a
+//!   second connection resumes it with its id and password and closes it while a fault proxy
+//!   keeps our client away) and, from the moment our client can reach the server again, we
+//!   measure until every hold's `lost()` has fired (`ErrorPolicy::SessionOnly`: lost with the
+//!   session, not on a mere disconnection).
+//!
+//! `--rounds 0` runs only the scale part. With `--json PATH` (or `ZKR_BENCH_JSON`) every result is also appended to `PATH` as a JSON
+//! line (`bench` = `locks`; see `support::JsonLines`).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zk_recipes::framework::zookeeper_client::{self, CreateMode};
-use zk_recipes::framework::{Deadline, Framework};
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::json;
+use zk_recipes::framework::zookeeper_client::{self, Client, CreateMode};
+use zk_recipes::framework::{ConnectionState, Deadline, ErrorPolicy, Framework};
 use zk_recipes::mutex::Mutex;
+use zk_recipes_testing::FaultProxy;
 
 mod support;
 
@@ -37,13 +67,29 @@ struct Options {
     warm_up_cycles: usize,
     contended_for: Duration,
     warm_up_for: Duration,
-    distinct_locks: usize,
+    sessions: Vec<usize>,
+    distinct_locks: Vec<usize>,
     distinct_cycles: usize,
+    distinct_min_total: usize,
+    curator_max_threads: usize,
+    scale: bool,
+    waiters: Vec<usize>,
+    held: usize,
 }
 
 impl Options {
+    /// Cycles per lock with `locks` distinct locks: `--distinct-cycles`, or more where that many
+    /// locks would make fewer than `--distinct-min-total` cycles in all.
+    fn distinct_cycles_for(&self, locks: usize) -> usize {
+        self.distinct_cycles.max(self.distinct_min_total.div_ceil(locks.max(1)))
+    }
+
     fn from_args() -> Self {
         let args = support::Args::from_env();
+        let list = |name: &str, default: &[usize]| -> Vec<usize> {
+            args.numbers(name)
+                .map_or_else(|| default.to_vec(), |list| list.iter().map(|n| *n as usize).collect())
+        };
         if args.is_smoke_run() {
             return Options {
                 rounds: 1,
@@ -51,8 +97,14 @@ impl Options {
                 warm_up_cycles: 10,
                 contended_for: Duration::from_millis(300),
                 warm_up_for: Duration::from_millis(100),
-                distinct_locks: 10,
+                sessions: vec![2, 4],
+                distinct_locks: vec![10],
                 distinct_cycles: 2,
+                distinct_min_total: 20,
+                curator_max_threads: 10_000,
+                scale: true,
+                waiters: vec![10, 20],
+                held: 100,
             };
         }
         let number = |name: &str, default: u64| args.number(name).unwrap_or(default);
@@ -62,15 +114,25 @@ impl Options {
             // Enough for the JVMs' optimising compiler to have compiled Curator's and the
             // server's hot paths before the timed part.
             warm_up_cycles: number("--warm-up-cycles", 3_000) as usize,
-            contended_for: Duration::from_secs(number("--contended-secs", 3)),
-            warm_up_for: Duration::from_secs(number("--warm-up-secs", 2)),
-            distinct_locks: number("--distinct-locks", 1_000) as usize,
+            contended_for: Duration::from_millis(number(
+                "--contended-ms",
+                number("--contended-secs", 3) * 1000,
+            )),
+            warm_up_for: Duration::from_millis(number("--warm-up-ms", number("--warm-up-secs", 2) * 1000)),
+            sessions: list("--sessions", &[2, 8, 32, 128]),
+            distinct_locks: list("--distinct-locks", &[10, 100, 1_000, 10_000]),
             distinct_cycles: number("--distinct-cycles", 3) as usize,
+            distinct_min_total: number("--distinct-min-total", 3_000) as usize,
+            curator_max_threads: number("--curator-max-threads", 10_000) as usize,
+            scale: !args.flag("--no-scale"),
+            waiters: list("--waiters", &[10, 100, 1_000, 10_000]),
+            held: number("--held", 100_000) as usize,
         }
     }
 }
 
-/// One measurement: operations per second and, where measured per cycle, p50/p99 latency.
+/// One measurement: operations per second and, where measured, p50/p99 latency (per cycle, or
+/// per hand-off in the contended scenarios).
 #[derive(Clone, Copy, Debug, Default)]
 struct Measured {
     ops: f64,
@@ -79,8 +141,11 @@ struct Measured {
 }
 
 fn from_latencies(mut latencies: Vec<Duration>, total: Duration) -> Measured {
+    if latencies.is_empty() {
+        return Measured::default();
+    }
     latencies.sort_unstable();
-    let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1e6;
+    let at = |q: f64| support::quantile(&latencies, q).as_secs_f64() * 1e6;
     Measured {
         ops: latencies.len() as f64 / total.as_secs_f64(),
         p50_us: Some(at(0.5)),
@@ -90,10 +155,14 @@ fn from_latencies(mut latencies: Vec<Duration>, total: Duration) -> Measured {
 
 async fn curator(args: &[String]) -> Measured {
     let line = support::curator_result(args).await;
+    curator_measured(&line)
+}
+
+fn curator_measured(line: &str) -> Measured {
     Measured {
-        ops: support::field(&line, "ops").unwrap_or_else(|| panic!("no ops= in {line:?}")),
-        p50_us: support::field(&line, "p50_us"),
-        p99_us: support::field(&line, "p99_us"),
+        ops: support::field(line, "ops").unwrap_or_else(|| panic!("no ops= in {line:?}")),
+        p50_us: support::field(line, "p50_us").or_else(|| support::field(line, "handoff_p50_us")),
+        p99_us: support::field(line, "p99_us").or_else(|| support::field(line, "handoff_p99_us")),
     }
 }
 
@@ -106,17 +175,41 @@ enum Protocol {
     OneByOne,
 }
 
-async fn raw_floor(connect: &str, path: &str, protocol: Protocol, warm_up: usize, cycles: usize) -> Measured {
-    // A session of its own, opened by a framework so that its socket is set up as ours are
-    // (`TCP_NODELAY`), then driven with bare zookeeper-client calls.
-    let framework = Framework::builder(connect).start().expect("framework");
+/// A framework's session as a bare zookeeper-client handle: its socket is set up as ours are
+/// (`TCP_NODELAY`).
+async fn bare_client(framework: &Framework) -> Client {
     let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
-    let client = session.client().clone();
+    session.client().clone()
+}
+
+async fn start_framework(connect: &str) -> Framework {
+    let framework = Framework::builder(connect).start().expect("framework");
+    framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
+    framework
+}
+
+fn anyone(mode: CreateMode) -> zookeeper_client::CreateOptions<'static> {
+    mode.with_acls(zookeeper_client::Acls::anyone_all())
+}
+
+/// A protected-create prefix (`_c_<uuid>-lock-`) with a made-up but well-formed uuid per contender.
+fn protected_prefix(dir: &str, contender: usize) -> String {
+    format!("{dir}/_c_{contender:08x}-0000-4000-8000-000000000000-lock-")
+}
+
+async fn raw_floor(
+    connect_string: &str,
+    path: &str,
+    protocol: Protocol,
+    warm_up: usize,
+    cycles: usize,
+) -> Measured {
+    let framework = start_framework(connect_string).await;
+    let client = bare_client(&framework).await;
     // Persistent, not a container: an emptied container would be reaped between cycles.
-    let options = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
-    client.mkdir(path, &options).await.expect("the bench directory");
-    let node_options = CreateMode::EphemeralSequential.with_acls(zookeeper_client::Acls::anyone_all());
-    let node_prefix = format!("{path}/_c_00000000-0000-4000-8000-000000000000-lock-");
+    client.mkdir(path, &anyone(CreateMode::Persistent)).await.expect("the bench directory");
+    let node_options = anyone(CreateMode::EphemeralSequential);
+    let node_prefix = protected_prefix(path, 0);
     let mut latencies = Vec::with_capacity(cycles);
     let mut started = Instant::now();
     for cycle_index in 0..warm_up + cycles {
@@ -144,7 +237,6 @@ async fn raw_floor(connect: &str, path: &str, protocol: Protocol, warm_up: usize
     }
     let measured = from_latencies(latencies, started.elapsed());
     drop(client);
-    drop(session);
     framework.close().await;
     measured
 }
@@ -164,8 +256,80 @@ async fn ours_uncontended(framework: &Framework, path: &str, warm_up: usize, cyc
     from_latencies(latencies, started.elapsed())
 }
 
+/// The holds of one contended lock, in the order they happened (the lock serializes them), for
+/// hand-off latency: each holder numbers its hold while holding, and records when its lock
+/// returned and when its release returned.
+struct HoldLog {
+    base: Instant,
+    next_hold: AtomicU64,
+    acquisitions: AtomicU64,
+    timing: AtomicBool,
+    stop: AtomicBool,
+    /// (hold number, lock returned, release returned), in ns since `base`, for holds that began
+    /// while `timing` was on.
+    holds: std::sync::Mutex<Vec<(u64, u64, u64)>>,
+}
+
+impl HoldLog {
+    fn new() -> Arc<Self> {
+        Arc::new(HoldLog {
+            base: Instant::now(),
+            next_hold: AtomicU64::new(0),
+            acquisitions: AtomicU64::new(0),
+            timing: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            holds: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    fn now(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64
+    }
+
+    /// Called right after the lock returned; returns the hold's number and whether it is timed.
+    fn acquired(&self) -> (u64, u64, bool) {
+        let at = self.now();
+        (self.next_hold.fetch_add(1, Ordering::Relaxed), at, self.timing.load(Ordering::Relaxed))
+    }
+
+    /// Lets the load warm up, then counts acquisitions and records holds for `duration`; stops
+    /// the contenders (the caller awaits them) and returns acquisitions per second.
+    async fn run_window(&self, warm_up: Duration, duration: Duration) -> f64 {
+        tokio::time::sleep(warm_up).await;
+        self.timing.store(true, Ordering::Relaxed);
+        let (first, started) = (self.acquisitions.load(Ordering::Relaxed), Instant::now());
+        tokio::time::sleep(duration).await;
+        let last = self.acquisitions.load(Ordering::Relaxed);
+        let elapsed = started.elapsed();
+        self.timing.store(false, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
+        (last - first) as f64 / elapsed.as_secs_f64()
+    }
+
+    /// Hand-off latency p50 and p99 in µs (signed): each timed hold's lock returning minus the
+    /// previous hold's release returning.
+    fn hand_off_quantiles(&self) -> (Option<f64>, Option<f64>) {
+        let holds = self.holds.lock().expect("hold log");
+        let released: BTreeMap<u64, u64> =
+            holds.iter().map(|(hold, _, released)| (*hold, *released)).collect();
+        let mut hand_offs: Vec<i64> = holds
+            .iter()
+            .filter_map(|(hold, acquired, _)| {
+                let previous = released.get(&hold.checked_sub(1)?)?;
+                Some(*acquired as i64 - *previous as i64)
+            })
+            .collect();
+        if hand_offs.is_empty() {
+            return (None, None);
+        }
+        hand_offs.sort_unstable();
+        let at = |q: f64| support::quantile(&hand_offs, q) as f64 / 1e3;
+        (Some(at(0.5)), Some(at(0.99)))
+    }
+}
+
 async fn ours_contended(
-    connect: &str,
+    connect_string: &str,
     path: &str,
     sessions: usize,
     warm_up: Duration,
@@ -173,36 +337,116 @@ async fn ours_contended(
 ) -> Measured {
     let mut frameworks = Vec::new();
     for _ in 0..sessions {
-        let framework = Framework::builder(connect).start().expect("framework");
-        framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
-        frameworks.push(framework);
+        frameworks.push(start_framework(connect_string).await);
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
+    let log = HoldLog::new();
     let tasks: Vec<_> = frameworks
         .iter()
         .map(|framework| {
-            let (mutex, stop, count) =
-                (Mutex::new(framework, path).expect("mutex"), stop.clone(), count.clone());
+            let (mutex, log) = (Mutex::new(framework, path).expect("mutex"), log.clone());
             tokio::spawn(async move {
-                while !stop.load(Ordering::Relaxed) {
-                    mutex.lock().await.expect("lock").release().await.expect("release");
-                    count.fetch_add(1, Ordering::Relaxed);
+                let mut mine = Vec::new();
+                while !log.stop.load(Ordering::Relaxed) {
+                    let guard = mutex.lock().await.expect("lock");
+                    let (hold, acquired, timed) = log.acquired();
+                    guard.release().await.expect("release");
+                    let released = log.now();
+                    log.acquisitions.fetch_add(1, Ordering::Relaxed);
+                    if timed {
+                        mine.push((hold, acquired, released));
+                    }
                 }
+                log.holds.lock().expect("hold log").extend(mine);
             })
         })
         .collect();
-    let (first, last, elapsed) =
-        support::measure_window(warm_up, duration, || count.load(Ordering::Relaxed)).await;
-    let measured = Measured { ops: (last - first) as f64 / elapsed.as_secs_f64(), ..Default::default() };
-    stop.store(true, Ordering::Relaxed);
+    let ops = log.run_window(warm_up, duration).await;
     for task in tasks {
         task.await.expect("contender");
     }
     for framework in frameworks {
         framework.close().await;
     }
-    measured
+    let (p50_us, p99_us) = log.hand_off_quantiles();
+    Measured { ops, p50_us, p99_us }
+}
+
+/// The sequence number of a lock node name (`…-lock-0000000042`).
+fn sequence_of(name: &str) -> &str {
+    name.rsplit('-').next().unwrap_or(name)
+}
+
+/// The raw hand-off floor: our lock's protocol on bare calls. Create (protected, ephemeral
+/// sequential) and list sent back to back; if first, held; else watch the predecessor, and when
+/// it goes, held without listing again if it was first, else list again.
+async fn raw_lock(client: &Client, dir: &str, prefix: &str) -> String {
+    let options = anyone(CreateMode::EphemeralSequential);
+    let create = client.create(prefix, b"", &options);
+    let list = client.list_children(dir);
+    let (_, sequence) = create.await.expect("create");
+    let mut children = list.await.expect("list");
+    let ours = format!("{prefix}{sequence}");
+    let our_name = ours.rsplit('/').next().expect("a name").to_owned();
+    loop {
+        children.sort_by(|a, b| sequence_of(a).cmp(sequence_of(b)));
+        let index = children.iter().position(|child| *child == our_name).expect("our node is listed");
+        if index == 0 {
+            return ours;
+        }
+        let predecessor = format!("{dir}/{}", children[index - 1]);
+        let (stat, watcher) = client.check_and_watch_stat(&predecessor).await.expect("exists watch");
+        if stat.is_some() {
+            watcher.changed().await;
+            if index == 1 {
+                return ours;
+            }
+        }
+        children = client.list_children(dir).await.expect("list");
+    }
+}
+
+async fn raw_contended(
+    connect_string: &str,
+    path: &str,
+    sessions: usize,
+    warm_up: Duration,
+    duration: Duration,
+) -> Measured {
+    let mut frameworks = Vec::new();
+    for _ in 0..sessions {
+        frameworks.push(start_framework(connect_string).await);
+    }
+    let first = bare_client(&frameworks[0]).await;
+    first.mkdir(path, &anyone(CreateMode::Persistent)).await.expect("the bench directory");
+    let log = HoldLog::new();
+    let mut tasks = Vec::new();
+    for (contender, framework) in frameworks.iter().enumerate() {
+        let (client, log) = (bare_client(framework).await, log.clone());
+        let (dir, prefix) = (path.to_owned(), protected_prefix(path, contender));
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while !log.stop.load(Ordering::Relaxed) {
+                let node = raw_lock(&client, &dir, &prefix).await;
+                let (hold, acquired, timed) = log.acquired();
+                client.delete(&node, None).await.expect("delete");
+                let released = log.now();
+                log.acquisitions.fetch_add(1, Ordering::Relaxed);
+                if timed {
+                    mine.push((hold, acquired, released));
+                }
+            }
+            log.holds.lock().expect("hold log").extend(mine);
+        }));
+    }
+    let ops = log.run_window(warm_up, duration).await;
+    for task in tasks {
+        task.await.expect("raw contender");
+    }
+    for framework in frameworks {
+        framework.close().await;
+    }
+    let (p50_us, p99_us) = log.hand_off_quantiles();
+    Measured { ops, p50_us, p99_us }
 }
 
 async fn ours_distinct(framework: &Framework, base: &str, locks: usize, cycles: usize) -> Measured {
@@ -232,10 +476,9 @@ async fn raw_distinct(framework: &Framework, base: &str, locks: usize, cycles: u
             let client = session.client().clone();
             let dir = format!("{base}/raw-{index}");
             tokio::spawn(async move {
-                let persistent = CreateMode::Persistent.with_acls(zookeeper_client::Acls::anyone_all());
-                let _ = client.create(&dir, &[], &persistent).await;
-                let options = CreateMode::EphemeralSequential.with_acls(zookeeper_client::Acls::anyone_all());
-                let prefix = format!("{dir}/_c_00000000-0000-4000-8000-000000000000-lock-");
+                let _ = client.create(&dir, &[], &anyone(CreateMode::Persistent)).await;
+                let options = anyone(CreateMode::EphemeralSequential);
+                let prefix = protected_prefix(&dir, 0);
                 for _ in 0..cycles {
                     let create = client.create(&prefix, b"", &options);
                     let list = client.list_children(&dir);
@@ -252,6 +495,36 @@ async fn raw_distinct(framework: &Framework, base: &str, locks: usize, cycles: u
     Measured { ops: (locks * cycles) as f64 / started.elapsed().as_secs_f64(), ..Default::default() }
 }
 
+/// Curator's distinct-locks run: a thread per lock (at most `max_threads`), in a JVM with small
+/// thread stacks so that 10,000 threads fit. Returns the measurement and the pool size used.
+async fn curator_distinct(
+    connect: &str,
+    base: &str,
+    locks: usize,
+    cycles: usize,
+    max_threads: usize,
+) -> (Measured, usize) {
+    let args = [
+        "bench-distinct".to_owned(),
+        connect.to_owned(),
+        base.to_owned(),
+        locks.to_string(),
+        cycles.to_string(),
+        max_threads.to_string(),
+    ];
+    let mut process = zk_recipes_testing::CuratorProcess::spawn_with_jvm_options(
+        zk_recipes_testing::Jit::Full,
+        &["-Xss256k", "-Xmx1g"],
+        args.iter(),
+    )
+    .expect("the Curator driver starts");
+    let line = process.expect_line("RESULT", Duration::from_secs(600)).await.expect("a Curator result");
+    let status = process.wait(Duration::from_secs(60)).await.expect("the Curator driver exits");
+    assert!(status.success(), "the Curator driver failed: {status}\n{}", process.log_tail(30));
+    let threads = support::field(&line, "threads").unwrap_or(locks as f64) as usize;
+    (curator_measured(&line), threads)
+}
+
 #[derive(Default)]
 struct Series {
     ops: Vec<f64>,
@@ -266,138 +539,448 @@ impl Series {
         self.p99.extend(measured.p99_us);
     }
 
-    fn summary(&self) -> (f64, Option<f64>, Option<f64>) {
-        let p50 = (!self.p50.is_empty()).then(|| support::median(&self.p50));
-        let p99 = (!self.p99.is_empty()).then(|| support::median(&self.p99));
-        (support::median(&self.ops), p50, p99)
+    fn ops(&self) -> f64 {
+        support::median(&self.ops)
+    }
+
+    fn p50(&self) -> Option<f64> {
+        (!self.p50.is_empty()).then(|| support::median(&self.p50))
+    }
+
+    fn p99(&self) -> Option<f64> {
+        (!self.p99.is_empty()).then(|| support::median(&self.p99))
+    }
+}
+
+/// Results by (scenario, client, parameter value).
+#[derive(Default)]
+struct Results(BTreeMap<(&'static str, &'static str, usize), Series>);
+
+impl Results {
+    fn push(&mut self, scenario: &'static str, client: &'static str, value: usize, measured: Measured) {
+        self.0.entry((scenario, client, value)).or_default().push(measured);
+    }
+
+    fn get(&self, scenario: &'static str, client: &'static str, value: usize) -> &Series {
+        &self.0[&(scenario, client, value)]
+    }
+}
+
+/// Scale: `waiters` queued on one held lock of one session (its own framework): resident memory
+/// per waiter, then server packets per hand-off while they drain.
+async fn waiters_scale(connect_string: &str, path: &str, waiters: usize) -> serde_json::Value {
+    let framework = start_framework(connect_string).await;
+    let holder = Mutex::new(&framework, path).expect("mutex").lock().await.expect("the holder's lock");
+    let rss_before = support::rss_bytes();
+    let queued_at = Instant::now();
+    let tasks: Vec<_> = (0..waiters)
+        .map(|_| {
+            let mutex = Mutex::new(&framework, path).expect("mutex");
+            tokio::spawn(async move { mutex.lock().await.expect("lock").release().await.expect("release") })
+        })
+        .collect();
+    // Queued: every waiter's node listed, and every waiter watching its predecessor.
+    let client = bare_client(&framework).await;
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let children = client.list_children(path).await.expect("list").len();
+        let watches: usize = support::mntr(connect_string)
+            .await
+            .get("zk_watch_count")
+            .and_then(|count| count.parse().ok())
+            .unwrap_or(0);
+        if children == waiters + 1 && watches >= waiters {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{waiters} waiters queued: {children} nodes, {watches} watches");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let queue_secs = queued_at.elapsed().as_secs_f64();
+    let rss_per_waiter = support::rss_bytes().saturating_sub(rss_before) as f64 / waiters as f64;
+    let packets_before = support::server_packets(connect_string).await;
+    let drained_at = Instant::now();
+    holder.release().await.expect("the holder's release");
+    for task in tasks {
+        task.await.expect("waiter");
+    }
+    let drain = drained_at.elapsed();
+    let packets = support::server_packets(connect_string).await - packets_before;
+    drop(client);
+    framework.close().await;
+    // `waiters` releases, each handing the lock to the next waiter (the last to nobody).
+    let per_hand_off = packets as f64 / waiters as f64;
+    println!(
+        "  {waiters:>6} waiters: {:>7.0} B RSS per waiter, {per_hand_off:>5.2} server packets per hand-off, drained at \
+         {:.0} hand-offs/s (queued in {queue_secs:.1} s)",
+        rss_per_waiter,
+        waiters as f64 / drain.as_secs_f64()
+    );
+    json!({
+        "param": "waiters",
+        "value": waiters,
+        "rss_per_waiter_bytes": rss_per_waiter,
+        "packets_per_handoff": per_hand_off,
+        "handoffs_per_sec": waiters as f64 / drain.as_secs_f64(),
+        "queue_secs": queue_secs,
+    })
+}
+
+/// Scale: `held` locks held on one session (its own framework, through a fault proxy, with
+/// [`ErrorPolicy::SessionOnly`] so that a hold is lost only with its session), then the session
+/// expired on the server; how long after the client can reach the server again every hold's
+/// `lost()` has fired.
+///
+/// Expiry: the proxy black-holes our connection, a second connection straight to the server
+/// resumes the session (its id and password) and closes it, so the server ends it at once; once
+/// an observer sees our nodes gone, the proxy heals and our client reconnects to an expired
+/// session (`Lost`, then a new session: `Reconnected`). Times run from the heal.
+async fn held_scale(
+    connect_string: &str,
+    observer: &Framework,
+    base: &str,
+    held: usize,
+) -> serde_json::Value {
+    let first = connect_string.split(',').next().expect("an address");
+    let proxy = FaultProxy::start(first).await.expect("a fault proxy");
+    let framework = Framework::builder(proxy.connect_string())
+        .error_policy(ErrorPolicy::SessionOnly)
+        .start()
+        .expect("framework");
+    framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
+    framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
+    let rss_before = support::rss_bytes();
+    let set_up_at = Instant::now();
+    let mut holds = Vec::with_capacity(held);
+    let mut acquiring = futures::stream::iter(0..held)
+        .map(|index| {
+            let mutex = Mutex::new(&framework, &format!("{base}/lock-{index}")).expect("mutex");
+            async move {
+                let guard = mutex.lock().await.expect("lock");
+                (mutex, guard)
+            }
+        })
+        .buffer_unordered(1_000);
+    while let Some(hold) = acquiring.next().await {
+        holds.push(hold);
+    }
+    drop(acquiring);
+    let set_up_secs = set_up_at.elapsed().as_secs_f64();
+    let rss_per_hold = support::rss_bytes().saturating_sub(rss_before) as f64 / held as f64;
+
+    // Every hold's lost(), polled once so that each is waiting before the session goes.
+    let mut lost: FuturesUnordered<_> = holds.iter().map(|(_, guard)| guard.lost()).collect();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), lost.next()).await.is_err(),
+        "no hold is lost before the session is closed"
+    );
+    let mut events = framework.connection_events();
+    let session_info = framework
+        .session(Deadline::after(Duration::from_secs(20)))
+        .await
+        .expect("session")
+        .client()
+        .session()
+        .clone();
+    proxy.black_hole(Duration::from_secs(3600));
+    let closing_at = Instant::now();
+    let closer = Client::connector()
+        .with_session(session_info)
+        .connect(connect_string)
+        .await
+        .expect("resume the session");
+    drop(closer);
+    let probe = format!("{base}/lock-0");
+    let observer_session =
+        observer.session(Deadline::after(Duration::from_secs(20))).await.expect("observer session");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !observer_session.client().list_children(&probe).await.expect("list").is_empty() {
+        assert!(Instant::now() < deadline, "the server closed the session");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let expired_in = closing_at.elapsed();
+    let healed_at = Instant::now();
+    proxy.heal();
+    let events_seen = tokio::spawn(async move {
+        let mut lost = None;
+        while let Some(update) = events.next().await {
+            let at = update.at().map_or_else(Instant::now, |at| at.into_std());
+            match update.state() {
+                ConnectionState::Lost => lost = lost.or(Some(at)),
+                ConnectionState::Reconnected if lost.is_some() => return (lost, Some(at)),
+                _ => {}
+            }
+        }
+        (lost, None)
+    });
+    let mut first_lost = None;
+    let mut count = 0;
+    while tokio::time::timeout(Duration::from_secs(120), lost.next())
+        .await
+        .expect("every hold lost")
+        .is_some()
+    {
+        first_lost.get_or_insert_with(|| healed_at.elapsed());
+        count += 1;
+    }
+    let all_lost = healed_at.elapsed();
+    assert_eq!(count, held);
+    drop(lost);
+    let (lost_event, reconnected) = tokio::time::timeout(Duration::from_secs(120), events_seen)
+        .await
+        .expect("reconnected")
+        .expect("events");
+    let since_heal =
+        |at: Option<Instant>| at.map(|at| at.saturating_duration_since(healed_at).as_secs_f64() * 1e3);
+    let (lost_event_ms, reconnected_ms) = (since_heal(lost_event), since_heal(reconnected));
+    let show = |ms: Option<f64>| ms.map_or("-".to_owned(), |ms| format!("{ms:.0} ms"));
+    println!(
+        "  {held} held locks (set up in {set_up_secs:.1} s): {rss_per_hold:.0} B RSS per held lock; session expired on \
+         the server (in {:.0} ms); from the client reaching the server again: Lost {}, new session {}, first lost() \
+         {:.0} ms, every lost() {:.0} ms",
+        expired_in.as_secs_f64() * 1e3,
+        show(lost_event_ms),
+        show(reconnected_ms),
+        first_lost.unwrap_or_default().as_secs_f64() * 1e3,
+        all_lost.as_secs_f64() * 1e3,
+    );
+    drop(holds);
+    framework.close().await;
+    json!({
+        "param": "held",
+        "value": held,
+        "rss_per_hold_bytes": rss_per_hold,
+        "set_up_secs": set_up_secs,
+        "expiry_ms": expired_in.as_secs_f64() * 1e3,
+        "first_lost_ms": first_lost.unwrap_or_default().as_secs_f64() * 1e3,
+        "all_lost_ms": all_lost.as_secs_f64() * 1e3,
+        "lost_event_ms": lost_event_ms,
+        "reconnected_ms": reconnected_ms,
+    })
+}
+
+/// `clients` rotated left by `round`.
+fn rotated<'a>(clients: &[&'a str], round: usize) -> Vec<&'a str> {
+    let mut clients = clients.to_vec();
+    let len = clients.len();
+    clients.rotate_left(round % len);
+    clients
+}
+
+fn show(value: Option<f64>) -> String {
+    value.map_or("-".to_string(), |value| format!("{value:.0}"))
+}
+
+fn print_and_emit(
+    options: &Options,
+    results: &Results,
+    curator_threads: &BTreeMap<usize, usize>,
+    json: &support::JsonLines,
+) {
+    println!(
+        "\nmedians of {} interleaved rounds ({} cycles uncontended; contended for {:?} after {:?}; distinct locks x {} \
+         cycles, at least {} in all)",
+        options.rounds,
+        options.cycles,
+        options.contended_for,
+        options.warm_up_for,
+        options.distinct_cycles,
+        options.distinct_min_total
+    );
+    println!("{:<28} {:>12} {:>10} {:>10}", "scenario", "ops/s", "p50 us", "p99 us");
+    for ((scenario, client, value), series) in &results.0 {
+        let name = format!("{client}/{scenario}-{value}");
+        println!("{name:<28} {:>12.0} {:>10} {:>10}", series.ops(), show(series.p50()), show(series.p99()));
+        let (param, unit, latency) = match *scenario {
+            "contended" => (Some("sessions"), "acquisitions/s", "handoff"),
+            "distinct" => (Some("locks"), "cycles/s", "cycle"),
+            _ => (None, "cycles/s", "cycle"),
+        };
+        let mut fields = json!({
+            "p50_us": series.p50(),
+            "p99_us": series.p99(),
+            "latency": latency,
+        });
+        if let Some(param) = param {
+            fields["param"] = json!(param);
+            fields["value"] = json!(value);
+        }
+        if *scenario == "distinct" {
+            fields["cycles_each"] = json!(options.distinct_cycles_for(*value));
+            if *client == "curator" {
+                fields["threads"] = json!(curator_threads.get(value));
+            }
+        }
+        json.emit_series(scenario, client, unit, &series.ops, fields);
+    }
+    println!(
+        "(p50/p99: per cycle for uncontended; per hand-off for contended — release returned -> next lock returned)"
+    );
+
+    let ratio = |a: &Series, b: &Series| a.ops() / b.ops();
+    let get = |scenario, client, value| results.get(scenario, client, value);
+    println!("\nratios (same run):");
+    let (ours, theirs, floor) =
+        (get("uncontended", "ours", 1), get("uncontended", "curator", 1), get("uncontended", "floor", 1));
+    println!("  uncontended cycles/s, ours / Curator:      {:.2}x", ratio(ours, theirs));
+    if let (Some(ours), Some(theirs)) = (ours.p99(), theirs.p99()) {
+        println!("  uncontended p99, ours / Curator:           {:.2}", ours / theirs);
+    }
+    println!("  uncontended, ours / raw floor:             {:.2}", ratio(ours, floor));
+    println!("  uncontended, Curator / raw floor:          {:.2}", ratio(theirs, floor));
+    let one_by_one = get("uncontended-one-by-one", "floor", 1);
+    println!(
+        "  protocol bound, raw floor / raw one-by-one (Curator's protocol on bare calls): {:.2}x",
+        ratio(floor, one_by_one)
+    );
+    println!("  uncontended, Curator / raw one-by-one:     {:.2}", ratio(theirs, one_by_one));
+    for &sessions in &options.sessions {
+        let (ours, theirs, floor) = (
+            get("contended", "ours", sessions),
+            get("contended", "curator", sessions),
+            get("contended", "floor", sessions),
+        );
+        println!(
+            "  {sessions:>3} sessions acquisitions/s: ours / Curator {:.2}x, ours / raw floor {:.2}, Curator / raw floor {:.2}",
+            ratio(ours, theirs),
+            ratio(ours, floor),
+            ratio(theirs, floor)
+        );
+    }
+    for &locks in &options.distinct_locks {
+        let (ours, theirs, floor) = (
+            get("distinct", "ours", locks),
+            get("distinct", "curator", locks),
+            get("distinct", "floor", locks),
+        );
+        println!(
+            "  {locks:>6} distinct locks: ours / Curator {:.2}x, ours / raw floor {:.2}, Curator / raw floor {:.2} \
+             (Curator: {} threads)",
+            ratio(ours, theirs),
+            ratio(ours, floor),
+            ratio(theirs, floor),
+            curator_threads.get(&locks).map_or("?".to_owned(), ToString::to_string)
+        );
     }
 }
 
 #[tokio::main]
 async fn main() {
     let options = Options::from_args();
-    let (connect, _server) = support::server(None).await;
-    let framework = Framework::builder(connect.as_str()).start().expect("framework");
-    framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
+    let json = support::JsonLines::new("locks", &support::Args::from_env());
+    let (connect, _server) = match std::env::var("ZK_CONNECT") {
+        Ok(connect) if !connect.is_empty() => (connect, None),
+        _ => {
+            // 1 GiB: the held-locks scenario keeps 200,000 nodes (a parent and a lock node each).
+            let server = support::production_like_server()
+                .with_heap_mib(1024)
+                .start()
+                .await
+                .expect("a ZooKeeper server (run scripts/install-deps.sh)");
+            (server.connect_string(), Some(server))
+        }
+    };
+    let framework = start_framework(&connect).await;
 
-    let names = [
-        "floor",
-        "ours/uncontended",
-        "curator/uncontended",
-        "ours/contended-8",
-        "curator/contended-8",
-        "floor/distinct-1000",
-        "ours/distinct-1000",
-        "curator/distinct-1000",
-        "floor/one-by-one",
-    ];
-    let mut series: Vec<Series> = names.iter().map(|_| Series::default()).collect();
+    let mut results = Results::default();
+    let mut curator_threads = BTreeMap::new();
     let contended_ms = options.contended_for.as_millis().to_string();
     let warm_up_ms = options.warm_up_for.as_millis().to_string();
+    if options.rounds > 0 {
+        // The server's JIT compiles its hot paths during the first thousands of requests: warm it
+        // up (untimed) so that whichever scenario runs first is not the one that pays.
+        eprintln!("warming the server up");
+        raw_floor(&connect, "/bench/server-warm-up", Protocol::Pipelined, options.warm_up_cycles, 0).await;
+    }
     for round in 0..options.rounds {
         eprintln!("round {} of {}", round + 1, options.rounds);
-        let path = |name: &str| format!("/bench/{name}-{round}");
         let (warm_up, cycles) = (options.warm_up_cycles, options.cycles);
-        series[0].push(raw_floor(&connect, &path("floor"), Protocol::Pipelined, warm_up, cycles).await);
-        series[8].push(raw_floor(&connect, &path("floor-serial"), Protocol::OneByOne, warm_up, cycles).await);
-        let curator_first = round % 2 == 1;
-        for first in [curator_first, !curator_first] {
-            if first {
-                series[2].push(
+        // Each scenario point runs its clients back to back, in an order rotated every round, so
+        // that drift (a busy neighbour, the JIT) falls on all of them alike.
+        for client in rotated(&["floor", "floor-one-by-one", "ours", "curator"], round) {
+            let path = format!("/bench/uncontended-{client}-{round}");
+            let measured = match client {
+                "floor" => raw_floor(&connect, &path, Protocol::Pipelined, warm_up, cycles).await,
+                "floor-one-by-one" => raw_floor(&connect, &path, Protocol::OneByOne, warm_up, cycles).await,
+                "ours" => ours_uncontended(&framework, &path, warm_up, cycles).await,
+                _ => {
                     curator(&[
                         "bench-cycles".into(),
                         connect.clone(),
-                        path("curator-cycles"),
-                        options.cycles.to_string(),
-                        options.warm_up_cycles.to_string(),
+                        path,
+                        cycles.to_string(),
+                        warm_up.to_string(),
                     ])
-                    .await,
-                );
-                series[4].push(
-                    curator(&[
-                        "bench-contended".into(),
-                        connect.clone(),
-                        path("curator-contended"),
-                        "8".into(),
-                        contended_ms.clone(),
-                        warm_up_ms.clone(),
-                    ])
-                    .await,
-                );
-                series[7].push(
-                    curator(&[
-                        "bench-distinct".into(),
-                        connect.clone(),
-                        path("curator-distinct"),
-                        options.distinct_locks.to_string(),
-                        options.distinct_cycles.to_string(),
-                    ])
-                    .await,
-                );
-            } else {
-                series[1].push(
-                    ours_uncontended(
-                        &framework,
-                        &path("ours-cycles"),
-                        options.warm_up_cycles,
-                        options.cycles,
-                    )
-                    .await,
-                );
-                series[3].push(
-                    ours_contended(
-                        &connect,
-                        &path("ours-contended"),
-                        8,
-                        options.warm_up_for,
-                        options.contended_for,
-                    )
-                    .await,
-                );
-                series[6].push(
-                    ours_distinct(
-                        &framework,
-                        &path("ours-distinct"),
-                        options.distinct_locks,
-                        options.distinct_cycles,
-                    )
-                    .await,
-                );
+                    .await
+                }
+            };
+            match client {
+                "floor-one-by-one" => results.push("uncontended-one-by-one", "floor", 1, measured),
+                client => results.push("uncontended", client, 1, measured),
             }
         }
-        series[5].push(
-            raw_distinct(&framework, &path("raw-distinct"), options.distinct_locks, options.distinct_cycles)
-                .await,
-        );
+        for &sessions in &options.sessions {
+            for client in rotated(&["floor", "ours", "curator"], round) {
+                let path = format!("/bench/contended-{client}-{sessions}-{round}");
+                let (warm_up, duration) = (options.warm_up_for, options.contended_for);
+                let measured = match client {
+                    "floor" => raw_contended(&connect, &path, sessions, warm_up, duration).await,
+                    "ours" => ours_contended(&connect, &path, sessions, warm_up, duration).await,
+                    _ => {
+                        curator(&[
+                            "bench-contended".into(),
+                            connect.clone(),
+                            path,
+                            sessions.to_string(),
+                            contended_ms.clone(),
+                            warm_up_ms.clone(),
+                        ])
+                        .await
+                    }
+                };
+                results.push("contended", client, sessions, measured);
+            }
+        }
+        for &locks in &options.distinct_locks {
+            for client in rotated(&["floor", "ours", "curator"], round) {
+                let base = format!("/bench/distinct-{client}-{locks}-{round}");
+                let cycles = options.distinct_cycles_for(locks);
+                let measured = match client {
+                    "floor" => raw_distinct(&framework, &base, locks, cycles).await,
+                    "ours" => ours_distinct(&framework, &base, locks, cycles).await,
+                    _ => {
+                        let (measured, threads) =
+                            curator_distinct(&connect, &base, locks, cycles, options.curator_max_threads)
+                                .await;
+                        curator_threads.insert(locks, threads);
+                        measured
+                    }
+                };
+                results.push("distinct", client, locks, measured);
+            }
+        }
     }
 
-    println!("\nmedians of {} interleaved rounds ({} cycles uncontended; 8 sessions for {:?}; {} locks x {} cycles)",
-        options.rounds, options.cycles, options.contended_for, options.distinct_locks, options.distinct_cycles);
-    println!("{:<24} {:>12} {:>10} {:>10}", "scenario", "ops/s", "p50 us", "p99 us");
-    let mut summaries = Vec::new();
-    for (name, series) in names.iter().zip(series.iter_mut()) {
-        let (ops, p50, p99) = series.summary();
-        let show = |value: Option<f64>| value.map_or("-".to_string(), |value| format!("{value:.0}"));
-        println!("{name:<24} {ops:>12.0} {:>10} {:>10}", show(p50), show(p99));
-        summaries.push((ops, p50, p99));
+    if options.rounds > 0 {
+        print_and_emit(&options, &results, &curator_threads, &json);
     }
-    let ratio = |a: usize, b: usize| summaries[a].0 / summaries[b].0;
-    println!("\nratios (same run):");
-    println!("  uncontended cycles/s, ours / Curator:      {:.2}x", ratio(1, 2));
-    if let (Some(ours), Some(theirs)) = (summaries[1].2, summaries[2].2) {
-        println!("  uncontended p99, ours / Curator:           {:.2}", ours / theirs);
+
+    if options.scale {
+        println!("\nscale (ours, one session each):");
+        for &waiters in &options.waiters {
+            let fields = waiters_scale(&connect, &format!("/bench/waiters-{waiters}"), waiters).await;
+            json.emit("waiters", "ours", fields);
+        }
+        let fields = held_scale(&connect, &framework, "/bench/held", options.held).await;
+        json.emit("held", "ours", fields);
     }
-    println!("  uncontended, ours / raw floor:             {:.2}", ratio(1, 0));
-    println!("  uncontended, Curator / raw floor:          {:.2}", ratio(2, 0));
-    println!(
-        "  protocol bound, raw floor / raw one-by-one (Curator's protocol on bare calls): {:.2}x",
-        ratio(0, 8)
-    );
-    println!("  uncontended, Curator / raw one-by-one:     {:.2}", ratio(2, 8));
-    println!("  8 sessions acquisitions/s, ours / Curator: {:.2}x", ratio(3, 4));
-    println!("  distinct locks, ours / Curator:      {:.2}x", ratio(6, 7));
-    println!("  distinct locks, ours / raw floor:    {:.2}", ratio(6, 5));
-    println!("  distinct locks, Curator / raw floor: {:.2}", ratio(7, 5));
-    framework.delete_recursive("/bench", Deadline::after(Duration::from_secs(60))).await.expect("clean up");
+
+    if _server.is_none() {
+        // Someone else's server: leave it as we found it (a thrown-away testing server is not
+        // worth the time 200,000 deletes take).
+        framework
+            .delete_recursive("/bench", Deadline::after(Duration::from_secs(600)))
+            .await
+            .expect("clean up");
+    }
     framework.close().await;
 }

@@ -5,8 +5,10 @@
 //! `cargo bench -p zk-recipes --bench queues` (release build; both JVMs compile as in production,
 //! see `support`). Under `cargo test` it makes a
 //! smoke run of 200 items and one round. Environment:
-//! `QUEUE_BENCH_ITEMS` (default 10000), `QUEUE_BENCH_ROUNDS` (default 3); medians are printed,
-//! with ours / Curator ratios. Each round runs ours and Curator's scenarios, alternating which
+//! `QUEUE_BENCH_ITEMS` (default 10000), `QUEUE_BENCH_ROUNDS` (default 3), or `--items N` and
+//! `--rounds N`; medians are printed, with ours / Curator ratios. With `--json PATH` (or
+//! `ZKR_BENCH_JSON`) each scenario is also appended as a JSON line (`bench` = `queues`; scenario
+//! `put`, `put-batch`, `take`, `take-lock-safe`, `end-to-end`, `end-to-end-lock-safe`). Each round runs ours and Curator's scenarios, alternating which
 //! goes first.
 //!
 //! Curator's side: `queue-produce` (4 clients in one JVM, one `put` per item, foreground —
@@ -156,9 +158,14 @@ const CURATOR_TAKE_LOCKED: usize = 9;
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let smoke = support::Args::from_env().is_smoke_run();
-        let items = if smoke { 200 } else { env_usize("QUEUE_BENCH_ITEMS", 10_000) };
-        let rounds = if smoke { 1 } else { env_usize("QUEUE_BENCH_ROUNDS", 3) };
+        let args = support::Args::from_env();
+        let json = support::JsonLines::new("queues", &args);
+        let smoke = args.is_smoke_run();
+        let number = |name: &str, env: &str, default: usize| {
+            args.number(name).map_or_else(|| env_usize(env, default), |number| number as usize)
+        };
+        let items = if smoke { 200 } else { number("--items", "QUEUE_BENCH_ITEMS", 10_000) };
+        let rounds = if smoke { 1 } else { number("--rounds", "QUEUE_BENCH_ROUNDS", 3) };
         let (connect, _server) = support::server(None).await;
         let mut results: Vec<(&str, Vec<f64>)> = vec![
             ("ours: put (one put per item)", Vec::new()),
@@ -214,6 +221,28 @@ fn main() {
         let medians: Vec<f64> = results.iter().map(|(_, rates)| support::median(rates)).collect();
         for ((what, rates), median) in results.iter().zip(&medians) {
             println!("  {what:<48} {median:>8.0} items/s   (rounds: {rates:.0?})");
+        }
+        // (scenario, client, results index, how Curator's side runs it)
+        let emitted = [
+            ("put", "ours", OURS_PUT, ""),
+            ("put-batch", "ours", OURS_PUT_BATCH, ""),
+            ("take", "ours", OURS_TAKE, ""),
+            ("take-lock-safe", "ours", OURS_TAKE_LOCKED, ""),
+            ("end-to-end", "ours", OURS_END_TO_END, ""),
+            ("end-to-end-lock-safe", "ours", OURS_END_TO_END_LOCKED, ""),
+            ("put", "curator", CURATOR_PUT, "one put per item, foreground"),
+            ("put-batch", "curator", CURATOR_PUT_BACKGROUND, "its default: puts in background + flushPuts"),
+            ("take", "curator", CURATOR_TAKE, "no lockPath"),
+            ("take-lock-safe", "curator", CURATOR_TAKE_LOCKED, "lockPath"),
+        ];
+        for (scenario, client, index, how) in emitted {
+            json.emit_series(
+                scenario,
+                client,
+                "items/s",
+                &results[index].1,
+                serde_json::json!({ "what": results[index].0, "how": how, "items": items, "workers": WORKERS }),
+            );
         }
         let ratio = |ours: usize, theirs: usize| medians[ours] / medians[theirs];
         println!("ratios, ours / Curator (same run):");

@@ -12,7 +12,8 @@
 //! a write with probability p (each client's own pseudo-random sequence), else a read. Mixes:
 //! 20 % writes, reads only, writes only. Each round runs every mix for us and for Curator (the
 //! Java driver's `bench-rw`), alternating which goes first; medians over the rounds and ratios
-//! are printed.
+//! are printed. With `--json PATH` (or `ZKR_BENCH_JSON`) each mix is also appended as JSON lines
+//! (`bench` = `rwlock`, `scenario` = `mix`, `param` = `write_percent`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -147,6 +148,7 @@ fn mix_name(write_percent: u32) -> String {
 #[tokio::main]
 async fn main() {
     let options = Options::from_args();
+    let json = support::JsonLines::new("rwlock", &support::Args::from_env());
     let (connect, _server) = support::server(None).await;
     // [mix][0: ours, 1: Curator] -> one measurement per round.
     let mut results: Vec<[Vec<Measured>; 2]> = MIXES.iter().map(|_| [Vec::new(), Vec::new()]).collect();
@@ -189,6 +191,23 @@ async fn main() {
             mix_name(*write_percent),
             ours_ops / theirs_ops,
         );
+        for (client, runs) in [("ours", ours), ("curator", theirs)] {
+            let per_round: Vec<f64> = runs.iter().map(|m| m.ops).collect();
+            let (reads, writes) = totals(runs);
+            json.emit_series(
+                "mix",
+                client,
+                "acquisitions/s",
+                &per_round,
+                serde_json::json!({
+                    "param": "write_percent",
+                    "value": write_percent,
+                    "sessions": CLIENTS,
+                    "reads": reads,
+                    "writes": writes,
+                }),
+            );
+        }
         println!(
             "{:<14} rounds: ours {:.0?}, Curator {:.0?}",
             "",

@@ -1,10 +1,16 @@
 //! What every benchmark in this directory shares: its command line, the server, the Curator side
 //! and the statistics. Each bench includes it with `mod support;`.
 //!
+//! Machine-readable results: with `--json PATH` (or `ZKR_BENCH_JSON=PATH`) every measured scenario
+//! is also appended to `PATH` as one JSON object per line ([`JsonLines`]); `crates/bench-report`
+//! renders them into `docs/benchmarks.md`. The human-readable output is printed either way.
+//!
 //! Both JVMs run as in production ([`Jit::Full`]), and the server keeps ZooKeeper's default
 //! container check interval (60 s), so the server's background work is what a real one does.
 #![allow(dead_code)] // Each bench uses its own part.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use zk_recipes_testing::{CuratorProcess, Jit, TestingServer};
@@ -27,9 +33,124 @@ impl Args {
 
     /// The number after `--name`, if given.
     pub fn number(&self, name: &str) -> Option<u64> {
-        let at = self.args.iter().position(|arg| arg == name)?;
-        self.args.get(at + 1)?.parse().ok()
+        self.value(name)?.parse().ok()
     }
+
+    /// The text after `--name`, if given.
+    pub fn value(&self, name: &str) -> Option<&str> {
+        let at = self.args.iter().position(|arg| arg == name)?;
+        self.args.get(at + 1).map(String::as_str)
+    }
+
+    /// The comma-separated numbers after `--name` (`--sessions 2,8,32`), if given.
+    pub fn numbers(&self, name: &str) -> Option<Vec<u64>> {
+        let list = self.value(name)?;
+        let numbers: Option<Vec<u64>> = list.split(',').map(|item| item.trim().parse().ok()).collect();
+        Some(numbers.unwrap_or_else(|| panic!("{name} takes comma-separated numbers, got {list:?}")))
+    }
+
+    /// Whether the flag `--name` is given.
+    pub fn flag(&self, name: &str) -> bool {
+        self.args.iter().any(|arg| arg == name)
+    }
+}
+
+/// Where a bench appends its results as JSON lines: `--json PATH`, else `ZKR_BENCH_JSON`, else
+/// nowhere. Each line is one object: `bench`, `scenario`, `client` (`ours`, `curator` or
+/// `floor`), `param`/`value` (what the scenario varies, e.g. `sessions` = 8; absent when
+/// nothing), `unit` and `ops` (the median), `p50_us`/`p99_us` where measured (medians), `rounds`
+/// and `per_round`, plus scenario-specific fields.
+pub struct JsonLines {
+    bench: &'static str,
+    path: Option<PathBuf>,
+}
+
+impl JsonLines {
+    pub fn new(bench: &'static str, args: &Args) -> Self {
+        let path = args.value("--json").map(PathBuf::from).or_else(|| {
+            std::env::var_os("ZKR_BENCH_JSON").filter(|path| !path.is_empty()).map(PathBuf::from)
+        });
+        if let Some(path) = &path {
+            eprintln!("appending JSON lines to {}", path.display());
+        }
+        JsonLines { bench, path }
+    }
+
+    /// Appends one result: `fields` (an object) after `bench`, `scenario` and `client`.
+    pub fn emit(&self, scenario: &str, client: &str, fields: serde_json::Value) {
+        let Some(path) = &self.path else { return };
+        let mut record = serde_json::json!({ "bench": self.bench, "scenario": scenario, "client": client });
+        if let (Some(record), serde_json::Value::Object(fields)) = (record.as_object_mut(), fields) {
+            record.extend(fields);
+        }
+        let mut file =
+            std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap_or_else(|err| {
+                panic!("opening {} (relative to the bench's package directory): {err}", path.display())
+            });
+        writeln!(file, "{record}").unwrap_or_else(|err| panic!("writing {}: {err}", path.display()));
+    }
+
+    /// Appends a measured series: the median of `per_round` as `ops`, the rounds, and `fields`.
+    pub fn emit_series(
+        &self,
+        scenario: &str,
+        client: &str,
+        unit: &str,
+        per_round: &[f64],
+        fields: serde_json::Value,
+    ) {
+        let mut record = serde_json::json!({
+            "unit": unit,
+            "ops": median(per_round),
+            "rounds": per_round.len(),
+            "per_round": per_round,
+        });
+        if let (Some(record), serde_json::Value::Object(fields)) = (record.as_object_mut(), fields) {
+            record.extend(fields);
+        }
+        self.emit(scenario, client, record);
+    }
+}
+
+/// This process's resident memory in bytes (`VmRSS` of `/proc/self/status`), after glibc's
+/// `malloc_trim` returned what it could, so deltas count memory in use.
+pub fn rss_bytes() -> usize {
+    #[allow(unsafe_code)]
+    // SAFETY: glibc's malloc_trim only returns free heap memory to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kib: usize = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status");
+    kib * 1024
+}
+
+/// The server's `mntr` counters, from the first address of `connect` (four-letter words must be
+/// whitelisted; the testing server allows `mntr`).
+pub async fn mntr(connect: &str) -> std::collections::BTreeMap<String, String> {
+    let first = connect.split(',').next().expect("an address").split('/').next().expect("host:port");
+    let address = tokio::net::lookup_host(first).await.expect("resolve").next().expect("an address");
+    let answer =
+        zk_recipes_testing::four_letter_word(address, "mntr", Duration::from_secs(10)).await.expect("mntr");
+    zk_recipes_testing::parse_mntr(&answer)
+}
+
+/// `zk_packets_sent + zk_packets_received` of the server's `mntr`.
+pub async fn server_packets(connect: &str) -> u64 {
+    let counters = mntr(connect).await;
+    let count = |name: &str| -> u64 {
+        counters.get(name).and_then(|value| value.parse().ok()).unwrap_or_else(|| panic!("no {name} in mntr"))
+    };
+    count("zk_packets_sent") + count("zk_packets_received")
+}
+
+/// The `q` quantile (0..=1) of sorted values.
+pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> T {
+    sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
 }
 
 /// The server to measure against: `ZK_CONNECT` if set, else a [`TestingServer`] as production runs

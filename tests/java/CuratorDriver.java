@@ -82,10 +82,12 @@
  *       acquire+release cycles: RESULT ops=<cycles/s> p50_us=<..> p99_us=<..>
  *   bench-contended <connect> <path> <sessions> <millis> [warm-up-millis]
  *       <sessions> clients, one thread each, looping acquire+release on one path; counted for
- *       <millis> after the warm-up (default 0): RESULT ops=<acquisitions/s>
- *   bench-distinct <connect> <base> <locks> <cycles-each>
- *       one client, <locks> threads, each cycling its own InterProcessMutex at <base>/lock-<i>:
- *       RESULT ops=<cycles/s>
+ *       <millis> after the warm-up (default 0): RESULT ops=<acquisitions/s> handoff_p50_us=<..>
+ *       handoff_p99_us=<..> handoffs=<n>, where a hand-off is from one holder's release()
+ *       returning to the next holder's acquire() returning (System.nanoTime, one JVM)
+ *   bench-distinct <connect> <base> <locks> <cycles-each> [max-threads]
+ *       one client, a thread per lock (at most max-threads, default: one per lock), each cycling
+ *       its own InterProcessMutex at <base>/lock-<i>: RESULT ops=<cycles/s> threads=<pool size>
  *   bench-rw <connect> <path> <sessions> <millis> <write-percent> [warm-up-millis]
  *       <sessions> clients, one thread and one InterProcessReadWriteLock each, looping acquire +
  *       release, each a write with probability write-percent % (java.util.Random seeded 1000 +
@@ -1181,33 +1183,64 @@ public final class CuratorDriver {
         for (int i = 0; i < sessions; i++) {
             clients.add(start(connect));
         }
-        java.util.concurrent.atomic.AtomicLong count = new java.util.concurrent.atomic.AtomicLong();
+        AtomicLong count = new AtomicLong();
         java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicBoolean timing = new java.util.concurrent.atomic.AtomicBoolean();
+        // Holds in the order they happened (the lock serializes them): the k-th hold's acquire
+        // and release return times, recorded by its holder while the window is open.
+        AtomicLong holds = new AtomicLong();
+        List<long[]> recorded = new CopyOnWriteArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(sessions);
         List<Future<?>> running = new ArrayList<>();
         for (CuratorFramework client : clients) {
             InterProcessMutex mutex = new InterProcessMutex(client, path);
             running.add(pool.submit(() -> {
+                List<long[]> mine = new ArrayList<>();
                 while (!stop.get()) {
                     mutex.acquire();
+                    long acquired = System.nanoTime();
+                    long hold = holds.getAndIncrement();
+                    boolean timed = timing.get();
                     mutex.release();
+                    long released = System.nanoTime();
                     count.incrementAndGet();
+                    if (timed) {
+                        mine.add(new long[] {hold, acquired, released});
+                    }
                 }
+                recorded.addAll(mine);
                 return null;
             }));
         }
         Thread.sleep(warmUpMillis);
+        timing.set(true);
         long countedFrom = count.get();
         long started = System.nanoTime();
         Thread.sleep(millis);
         long counted = count.get() - countedFrom;
         double seconds = (System.nanoTime() - started) / 1e9;
+        timing.set(false);
         stop.set(true);
         for (Future<?> future : running) {
             future.get();
         }
         pool.shutdown();
-        out(String.format("RESULT ops=%.1f", counted / seconds));
+        java.util.Map<Long, long[]> byHold = new java.util.HashMap<>();
+        for (long[] hold : recorded) {
+            byHold.put(hold[0], hold);
+        }
+        List<Long> handOffs = new ArrayList<>();
+        for (long[] hold : recorded) {
+            long[] previous = byHold.get(hold[0] - 1);
+            if (previous != null) {
+                handOffs.add(hold[1] - previous[2]);
+            }
+        }
+        Collections.sort(handOffs);
+        String handOff = handOffs.isEmpty() ? "" : String.format(" handoff_p50_us=%.1f handoff_p99_us=%.1f handoffs=%d",
+                handOffs.get((int) Math.round((handOffs.size() - 1) * 0.5)) / 1e3,
+                handOffs.get((int) Math.round((handOffs.size() - 1) * 0.99)) / 1e3, handOffs.size());
+        out(String.format("RESULT ops=%.1f", counted / seconds) + handOff);
         for (CuratorFramework client : clients) {
             client.close();
         }
@@ -1219,8 +1252,9 @@ public final class CuratorDriver {
         String base = arg(args, 1, "base");
         int locks = Integer.parseInt(arg(args, 2, "locks"));
         int cycles = Integer.parseInt(arg(args, 3, "cycles-each"));
+        int threads = args.size() > 4 ? Math.min(locks, Integer.parseInt(args.get(4))) : locks;
         CuratorFramework client = start(connect);
-        ExecutorService pool = Executors.newFixedThreadPool(locks);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
         List<Future<?>> running = new ArrayList<>();
         long started = System.nanoTime();
         for (int i = 0; i < locks; i++) {
@@ -1238,7 +1272,7 @@ public final class CuratorDriver {
         }
         double seconds = (System.nanoTime() - started) / 1e9;
         pool.shutdown();
-        out(String.format("RESULT ops=%.1f", (double) locks * cycles / seconds));
+        out(String.format("RESULT ops=%.1f threads=%d", (double) locks * cycles / seconds, threads));
         client.close();
         return 0;
     }

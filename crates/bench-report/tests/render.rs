@@ -1,0 +1,80 @@
+//! The renderer on the JSON lines of a quick run (`scripts/bench-report.sh --quick` on a busy
+//! 2-core machine, kept as a fixture: its figures mean nothing, its shape is the real one): every
+//! plot is drawn, and the report has every section, with ratios computed from the run.
+
+use std::path::Path;
+
+use zk_recipes_bench_report::{render, Run, PLOTS};
+
+const FIXTURE: &str = include_str!("fixtures/quick-run.jsonl");
+
+#[test]
+fn a_quick_run_renders_every_plot_and_table() {
+    let run = Run::parse(FIXTURE).expect("the fixture parses");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let markdown = dir.path().join("benchmarks.md");
+    let img_dir = dir.path().join("img");
+    let written = render(&run, &markdown, &img_dir).expect("render");
+
+    for plot in PLOTS {
+        let path = img_dir.join(plot);
+        assert!(written.contains(&path), "{plot} was written: {written:?}");
+        let svg = std::fs::read_to_string(&path).expect("the plot");
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{plot} is a whole SVG");
+        assert!(svg.contains("zk-recipes"), "{plot} has a legend");
+    }
+    let report = std::fs::read_to_string(&markdown).expect("the report");
+    for section in [
+        "### Uncontended",
+        "### Contended",
+        "### Many distinct locks",
+        "### Scale: waiters",
+        "### Scale: held locks",
+        "## Read-write lock",
+        "## Queues",
+        "## Leader failover",
+        "**Noise.**",
+    ] {
+        assert!(report.contains(section), "the report has {section}");
+    }
+    for plot in PLOTS {
+        assert!(report.contains(&format!("](img/{plot})")), "the report links img/{plot}");
+    }
+    assert!(!report.contains("| unknown |") || run.meta.is_empty(), "the run's meta fields are all filled");
+    for table in report.split("\n\n").filter(|block| block.starts_with('|')) {
+        let columns: Vec<usize> =
+            table.lines().map(|line| line.matches('|').count() - line.matches("\\|").count()).collect();
+        assert!(
+            columns.windows(2).all(|pair| pair[0] == pair[1]),
+            "every row has the header's columns:\n{table}"
+        );
+    }
+}
+
+#[test]
+fn ratios_come_from_the_same_run() {
+    let run = Run::parse(FIXTURE).expect("the fixture parses");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let markdown = dir.path().join("benchmarks.md");
+    render(&run, &markdown, &dir.path().join("img")).expect("render");
+    let report = std::fs::read_to_string(&markdown).expect("the report");
+    let rate = |client: &str| {
+        run.find("locks", "contended", client, Some(run.values("locks", "contended")[0]))
+            .and_then(|record| record.ops())
+            .expect("a contended rate")
+    };
+    let expected = format!("| {:.2} |", rate("ours") / rate("floor"));
+    let row = report
+        .lines()
+        .find(|line| line.starts_with(&format!("| {} |", run.values("locks", "contended")[0])))
+        .expect("the first contended row");
+    assert!(row.contains(&expected), "ours / floor {expected} in {row}");
+}
+
+#[test]
+fn the_readme_shows_a_plot_the_report_draws() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+        .expect("the README");
+    assert!(readme.contains(&format!("(docs/img/{})", PLOTS[0])), "the README shows docs/img/{}", PLOTS[0]);
+    assert!(readme.contains("docs/benchmarks.md"), "the README links the report");
+}

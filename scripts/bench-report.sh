@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The benchmark report: runs the lock, read-write lock, leader and queue benches (benches/*.rs)
+# with fixed settings against one embedded ZooKeeper server and Curator, each appending JSON lines,
+# then renders docs/benchmarks.md and the SVG plots in docs/img/ (crates/bench-report).
+#
+#   scripts/bench-report.sh            the full run (15-20 minutes on 2 cores): writes docs/
+#   scripts/bench-report.sh --quick    a pipeline check (a few minutes, tiny settings): writes
+#                                      target/bench-report-quick/ and leaves docs/ alone
+#   scripts/bench-report.sh --out DIR  write the report and plots under DIR instead
+#
+# Run it on a quiet machine: every figure is a median of interleaved rounds and every ratio
+# compares figures of the same run, but a busy machine still moves them. The raw JSON lines and
+# each bench's log stay in target/bench-report-<mode>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+all_args="$*"
+mode=full
+out=
+while (($#)); do
+    case "$1" in
+        --quick) mode=quick ;;
+        --out) out=${2:?--out needs a directory}; shift ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        *) echo "bench-report: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+bash scripts/install-deps.sh
+command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 1; }
+if [[ -n "${ZK_CONNECT:-}" ]]; then
+    echo "bench-report: unsetting ZK_CONNECT: the report runs against its own embedded server" >&2
+    unset ZK_CONNECT
+fi
+unset ZKR_BENCH_JSON
+
+# Fixed settings. Full: 3 interleaved rounds per bench, sized for 15-20 minutes on 2 cores (one
+# full locks round took 174 s on a shared 2-core machine, its scale part about 3 minutes).
+if [[ $mode == quick ]]; then
+    locks=(--rounds 1 --cycles 200 --warm-up-cycles 200 --contended-ms 600 --warm-up-ms 300
+        --sessions 1,2,8,32 --distinct-locks 10,100,1000 --distinct-cycles 2 --distinct-min-total 300
+        --waiters 10,100,1000 --held 10000)
+    rwlock=(--rounds 1 --secs 1 --warm-up-secs 1)
+    leader=(--rounds 1 --hand-overs 20 --warm-up-hand-overs 50 --session-ms 2000)
+    queues=(--rounds 1 --items 1000)
+    [[ -n $out ]] || out=target/bench-report-quick
+else
+    locks=(--rounds 3 --cycles 2000 --warm-up-cycles 3000 --contended-secs 2 --warm-up-secs 2
+        --sessions 1,2,8,32,128 --distinct-locks 10,100,1000,10000 --distinct-cycles 3 --distinct-min-total 3000
+        --curator-max-threads 10000 --waiters 10,100,1000,10000 --held 100000)
+    rwlock=(--rounds 3 --secs 2 --warm-up-secs 1)
+    leader=(--rounds 3 --hand-overs 60 --warm-up-hand-overs 500 --session-ms 2000)
+    queues=(--rounds 3 --items 3000)
+    [[ -n $out ]] || out=docs
+fi
+
+work_dir=$PWD/target/bench-report-$mode  # absolute: cargo runs each bench in its package directory
+results=$work_dir/results.jsonl
+rm -rf "$work_dir"
+mkdir -p "$work_dir"
+
+json_string() { # a JSON string literal of "$1"
+    local text=${1//\\/\\\\}
+    text=${text//\"/\\\"}
+    text=${text//$'\t'/ }
+    printf '"%s"' "${text//$'\n'/ }"
+}
+package_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo unknown; }
+
+settings=$(printf '{"locks":%s,"rwlock":%s,"leader":%s,"queues":%s}' \
+    "$(json_string "${locks[*]}")" "$(json_string "${rwlock[*]}")" \
+    "$(json_string "${leader[*]}")" "$(json_string "${queues[*]}")")
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+memory=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+command_line="scripts/bench-report.sh${all_args:+ $all_args}"
+{
+    printf '{"bench":"meta","date":%s,"mode":%s,"command":%s,"commit":%s,' \
+        "$(json_string "$(date -u '+%Y-%m-%d %H:%M')")" "$(json_string "$mode")" \
+        "$(json_string "$command_line")" \
+        "$(json_string "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (modified)')")"
+    printf '"cpu":%s,"nproc":%s,"memory":%s,"kernel":%s,' \
+        "$(json_string "${cpu:-unknown}")" "$(nproc)" "$(json_string "$memory")" "$(json_string "$(uname -sr)")"
+    printf '"zookeeper":%s,"curator":%s,"java":%s,"rustc":%s,"settings":%s}\n' \
+        "$(json_string "$(package_version zookeeper) (Debian package zookeeper)")" \
+        "$(json_string "$(package_version libcurator-recipes-java) (Debian package libcurator-recipes-java)")" \
+        "$(json_string "$(java -version 2>&1 | head -1)")" "$(json_string "$(rustc --version)")" "$settings"
+} >"$results"
+
+started=$(date +%s)
+echo "== building the benches and the renderer"
+cargo bench -q -p zk-recipes --no-run --bench locks --bench rwlock --bench leader --bench queues
+cargo build -q -p zk-recipes-bench-report
+
+run_bench() { # name, settings...
+    local name=$1 begun
+    shift
+    echo "== bench $name $*"
+    begun=$(date +%s)
+    cargo bench -q -p zk-recipes --bench "$name" -- "$@" --json "$results" 2>&1 | tee "$work_dir/$name.log"
+    printf '{"bench":"timing","name":"%s","secs":%s}\n' "$name" "$(($(date +%s) - begun))" >>"$results"
+}
+run_bench locks "${locks[@]}"
+run_bench rwlock "${rwlock[@]}"
+run_bench leader "${leader[@]}"
+run_bench queues "${queues[@]}"
+
+echo "== rendering"
+target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+"$target_dir/debug/zkr-bench-report" --input "$results" --markdown "$out/benchmarks.md" --img-dir "$out/img"
+echo "bench-report ($mode): $(($(date +%s) - started)) s wall time; JSON lines and logs in $work_dir"
