@@ -450,6 +450,9 @@ async fn raw_contended(
 }
 
 async fn ours_distinct(framework: &Framework, base: &str, locks: usize, cycles: usize) -> Measured {
+    // As the raw floor: the common parent exists before the clock starts; each lock's own
+    // directory is made inside the timed part, on its first acquire.
+    framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
     let started = Instant::now();
     let tasks: Vec<_> = (0..locks)
         .map(|index| {

@@ -379,7 +379,8 @@ impl LockInternals {
             if !self.revocable {
                 return std::future::pending().await;
             }
-            match wait_for_revocation(&self.framework, node.path(), generation).await {
+            // Boxed: only revocable waits pay for this future's space.
+            match Box::pin(wait_for_revocation(&self.framework, node.path(), generation)).await {
                 Ok(()) => LockError::Revoked { path: node.path().to_owned() },
                 Err(err) => err,
             }
