@@ -233,14 +233,19 @@ impl LockInternals {
         // Curator creates revocable nodes with empty data.
         let data = if self.revocable { &[][..] } else { data };
         // The first listing rides along with the create (one round trip for both).
-        let (node, listing) = self
-            .framework
-            .create_marked_and_list(&self.dir, &self.driver.marker(), self.driver.lock_name(), data, deadline)
-            .await?;
+        // Boxed, and gone once the node is queued: a waiter's future keeps only what waiting needs.
+        let (node, listing) = Box::pin(self.framework.create_marked_and_list(
+            &self.dir,
+            &self.driver.marker(),
+            self.driver.lock_name(),
+            data,
+            deadline,
+        ))
+        .await?;
         debug!(node = %node.path(), "queued");
         let children = match listing {
             Some(children) => children,
-            None => self.list_on_session_of(&node, deadline).await?,
+            None => Box::pin(self.list_on_session_of(&node, deadline)).await?,
         };
         let (decision, position) = self.decide(&node, children)?;
         Ok(QueuedNode { node, decision, position, events, started })
@@ -288,7 +293,7 @@ impl LockInternals {
             let decision = match decided.take() {
                 Some(decision) => decision,
                 None => {
-                    let children = self.list_on_session_of(&node, deadline).await?;
+                    let children = Box::pin(self.list_on_session_of(&node, deadline)).await?;
                     self.decide(&node, children)?.0
                 }
             };
@@ -298,7 +303,7 @@ impl LockInternals {
                 return Ok(Some(HeldLease::new(node)));
             }
             let Wait::Until(_) = wait else {
-                give_back(node, deadline).await;
+                Box::pin(give_back(node, deadline)).await;
                 return Ok(None);
             };
             let Some(watched) = decision.path_to_watch else {
@@ -342,7 +347,7 @@ impl LockInternals {
         deadline: Deadline,
     ) -> Result<Watched> {
         let generation = node.generation();
-        let watch = self.framework.watch_data_on_session(generation, watched_path, deadline).await;
+        let watch = Box::pin(self.framework.watch_data_on_session(generation, watched_path, deadline)).await;
         let watcher = match watch {
             Ok(Some((stat, watcher))) => {
                 if stat.ephemeral_owner == node.session_id().0 {
