@@ -3,7 +3,7 @@
 # with fixed settings against one embedded ZooKeeper server and Curator, each appending JSON lines,
 # then renders docs/benchmarks.md and the SVG plots in docs/img/ (crates/bench-report).
 #
-#   scripts/bench-report.sh            the full run (15-20 minutes on 2 cores): writes docs/
+#   scripts/bench-report.sh            the full run (about 20 minutes on 2 cores): writes docs/
 #   scripts/bench-report.sh --quick    a pipeline check (a few minutes, tiny settings): writes
 #                                      target/bench-report-quick/ and leaves docs/ alone
 #   scripts/bench-report.sh --out DIR  write the report and plots under DIR instead
@@ -35,8 +35,8 @@ if [[ -n "${ZK_CONNECT:-}" ]]; then
 fi
 unset ZKR_BENCH_JSON
 
-# Fixed settings. Full: 3 interleaved rounds per bench, sized for 15-20 minutes on 2 cores (one
-# full locks round took 174 s on a shared 2-core machine, its scale part about 3 minutes).
+# Fixed settings. Full: 5 interleaved rounds per bench (medians of 5), about 20 minutes on a quiet
+# 2-core machine (3 rounds took 799 s there; the locks scale part, run once, about 3 minutes).
 if [[ $mode == quick ]]; then
     locks=(--rounds 1 --cycles 200 --warm-up-cycles 200 --contended-ms 600 --warm-up-ms 300
         --sessions 1,2,8,32 --distinct-locks 10,100,1000 --distinct-cycles 2 --distinct-min-total 300
@@ -46,12 +46,12 @@ if [[ $mode == quick ]]; then
     queues=(--rounds 1 --items 1000)
     [[ -n $out ]] || out=target/bench-report-quick
 else
-    locks=(--rounds 3 --cycles 2000 --warm-up-cycles 3000 --contended-secs 2 --warm-up-secs 2
+    locks=(--rounds 5 --cycles 2000 --warm-up-cycles 3000 --contended-secs 2 --warm-up-secs 2
         --sessions 1,2,8,32,128 --distinct-locks 10,100,1000,10000 --distinct-cycles 3 --distinct-min-total 3000
         --curator-max-threads 10000 --waiters 10,100,1000,10000 --held 100000)
-    rwlock=(--rounds 3 --secs 2 --warm-up-secs 1)
-    leader=(--rounds 3 --hand-overs 60 --warm-up-hand-overs 500 --session-ms 2000)
-    queues=(--rounds 3 --items 3000)
+    rwlock=(--rounds 5 --secs 2 --warm-up-secs 1)
+    leader=(--rounds 5 --hand-overs 60 --warm-up-hand-overs 500 --session-ms 2000)
+    queues=(--rounds 5 --items 3000)
     [[ -n $out ]] || out=docs
 fi
 
