@@ -26,7 +26,7 @@ use common::{
 use zk_recipes::framework::{local_address, path, zookeeper_client, Deadline, Framework};
 use zk_recipes::queue::framing::frame;
 use zk_recipes::queue::{names, Consumer, DistributedQueue, QueueBuilder, SimpleQueue, Utf8Serializer};
-use zk_recipes_testing::{CuratorProcess, TestingError};
+use zk_recipes_testing::{CuratorProcess, FaultProxy, RequestMatch, TestingError};
 
 /// How long consumers keep running after the last expected item, to catch extra deliveries.
 const LINGER: Duration = Duration::from_millis(300);
@@ -820,6 +820,85 @@ async fn curator_reads_items_that_carry_our_delivery_count() {
     let got: Vec<String> = java_items(&mut driver).await.into_iter().map(|(_, item)| item).collect();
     expect_success(driver).await;
     assert_exactly_once("counted items → Curator", &expected, &got);
+    assert_drained(&framework, &queue_path, Some(&lock_path)).await;
+
+    within("clean up", framework.delete_recursive(root, Deadline::after(STEP))).await.expect("delete");
+    assert_gone(&framework, root).await;
+    within("close", framework.close()).await;
+}
+
+/// A finding about Curator 5.4 (seen in a chaos run, reproduced here): its lock-safe consumer
+/// creates an item's lock node with a plain create. When the reply to that create is lost with
+/// the connection, Curator retries it on the same session, gets `NodeExists` from the node its
+/// first try made, takes it for another consumer's lock and passes the item by. Its node stays
+/// as long as its session lives, and nobody can take the item. Our consumer on the same queue
+/// watches that lock node and takes the item as soon as Curator's session ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curator_strands_an_item_whose_lock_create_it_retried_and_ours_takes_it_when_that_session_ends() {
+    const CURATOR_SESSION: Duration = Duration::from_secs(4);
+    let env = Env::start().await;
+    let framework = env.framework().await;
+    let root = "/interop-queue-stranded";
+    let queue_path = format!("{root}/queue");
+    let lock_path = format!("{root}/locks");
+    let queue = builder(&framework, &queue_path, Some(&lock_path)).build().expect("queue");
+
+    // Curator's consumer goes through a proxy that drops the reply to its first lock create,
+    // with the connection: the server made the node, Curator does not know.
+    let proxy = within("proxy", FaultProxy::start(env.server.address())).await.expect("proxy");
+    let cut = proxy.cut_after_next_reply(RequestMatch::create().under(format!("{lock_path}/")));
+    let session_ms = CURATOR_SESSION.as_millis().to_string();
+    let mut java = curator([
+        "--session-timeout-ms",
+        &session_ms,
+        "queue-consume",
+        &proxy.connect_string(),
+        "queue",
+        &queue_path,
+        &lock_path,
+        "0",
+        "1",
+        "print",
+    ]);
+    within("STARTED", java.expect_line("STARTED", STEP)).await.expect("Curator consumer started");
+    let item = within("put", queue.put(&"stranded".to_owned())).await.expect("put");
+    let cut = within("the cut", cut).await.expect("cut");
+    let lock_node = path::join(&lock_path, &item);
+    assert_eq!(cut.path, lock_node, "Curator's lock create was the request cut");
+
+    // Our consumer runs beside it from now on.
+    let consumers = RustConsumers::start(&env, 1, |framework| {
+        builder(framework, &queue_path, Some(&lock_path)).build().expect("queue").consumer().prefetch(1)
+    })
+    .await;
+    let ours = session(&consumers.frameworks[0]).await.id().0;
+    let (_, lock) = read(&framework, &lock_node).await.expect("Curator's lock node is there");
+    assert_ne!(lock.ephemeral_owner, ours, "the lock node is Curator's");
+    // Twice Curator's session timeout later, the node is still there with the same owner (so its
+    // session is alive: it reconnected), and nobody took the item.
+    let stranded_since = Instant::now();
+    while stranded_since.elapsed() < 2 * CURATOR_SESSION {
+        let (_, still) = read(&framework, &lock_node).await.expect("Curator's lock node stays");
+        assert_eq!((still.czxid, still.ephemeral_owner), (lock.czxid, lock.ephemeral_owner));
+        assert_eq!(consumers.count(), 0, "nobody can take an item whose lock is held");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(children(&framework, &queue_path).await, vec![item.clone()], "the item is still queued");
+    assert!(proxy.stats().cut >= 1);
+
+    // Curator's consumer never processed it. (Its orderly stop would wait for the lock path to
+    // empty, and never finish.) It dies; once its session expires its lock node goes, and ours
+    // takes the item.
+    while let Ok(Some(line)) = java.next_line(Duration::from_millis(50)).await {
+        assert!(parse_item(&line).is_none(), "Curator never processed the item: {line}");
+    }
+    java.kill().expect("SIGKILL the Curator consumer");
+    let rust_got = consumers.finish(1).await;
+    assert_exactly_once(
+        "our consumer, after Curator's session ended",
+        &BTreeSet::from(["stranded".to_owned()]),
+        &rust_got,
+    );
     assert_drained(&framework, &queue_path, Some(&lock_path)).await;
 
     within("clean up", framework.delete_recursive(root, Deadline::after(STEP))).await.expect("delete");

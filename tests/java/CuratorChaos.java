@@ -26,7 +26,8 @@
  *       DistributedQueue, priority: DistributedPriorityQueue; lock path <queue-root>/<kind>-locks
  *       when locking) one more client consumes <queue-root>/<kind>: consumeMessage logs
  *       "C <kind> <tag>-q <micros> <item>", sleeps <process-ms>, and logs K the same way as it
- *       returns (Curator then deletes the item and its lock node).
+ *       returns (Curator then deletes the item and its lock node). The consumer's client logs
+ *       "S <kind> <tag>-q <micros> <session id>" when it connects and after every reconnection.
  */
 package zkrecipes.interop;
 
@@ -114,6 +115,18 @@ final class CuratorChaos {
             CuratorFramework client = start(connect);
             queueClients.add(client);
             String consumerName = tag + "-q";
+            // The session the consumer's lock nodes belong to, now and after every reconnection,
+            // so the run can tell whose session holds the lock of an item nobody takes.
+            events.event('S', kind, consumerName, Long.toString(sessionId(client)));
+            client.getConnectionStateListenable().addListener((unused, state) -> {
+                if (state.isConnected()) {
+                    try {
+                        events.event('S', kind, consumerName, Long.toString(sessionId(client)));
+                    } catch (Exception error) {
+                        log("session id: " + error);
+                    }
+                }
+            });
             QueueConsumer<String> consumer = new QueueConsumer<String>() {
                 public void consumeMessage(String item) throws Exception {
                     events.event('C', kind, consumerName, item);

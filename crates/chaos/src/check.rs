@@ -66,6 +66,10 @@ pub struct RecipeReport {
     /// Items a Curator consumer processed more than once (at least once: one died or lost its
     /// session before Curator deleted the item). Not a violation.
     pub curator_redeliveries: u64,
+    /// Items a live Curator consumer session held the lock of without working on them, found by
+    /// the drain (Curator's lock create retried after a connection loss; see `Phase::drain`). Not
+    /// a violation: the item must still be acked by someone.
+    pub curator_stranded_locks: u64,
     /// Items whose ack was sent but whose success was never logged (the consumer was SIGKILLed,
     /// or the ack's reply was lost), and that nobody got again and are not left: acked.
     pub acks_unlogged: u64,

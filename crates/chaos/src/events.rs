@@ -10,6 +10,8 @@
 //! I <recipe> <holder> <micros> ok|unc|no   its outcome: committed, unknown, not committed
 //! V <recipe> <holder> <micros> <kind> ...  a violation seen inside the hold (marker, counter, fencing)
 //! E <recipe> <holder> <micros> ...         an error (acquire timeout, connection loss, ...)
+//! S <queue> <consumer> <micros> <session>  a Curator queue consumer's session id (decimal), on
+//!                                          connecting and after every reconnection
 //! ```
 //!
 //! Holders are `<process tag>/<client>/<n>`, unique across the run.

@@ -13,7 +13,7 @@ use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{Deadline, Framework};
 use zk_recipes_testing::{CuratorProcess, FaultProxy, TestingCluster};
 
-use crate::check::check_queue;
+use crate::check::{check_queue, is_curator};
 use crate::check::{check_recipe, RecipeReport};
 use crate::events::{epoch_micros, Event};
 use crate::recipes::{CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT, QUEUE_ROOT};
@@ -31,6 +31,9 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(180);
 const STEP: Duration = Duration::from_secs(60);
 /// How long stopped contenders may take to exit.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long a queue may go without an item leaving, after the faults, before the drain looks at
+/// who holds the locks of the items left.
+const STALL: Duration = Duration::from_secs(15);
 /// How long the servers may take to reap what the contenders left (expired sessions, containers).
 const LEAK_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -137,6 +140,17 @@ struct Slot {
     incarnation: u32,
     /// The current incarnation's tag (holder ids start with it).
     tag: String,
+}
+
+/// An item a Curator consumer's live session held the lock of without working on it.
+struct StrandedLock {
+    queue: Recipe,
+    /// The item node's name.
+    item: String,
+    /// The lock node's ephemeral owner.
+    owner: i64,
+    /// The Curator consumer (`<tag>-q`) that logged that session as its own.
+    consumer: String,
 }
 
 struct Phase<'a> {
@@ -359,8 +373,9 @@ impl Phase<'_> {
             }
         }
         cluster.wait_until_serving(STEP).await.map_err(|err| format!("ensemble after the faults: {err}"))?;
+        let mut stranded = Vec::new();
         if self.locking {
-            self.drain(observer).await;
+            stranded = self.drain(observer, &mut slots, &log_dir, &mut killed).await;
         }
         for slot in &mut slots {
             self.stop(slot, &mut killed).await;
@@ -384,7 +399,22 @@ impl Phase<'_> {
             let path = queue.lock_path(self.queue_root);
             let left = children(observer, &path).await.len()
                 + children(observer, &queue.queue_lock_path(self.queue_root)).await.len();
-            reports.insert(*queue, check_queue(*queue, &events, items, &killed, left as u64));
+            let mut report = check_queue(*queue, &events, items, &killed, left as u64);
+            report.curator_stranded_locks =
+                stranded.iter().filter(|lock| lock.queue == *queue).count() as u64;
+            reports.insert(*queue, report);
+        }
+        for lock in &stranded {
+            println!(
+                "finding about Curator: {} item {} stayed locked by the live session {:#x} of Curator's consumer {}, \
+                 which was not working on it (its lock create, retried after a connection loss, found its own node \
+                 and took it for another consumer's); that consumer was stopped, and the item was then {}",
+                lock.queue.name(),
+                lock.item,
+                lock.owner,
+                lock.consumer,
+                if reports[&lock.queue].leaked_nodes == 0 { "taken by the others" } else { "still not taken" }
+            );
         }
         let _ = observer
             .delete(self.queue_root)
@@ -447,14 +477,89 @@ impl Phase<'_> {
 
     /// Waits until every queue is empty (the consumers acked everything), up to
     /// [`DRAIN_TIMEOUT`]; what is left is reported by the checker.
-    async fn drain(&self, observer: &Framework) {
+    ///
+    /// A queue that stops moving for [`STALL`] with items left is looked into: an item whose lock
+    /// node belongs to the live session of a Curator consumer (from its `S` events) is a lock that
+    /// consumer holds without working on it. Curator 5.4's lock-safe consumer creates its lock
+    /// node with a plain create; retried after a connection loss, the create finds the node its
+    /// first try made, takes it for another consumer's and skips the item, and the node stays
+    /// until that session ends. Nothing else can take the item meanwhile, so that Curator
+    /// contender is stopped (its session ends, its locks go) and the drain goes on: our consumers
+    /// must then take the item, or it is reported `left`.
+    async fn drain(
+        &self,
+        observer: &Framework,
+        slots: &mut [Slot],
+        log_dir: &Path,
+        killed: &mut HashMap<String, i64>,
+    ) -> Vec<StrandedLock> {
         let deadline = Instant::now() + DRAIN_TIMEOUT;
+        let mut stranded = Vec::new();
         for queue in &self.config.queues {
             let path = queue.lock_path(self.queue_root);
-            while !children(observer, &path).await.is_empty() && Instant::now() < deadline {
+            let mut last = (usize::MAX, Instant::now());
+            loop {
+                let left = children(observer, &path).await;
+                if left.is_empty() || Instant::now() >= deadline {
+                    break;
+                }
+                if left.len() != last.0 {
+                    last = (left.len(), Instant::now());
+                } else if last.1.elapsed() >= STALL {
+                    last.1 = Instant::now();
+                    for lock in self.stranded_locks(observer, *queue, &left, log_dir).await {
+                        if let Some(slot) = slots
+                            .iter_mut()
+                            .find(|slot| slot.curator && lock.consumer.starts_with(&format!("{}-", slot.tag)))
+                        {
+                            println!(
+                                "drain: {} item {} is locked by the live session {:#x} of Curator's consumer {}; stopping {}",
+                                queue.name(),
+                                lock.item,
+                                lock.owner,
+                                lock.consumer,
+                                slot.tag
+                            );
+                            self.stop(slot, killed).await;
+                        }
+                        stranded.push(lock);
+                    }
+                }
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
         }
+        stranded
+    }
+
+    /// The items of `left` whose lock node belongs to a session a Curator consumer of this run
+    /// logged as its own.
+    async fn stranded_locks(
+        &self,
+        observer: &Framework,
+        queue: Recipe,
+        left: &[String],
+        log_dir: &Path,
+    ) -> Vec<StrandedLock> {
+        let curator_sessions: HashMap<i64, String> = read_events(log_dir)
+            .into_iter()
+            .filter(|event| event.kind == 'S' && is_curator(&event.holder))
+            .filter_map(|event| Some((event.rest.first()?.parse().ok()?, event.holder)))
+            .collect();
+        let lock_dir = queue.queue_lock_path(self.queue_root);
+        let mut found = Vec::new();
+        for item in left {
+            let lock_node = format!("{lock_dir}/{item}");
+            let Ok(Some(stat)) = observer.exists(&lock_node, Deadline::after(STEP)).await else { continue };
+            if let Some(consumer) = curator_sessions.get(&stat.ephemeral_owner) {
+                found.push(StrandedLock {
+                    queue,
+                    item: item.clone(),
+                    owner: stat.ephemeral_owner,
+                    consumer: consumer.clone(),
+                });
+            }
+        }
+        found
     }
 
     fn spawn(&self, slot: &mut Slot, log_dir: &Path) -> Result<(), String> {
@@ -856,6 +961,7 @@ fn report_json(report: &RecipeReport) -> serde_json::Value {
         "acks_unlogged": report.acks_unlogged,
         "deliveries": report.deliveries,
         "curator_redeliveries": report.curator_redeliveries,
+        "curator_stranded_locks": report.curator_stranded_locks,
     })
 }
 
@@ -905,7 +1011,7 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
         let violations = violations_text(report);
         println!(
             "{:<16} items {} acked {} (+{} whose ack was sent but not confirmed, then never redelivered); deliveries {} \
-             (rust {}, curator {}); curator redeliveries {}; consumers {}; left {}; errors {}; violations {violations}",
+             (rust {}, curator {}); curator redeliveries {}; curator stranded locks {}; consumers {}; left {}; errors {}; violations {violations}",
             queue.name(),
             report.items,
             report.items_acked,
@@ -914,6 +1020,7 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
             report.rust_acquisitions,
             report.curator_acquisitions,
             report.curator_redeliveries,
+            report.curator_stranded_locks,
             report.holders,
             report.leaked_nodes,
             report.errors,
