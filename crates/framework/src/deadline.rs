@@ -80,13 +80,21 @@ impl Deadline {
     }
 
     /// Runs `future` until this deadline; [`Error::Timeout`] if it passes first.
-    pub async fn run<T>(&self, future: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    ///
+    /// The returned future holds `future` once, in place (an `async fn` would keep a second,
+    /// moved-from copy of it in its state), so wrapping a large future costs only the timer.
+    pub fn run<T, F>(&self, future: F) -> impl std::future::Future<Output = Result<T>>
+    where
+        F: std::future::Future<Output = Result<T>>,
+    {
+        use futures::future::{Either, FutureExt};
+        let deadline = *self;
         match self.at {
-            None => future.await,
-            Some(at) => match tokio::time::timeout_at(at, future).await {
-                Ok(result) => result,
-                Err(_) => Err(self.timeout_error()),
-            },
+            None => Either::Left(future),
+            Some(at) => Either::Right(
+                tokio::time::timeout_at(at, future)
+                    .map(move |outcome| outcome.unwrap_or_else(|_| Err(deadline.timeout_error()))),
+            ),
         }
     }
 

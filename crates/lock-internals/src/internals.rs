@@ -10,7 +10,9 @@ use zk_recipes_framework::{
     path, ConnectionState, ConnectionUpdate, Deadline, Error as FrameworkError, Framework, OwnedNode,
 };
 
-use futures::future::BoxFuture;
+use std::future::Future;
+
+use futures::future::{BoxFuture, FutureExt};
 
 use crate::driver::{sort_children_by, Decision, LockDriver};
 use crate::error::{LockError, Result};
@@ -203,8 +205,12 @@ impl LockInternals {
     /// Cancel safe: a dropped acquire leaves no node behind, even if dropped after the create was
     /// sent (the framework's cleanup worker deletes it).
     pub async fn acquire(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {
-        let queued = self.enqueue(data, wait.deadline()).await?;
-        self.wait_queued(queued, wait).await
+        // Each half boxed, so a waiting acquire's memory is only what waiting needs: the create's
+        // state is freed before the wait's is allocated, and the caller's future stays small.
+        let enqueuing = Box::pin(self.enqueue(data, wait.deadline()));
+        let queued = enqueuing.await?;
+        let waiting = Box::pin(self.wait_queued(queued, wait));
+        waiting.await
     }
 
     /// Creates our node and lists the contenders once: the first half of [`acquire`](Self::acquire),
@@ -234,18 +240,24 @@ impl LockInternals {
         let data = if self.revocable { &[][..] } else { data };
         // The first listing rides along with the create (one round trip for both).
         // Boxed, and gone once the node is queued: a waiter's future keeps only what waiting needs.
-        let (node, listing) = Box::pin(self.framework.create_marked_and_list(
+        // (Each boxed future is made in a statement of its own: a temporary of the statement that
+        // awaits would keep its space in this future's state.)
+        let marker = self.driver.marker();
+        let creating = Box::pin(self.framework.create_marked_and_list(
             &self.dir,
-            &self.driver.marker(),
+            &marker,
             self.driver.lock_name(),
             data,
             deadline,
-        ))
-        .await?;
+        ));
+        let (node, listing) = creating.await?;
         debug!(node = %node.path(), "queued");
         let children = match listing {
             Some(children) => children,
-            None => Box::pin(self.list_on_session_of(&node, deadline)).await?,
+            None => {
+                let listing = Box::pin(self.list_on_session_of(&node, deadline));
+                listing.await?
+            }
         };
         let (decision, position) = self.decide(&node, children)?;
         Ok(QueuedNode { node, decision, position, events, started })
@@ -270,10 +282,17 @@ impl LockInternals {
     ///
     /// # Cancel safety
     /// Cancel safe: a dropped wait leaves no node behind.
-    pub async fn wait_queued(&self, queued: QueuedNode, wait: Wait) -> Result<Option<HeldLease>> {
+    pub fn wait_queued(
+        &self,
+        queued: QueuedNode,
+        wait: Wait,
+    ) -> impl Future<Output = Result<Option<HeldLease>>> + Send + '_ {
+        // Combinators rather than an `async fn`: an `async fn` keeps its arguments twice in its
+        // state (as passed, and moved into the body), and every waiting acquire carries this
+        // future for as long as it waits.
         let span = debug_span!("acquire", dir = %self.dir, node = %queued.node.path());
         let started = queued.started;
-        match self.wait_queued_inner(queued, wait).instrument(span).await {
+        self.wait_queued_inner(queued, wait).instrument(span).map(move |result| match result {
             Ok(Some(lease)) => Ok(Some(lease.timed(self.metrics.acquired(started)))),
             Err(err) => {
                 if err.is_timeout() {
@@ -282,45 +301,63 @@ impl LockInternals {
                 Err(err)
             }
             Ok(None) => Ok(None),
-        }
+        })
     }
 
-    async fn wait_queued_inner(&self, queued: QueuedNode, wait: Wait) -> Result<Option<HeldLease>> {
-        let deadline = wait.deadline();
-        let QueuedNode { node, decision, mut events, .. } = queued;
-        let mut decided = Some(decision);
-        loop {
-            let decision = match decided.take() {
-                Some(decision) => decision,
-                None => {
-                    let children = Box::pin(self.list_on_session_of(&node, deadline)).await?;
-                    self.decide(&node, children)?.0
+    /// The wait itself: an `async move` block that uses the queued node's parts in place (see
+    /// [`wait_queued`](Self::wait_queued)).
+    #[allow(clippy::manual_async_fn)] // an `async fn` would keep `queued` twice in its state
+    fn wait_queued_inner(
+        &self,
+        mut queued: QueuedNode,
+        wait: Wait,
+    ) -> impl Future<Output = Result<Option<HeldLease>>> + Send + '_ {
+        async move {
+            let deadline = wait.deadline();
+            let mut decided = Some(queued.decision);
+            loop {
+                let decision = match decided.take() {
+                    Some(decision) => decision,
+                    None => {
+                        let listing = Box::pin(self.list_on_session_of(&queued.node, deadline));
+                        let children = listing.await?;
+                        self.decide(&queued.node, children)?.0
+                    }
+                };
+                if decision.holds {
+                    // The listing ran on the session that created our node and contains it, so
+                    // the node's ephemeral owner is our current session (Curator's CURATOR-604
+                    // check).
+                    return Ok(Some(HeldLease::new(queued.node)));
                 }
-            };
-            if decision.holds {
-                // The listing ran on the session that created our node and contains it, so the
-                // node's ephemeral owner is our current session (Curator's CURATOR-604 check).
-                return Ok(Some(HeldLease::new(node)));
-            }
-            let Wait::Until(_) = wait else {
-                Box::pin(give_back(node, deadline)).await;
-                return Ok(None);
-            };
-            let Some(watched) = decision.path_to_watch else {
-                continue;
-            };
-            if let Some(hook) = &self.before_watch {
-                (hook.0)(watched.clone()).await;
-            }
-            let watched_path = path::join(&self.dir, &watched);
-            // Boxed, and only when we wait: the wait's future is large, and inline it would make
-            // every acquire's future (moved by each wrapper around it) as large.
-            match Box::pin(self.wait_for_deletion(&node, &watched_path, &mut events, deadline)).await? {
-                Watched::Deleted if decision.holds_once_watched_node_goes => {
-                    debug!(%watched_path, "predecessor gone and it was first: held without listing again");
-                    return Ok(Some(HeldLease::new(node)));
+                let Wait::Until(_) = wait else {
+                    let giving_back = Box::pin(give_back(queued.node, deadline));
+                    giving_back.await;
+                    return Ok(None);
+                };
+                let Some(watched) = decision.path_to_watch else {
+                    continue;
+                };
+                if let Some(hook) = &self.before_watch {
+                    (hook.0)(watched.clone()).await;
                 }
-                Watched::Deleted | Watched::Changed => {}
+                let watched_path = path::join(&self.dir, &watched);
+                // Boxed, and only when we wait: made before it is awaited, in a statement of its
+                // own, so that no temporary of it stays in this future's state.
+                let waiting = Box::pin(self.wait_for_deletion(
+                    &queued.node,
+                    &watched_path,
+                    &mut queued.events,
+                    deadline,
+                ));
+                let outcome = waiting.await?;
+                match outcome {
+                    Watched::Deleted if decision.holds_once_watched_node_goes => {
+                        debug!(%watched_path, "predecessor gone and it was first: held without listing again");
+                        return Ok(Some(HeldLease::new(queued.node)));
+                    }
+                    Watched::Deleted | Watched::Changed => {}
+                }
             }
         }
     }
@@ -347,8 +384,8 @@ impl LockInternals {
         deadline: Deadline,
     ) -> Result<Watched> {
         let generation = node.generation();
-        let watch = Box::pin(self.framework.watch_data_on_session(generation, watched_path, deadline)).await;
-        let watcher = match watch {
+        let watching = Box::pin(self.framework.watch_data_on_session(generation, watched_path, deadline));
+        let watcher = match watching.await {
             Ok(Some((stat, watcher))) => {
                 if stat.ephemeral_owner == node.session_id().0 {
                     self.same_session_warning.warn(&self.dir, watched_path);
@@ -361,39 +398,12 @@ impl LockInternals {
             }
             Err(err) => return Err(err.into()),
         };
-        // Only the loss of our node's session (or a later one) ends the wait: a `Lost` of an
-        // earlier session may have been buffered before our node was created on the next one.
-        let lost = async {
-            loop {
-                let ours_lost = match events.next().await {
-                    None => return LockError::Framework(FrameworkError::Closed),
-                    Some(ConnectionUpdate::Changed(event)) => {
-                        event.state == ConnectionState::Lost && event.generation >= generation
-                    }
-                    Some(ConnectionUpdate::Lagged { .. }) => {
-                        let now = self.framework.current();
-                        now.generation != generation || now.state == Some(ConnectionState::Lost)
-                    }
-                };
-                if ours_lost {
-                    return LockError::NodeLost { path: node.path().to_owned() };
-                }
-            }
-        };
-        let revoked = async {
-            if !self.revocable {
-                return std::future::pending().await;
-            }
-            // Boxed: only revocable waits pay for this future's space.
-            match Box::pin(wait_for_revocation(&self.framework, node.path(), generation)).await {
-                Ok(()) => LockError::Revoked { path: node.path().to_owned() },
-                Err(err) => err,
-            }
-        };
         let outcome = deadline
             .run(async {
+                // Each branch's future is made in place (not moved in from a local), so the
+                // select holds one copy of each.
                 tokio::select! {
-                    err = revoked => Ok(Err(err)),
+                    err = self.until_revoked(node, generation) => Ok(Err(err)),
                     event = watcher.changed() => Ok(match (event.event_type, event.session_state) {
                         (EventType::NodeDeleted, _) => Ok(Watched::Deleted),
                         (EventType::Session, SessionState::Expired | SessionState::Closed | SessionState::AuthFailed) => {
@@ -401,11 +411,50 @@ impl LockInternals {
                         }
                         _ => Ok(Watched::Changed),
                     }),
-                    err = lost => Ok(Err(err)),
+                    err = self.until_session_lost(node, generation, events) => Ok(Err(err)),
                 }
             })
             .await?;
         outcome
+    }
+
+    /// Resolves when our node's session (or a later one) is lost: a `Lost` of an earlier session
+    /// may have been buffered before our node was created on the next one.
+    async fn until_session_lost(
+        &self,
+        node: &OwnedNode,
+        generation: u64,
+        events: &mut zk_recipes_framework::ConnectionEvents,
+    ) -> LockError {
+        loop {
+            let ours_lost = match events.next().await {
+                None => return LockError::Framework(FrameworkError::Closed),
+                Some(ConnectionUpdate::Changed(event)) => {
+                    event.state == ConnectionState::Lost && event.generation >= generation
+                }
+                Some(ConnectionUpdate::Lagged { .. }) => {
+                    let now = self.framework.current();
+                    now.generation != generation || now.state == Some(ConnectionState::Lost)
+                }
+            };
+            if ours_lost {
+                return LockError::NodeLost { path: node.path().to_owned() };
+            }
+        }
+    }
+
+    /// Resolves when our (revocable) node is asked to give up its place; never for a lock that
+    /// is not revocable.
+    async fn until_revoked(&self, node: &OwnedNode, generation: u64) -> LockError {
+        if !self.revocable {
+            return std::future::pending().await;
+        }
+        // Boxed: only revocable waits pay for this future's space.
+        let revocation = Box::pin(wait_for_revocation(&self.framework, node.path(), generation));
+        match revocation.await {
+            Ok(()) => LockError::Revoked { path: node.path().to_owned() },
+            Err(err) => err,
+        }
     }
 
     /// The contenders in order, with their data: sorted full paths.

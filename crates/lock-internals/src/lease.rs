@@ -1,6 +1,7 @@
 //! A held lease: our node, while it is the one that holds.
 
 use std::fmt;
+use std::future::Future;
 
 use zk_recipes_framework::zookeeper_client::{
     self, CheckWriteError, CreateMode, EventType, MultiWriteResult,
@@ -128,9 +129,18 @@ impl HeldLease {
     ///
     /// # Cancel safety
     /// Cancel safe: if dropped, the cleanup worker deletes the node.
-    pub async fn release(self, deadline: impl Into<Deadline>) -> Result<()> {
-        let deadline = deadline.into();
-        Ok(self.node.delete(deadline).await?)
+    pub fn release(self, deadline: impl Into<Deadline>) -> impl Future<Output = Result<()>> + Send {
+        let Self { node, timer, .. } = self;
+        // Boxed, and not an `async fn` (which would keep `self` twice): a caller that holds this
+        // future beside a waiting acquire (a task that locks, then releases) pays a few words
+        // for it while it waits.
+        let deleting = Box::pin(node.delete(deadline.into()));
+        async move {
+            let released = deleting.await;
+            // The hold ends when the release is done.
+            drop(timer);
+            Ok(released?)
+        }
     }
 
     /// Creates a protected node that builds on this hold (a downgrade's read node, a lease taken
