@@ -41,7 +41,22 @@ async fn never_more_holders_than_leases() {
     }
     let most = most_inside.load(Ordering::SeqCst);
     assert!(most <= max_leases, "{most} holders at once with {max_leases} leases");
-    assert!(most >= 2, "the semaphore admits more than one holder (saw {most})");
+    // Up to `max_leases` hold at once: as many sessions each take a lease and keep it, and all
+    // get theirs while the others hold. (How many overlapped in the loop above depends on the
+    // machine's load, so it is not asserted.)
+    let mut held = Vec::new();
+    for _ in 0..max_leases {
+        let framework =
+            builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+        let semaphore = Semaphore::new(&framework, "/bounded", max_leases).expect("semaphore");
+        let lease =
+            within("a lease while the others hold", semaphore.acquire_timeout(STEP)).await.expect("lease");
+        held.push((framework, lease));
+    }
+    for (framework, lease) in held {
+        within("release", lease.release()).await.expect("release");
+        within("close", framework.close()).await;
+    }
 }
 
 #[tokio::test]
