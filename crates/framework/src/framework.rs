@@ -136,6 +136,18 @@ impl Framework {
         &self.handle.core
     }
 
+    /// An identity of this framework, the same for all its clones, and not reused by another
+    /// framework while any of them lives: for keying per-framework state kept outside it.
+    ///
+    /// ```no_run
+    /// # fn demo(framework: zk_recipes_framework::Framework) {
+    /// assert_eq!(framework.instance(), framework.clone().instance());
+    /// # }
+    /// ```
+    pub fn instance(&self) -> usize {
+        Arc::as_ptr(&self.handle.core) as usize
+    }
+
     /// The connection as it is now.
     pub fn current(&self) -> ConnectionSnapshot {
         let snapshot = self.core().snapshot.borrow();

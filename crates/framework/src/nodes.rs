@@ -180,6 +180,41 @@ impl Framework {
         self.create_protected_inner(request, deadline).await
     }
 
+    /// As [`create_marked_and_list`](Self::create_marked_and_list), without the listing: for
+    /// callers that list the parent in another way (several creates sharing one listing).
+    ///
+    /// # Errors
+    /// As [`create_protected`](Self::create_protected).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+    /// use std::time::Duration;
+    /// use zk_recipes_framework::{Deadline, NodeMarker};
+    ///
+    /// let deadline = Deadline::after(Duration::from_secs(5));
+    /// let node = framework.create_marked("/app/lock", &NodeMarker::Protected, "lock-", b"", deadline).await?;
+    /// println!("queued as {}", node.name()); // _c_<uuid>-lock-0000000000
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_marked(
+        &self,
+        parent: &str,
+        marker: &NodeMarker,
+        name: &str,
+        data: &[u8],
+        deadline: impl Into<Deadline>,
+    ) -> Result<OwnedNode> {
+        let deadline = deadline.into();
+        let request = ProtectedCreate {
+            marker,
+            ..ProtectedCreate::new(parent, name, data, CreateMode::EphemeralSequential)
+        };
+        Ok(self.create_protected_inner(request, deadline).await?.0)
+    }
+
     /// A protected create as the node API's [`CreateBuilder::protected`](crate::CreateBuilder::protected)
     /// asks for it: any mode, parents, TTL and ACL as given.
     pub(crate) async fn create_protected_node(

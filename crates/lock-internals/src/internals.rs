@@ -17,6 +17,7 @@ use futures::future::{BoxFuture, FutureExt};
 use crate::driver::{sort_children_by, Decision, LockDriver};
 use crate::error::{LockError, Result};
 use crate::lease::HeldLease;
+use crate::listing::{self, Pipelined, SortedChildren};
 
 /// Whether an acquire waits for the lock.
 #[derive(Debug, Clone, Copy)]
@@ -238,37 +239,41 @@ impl LockInternals {
         let events = self.framework.connection_events();
         // Curator creates revocable nodes with empty data.
         let data = if self.revocable { &[][..] } else { data };
-        // The first listing rides along with the create (one round trip for both).
+        // The first listing rides along with the create (one round trip for both), unless another
+        // enqueue of this framework on this lock is doing that right now: then this one creates
+        // alone and shares the next listing with the others (see `listing`).
         // Boxed, and gone once the node is queued: a waiter's future keeps only what waiting needs.
         // (Each boxed future is made in a statement of its own: a temporary of the statement that
         // awaits would keep its space in this future's state.)
         let marker = self.driver.marker();
-        let creating = Box::pin(self.framework.create_marked_and_list(
-            &self.dir,
-            &marker,
-            self.driver.lock_name(),
-            data,
-            deadline,
-        ));
-        let (node, listing) = creating.await?;
+        let name = self.driver.lock_name();
+        let pipelined = Pipelined::start(&self.framework, &self.dir, &self.driver);
+        let (node, listing) = if pipelined.is_some() {
+            let creating =
+                Box::pin(self.framework.create_marked_and_list(&self.dir, &marker, name, data, deadline));
+            creating.await?
+        } else {
+            let creating = Box::pin(self.framework.create_marked(&self.dir, &marker, name, data, deadline));
+            (creating.await?, None)
+        };
+        drop(pipelined);
         debug!(node = %node.path(), "queued");
         let children = match listing {
-            Some(children) => children,
+            Some(children) => Arc::new(sort_children_by(children, |child| self.driver.sort_key(child))),
             None => {
-                let listing = Box::pin(self.list_on_session_of(&node, deadline));
+                let listing = Box::pin(self.sorted_children_of(&node, deadline));
                 listing.await?
             }
         };
-        let (decision, position) = self.decide(&node, children)?;
+        let (decision, position) = self.decide(&node, &children)?;
         Ok(QueuedNode { node, decision, position, events, started })
     }
 
-    /// Sorts `children` and asks the driver; also our index among them.
-    fn decide(&self, node: &OwnedNode, children: Vec<String>) -> Result<(Decision, usize)> {
-        let children = sort_children_by(children, |child| self.driver.sort_key(child));
+    /// Asks the driver about the sorted `children`; also our index among them.
+    fn decide(&self, node: &OwnedNode, children: &[String]) -> Result<(Decision, usize)> {
         let lost = || LockError::NodeLost { path: node.path().to_owned() };
         let decision =
-            self.driver.gets_the_lock(&children, node.name(), self.max_leases).map_err(|_| lost())?;
+            self.driver.gets_the_lock(children, node.name(), self.max_leases).map_err(|_| lost())?;
         let position = children.iter().position(|child| child == node.name()).ok_or_else(lost)?;
         Ok((decision, position))
     }
@@ -319,9 +324,9 @@ impl LockInternals {
                 let decision = match decided.take() {
                     Some(decision) => decision,
                     None => {
-                        let listing = Box::pin(self.list_on_session_of(&queued.node, deadline));
+                        let listing = Box::pin(self.sorted_children_of(&queued.node, deadline));
                         let children = listing.await?;
-                        self.decide(&queued.node, children)?.0
+                        self.decide(&queued.node, &children)?.0
                     }
                 };
                 if decision.holds {
@@ -362,9 +367,12 @@ impl LockInternals {
         }
     }
 
-    /// Lists the lock directory on the session that owns `node`.
-    async fn list_on_session_of(&self, node: &OwnedNode, deadline: Deadline) -> Result<Vec<String>> {
-        let listed = self.framework.children_on_session(node.generation(), &self.dir, deadline).await;
+    /// The lock directory's children in order, listed on the session that owns `node` after this
+    /// call began; the listing is shared with this process's other acquires of the lock that ask
+    /// at the same time (see `listing`).
+    async fn sorted_children_of(&self, node: &OwnedNode, deadline: Deadline) -> Result<SortedChildren> {
+        let sharing = listing::sorted_children(&self.framework, node.generation(), &self.dir, &self.driver);
+        let listed = deadline.run(sharing).await;
         match listed {
             Ok(Some(children)) => Ok(children),
             Ok(None) | Err(FrameworkError::SessionLost) => {

@@ -21,6 +21,7 @@ mod hold;
 mod internals;
 mod layouts;
 mod lease;
+mod listing;
 mod metrics;
 mod multi;
 

@@ -61,6 +61,14 @@ pub use single_node::{Holder, SingleNodeGuard, SingleNodeLock, TryLock};
 /// The lock name Curator's mutex gives its nodes.
 pub const LOCK_NAME: &str = "lock-";
 
+/// Curator's driver, one for every mutex of this layout: the acquires of one process on one lock
+/// share their listings only when their drivers are the same (see `LockInternals`).
+fn curator_driver() -> Arc<dyn LockDriver> {
+    static DRIVER: std::sync::LazyLock<Arc<dyn LockDriver>> =
+        std::sync::LazyLock::new(|| Arc::new(StandardDriver::new(LOCK_NAME)));
+    DRIVER.clone()
+}
+
 /// A distributed mutex on one ZooKeeper path (Curator's `InterProcessMutex`).
 ///
 /// Cheap to clone; clones share nothing but the path: each `lock` call queues on its own.
@@ -86,7 +94,7 @@ impl Mutex {
     /// # Errors
     /// An invalid path, before anything is sent.
     pub fn new(framework: &Framework, path: &str) -> Result<Self> {
-        let internals = LockInternals::new(framework, path, Arc::new(StandardDriver::new(LOCK_NAME)), 1)?;
+        let internals = LockInternals::new(framework, path, curator_driver(), 1)?;
         Ok(Self { internals, data: local_address().into() })
     }
 
@@ -117,7 +125,7 @@ impl Mutex {
         let (driver, data): (Arc<dyn LockDriver>, Arc<[u8]>) = match layout {
             LockLayout::ZooKeeperRecipe => (Arc::new(ZooKeeperRecipeDriver), ZOOKEEPER_RECIPE_DATA.into()),
             LockLayout::Kazoo => (Arc::new(KazooDriver::lock()), Arc::from(&[][..])),
-            _ => (Arc::new(StandardDriver::new(LOCK_NAME)), local_address().into()),
+            _ => (curator_driver(), local_address().into()),
         };
         let internals = LockInternals::new(framework, path, driver, 1)?;
         Ok(Self { internals, data })

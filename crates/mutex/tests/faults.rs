@@ -10,7 +10,9 @@ use common::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, ConnectionState, Deadline, Framework};
 use zk_recipes_mutex::{LockError, Mutex, MutexGuard};
-use zk_recipes_testing::{capture_warnings, FaultProxy, TestingCluster, TestingServer};
+use zk_recipes_testing::{
+    capture_warnings, four_letter_word, parse_mntr, FaultProxy, TestingCluster, TestingServer,
+};
 
 /// Inside the critical section: an ephemeral marker that must not exist yet (or only as ours,
 /// when a connection loss hid the reply to our own create).
@@ -364,4 +366,67 @@ async fn locking_twice_on_one_session_warns_and_times_out_cleanly() {
     );
     within("release", held.release()).await.expect("release");
     within("close", framework.close()).await;
+}
+
+/// Waiters of one process queueing on one lock at once share their listings: a listing is sent
+/// for the next round of whoever asked meanwhile, not one per waiter. Without sharing, the
+/// server sends N listings of up to N names while they queue (about N/2 full listings' worth of
+/// bytes); with it, a few rounds. Every waiter still gets the lock once, in node order.
+#[tokio::test]
+async fn waiters_queueing_at_once_on_one_session_share_their_listings() {
+    const WAITERS: usize = 300;
+    const PATH: &str = "/shared-listings/lock";
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let observer = Framework::builder(server.connect_string()).start().expect("observer");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = Framework::builder(proxy.connect_string()).start().expect("framework");
+    within("connect", framework.block_until_connected(STEP)).await.expect("connected");
+    let holder = within("holder", Mutex::new(&framework, PATH).expect("mutex").lock()).await.expect("lock");
+    let watches = || async {
+        let mntr = four_letter_word(server.address(), "mntr", STEP).await.expect("mntr");
+        parse_mntr(&mntr).get("zk_watch_count").and_then(|count| count.parse::<usize>().ok()).unwrap_or(0)
+    };
+    let watches_before = watches().await;
+    let bytes_before = proxy.stats().bytes_to_client;
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..WAITERS)
+        .map(|_| {
+            let mutex = Mutex::new(&framework, PATH).expect("mutex");
+            let order = order.clone();
+            tokio::spawn(async move {
+                let guard = mutex.lock().await.expect("lock");
+                order.lock().expect("order").push(guard.node_path().to_owned());
+                guard.release().await.expect("release");
+            })
+        })
+        .collect();
+    // Queued: every waiter's node is there, and every waiter watches its predecessor (so every
+    // waiter's listing is done).
+    eventually("every waiter queued and watching", || async {
+        children(&observer, PATH).await.len() == WAITERS + 1 && watches().await >= watches_before + WAITERS
+    })
+    .await;
+    let queueing_bytes = proxy.stats().bytes_to_client - bytes_before;
+    // A full listing's size, as the server sends it: every name, with its length prefix.
+    let names = children(&observer, PATH).await;
+    let full_listing: u64 = names.iter().map(|name| name.len() as u64 + 4).sum();
+    let listings_worth = queueing_bytes as f64 / full_listing as f64;
+    assert!(
+        listings_worth < (WAITERS / 10) as f64,
+        "{queueing_bytes} bytes from the server while {WAITERS} waiters queued: {listings_worth:.1} full listings' \
+         worth (one listing each would be about {})",
+        WAITERS / 2
+    );
+    within("holder release", holder.release()).await.expect("release");
+    for task in tasks {
+        within("waiter", task).await.expect("waiter");
+    }
+    let order = order.lock().expect("order").clone();
+    assert_eq!(order.len(), WAITERS, "every waiter held the lock once");
+    let mut sorted = order.clone();
+    sorted.sort_by_key(|node| node.rsplit('-').next().unwrap_or_default().to_owned());
+    assert_eq!(order, sorted, "held in node-sequence order");
+    within("close", framework.close()).await;
+    within("close", observer.close()).await;
 }
