@@ -171,13 +171,9 @@ impl Framework {
         data: &[u8],
         deadline: impl Into<Deadline>,
     ) -> Result<(OwnedNode, Option<Vec<String>>)> {
-        let deadline = deadline.into();
-        let request = ProtectedCreate {
-            list_siblings: true,
-            marker,
-            ..ProtectedCreate::new(parent, name, data, CreateMode::EphemeralSequential)
-        };
-        self.create_protected_inner(request, deadline).await
+        let request =
+            ProtectedCreate { list_siblings: true, ..ProtectedCreate::marked(parent, marker, name, data) };
+        self.create_protected_inner(request, deadline.into()).await
     }
 
     /// As [`create_marked_and_list`](Self::create_marked_and_list), without the listing: for
@@ -207,12 +203,8 @@ impl Framework {
         data: &[u8],
         deadline: impl Into<Deadline>,
     ) -> Result<OwnedNode> {
-        let deadline = deadline.into();
-        let request = ProtectedCreate {
-            marker,
-            ..ProtectedCreate::new(parent, name, data, CreateMode::EphemeralSequential)
-        };
-        Ok(self.create_protected_inner(request, deadline).await?.0)
+        let request = ProtectedCreate::marked(parent, marker, name, data);
+        Ok(self.create_protected_inner(request, deadline.into()).await?.0)
     }
 
     /// A protected create as the node API's [`CreateBuilder::protected`](crate::CreateBuilder::protected)
@@ -318,6 +310,11 @@ impl<'a> ProtectedCreate<'a> {
             acl: None,
             marker: &NodeMarker::Protected,
         }
+    }
+
+    /// A queued node: `<parent>/<marker><name><sequence>`, EPHEMERAL_SEQUENTIAL.
+    fn marked(parent: &'a str, marker: &'a NodeMarker, name: &'a str, data: &'a [u8]) -> Self {
+        Self { marker, ..Self::new(parent, name, data, CreateMode::EphemeralSequential) }
     }
 
     fn is_ephemeral(&self) -> bool {
