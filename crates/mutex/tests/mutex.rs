@@ -195,6 +195,39 @@ async fn cancelled_lock_calls_leave_no_nodes_and_no_watches() {
     within("close", framework.close()).await;
 }
 
+/// As above, with several acquires of one framework queueing at once for each drop point: all
+/// but the first create their node alone and wait for a shared listing round (see
+/// `zk-recipes-lock-internals`), and dropping them there must leave nothing behind either.
+#[tokio::test]
+async fn cancelled_lock_calls_queueing_together_leave_no_nodes_and_no_watches() {
+    const TOGETHER: usize = 8;
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let holder = within("lock", Mutex::new(&framework, "/sweep-together/lock").expect("mutex").lock())
+        .await
+        .expect("lock");
+    for step in 0..30u64 {
+        let delay = Duration::from_micros(step * 200);
+        let attempts: Vec<_> = (0..TOGETHER)
+            .map(|_| {
+                let contender = Mutex::new(&framework, "/sweep-together/lock").expect("mutex");
+                tokio::spawn(async move { tokio::time::timeout(delay, contender.lock()).await.is_err() })
+            })
+            .collect();
+        for attempt in attempts {
+            let dropped = within("attempt", attempt).await.expect("task");
+            assert!(dropped, "the lock is held, so every attempt is dropped");
+        }
+    }
+    within("release", holder.release()).await.expect("release");
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert!(children(&framework, "/sweep-together/lock").await.is_empty());
+    eventually("no watches left on the server", || async { server.watch_count().await.expect("wchc") == 0 })
+        .await;
+    within("close", framework.close()).await;
+}
+
 #[tokio::test]
 async fn an_expired_holder_loses_the_lock_to_a_waiter() {
     init_tracing();
