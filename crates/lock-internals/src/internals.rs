@@ -243,8 +243,6 @@ impl LockInternals {
         // enqueue of this framework on this lock is doing that right now: then this one creates
         // alone and shares the next listing with the others (see `listing`).
         // Boxed, and gone once the node is queued: a waiter's future keeps only what waiting needs.
-        // (Each boxed future is made in a statement of its own: a temporary of the statement that
-        // awaits would keep its space in this future's state.)
         let marker = self.driver.marker();
         let name = self.driver.lock_name();
         let pipelined = Pipelined::start(&self.framework, &self.dir, &self.driver);
@@ -347,8 +345,8 @@ impl LockInternals {
                     (hook.0)(watched.clone()).await;
                 }
                 let watched_path = path::join(&self.dir, &watched);
-                // Boxed, and only when we wait: made before it is awaited, in a statement of its
-                // own, so that no temporary of it stays in this future's state.
+                // Boxed, and only when we wait: inline, its space would be part of every
+                // acquire's future.
                 let waiting = Box::pin(self.wait_for_deletion(
                     &queued.node,
                     &watched_path,
