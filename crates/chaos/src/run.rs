@@ -508,6 +508,12 @@ impl Phase<'_> {
                 } else if last.1.elapsed() >= STALL {
                     last.1 = Instant::now();
                     for lock in self.stranded_locks(observer, *queue, &left, log_dir).await {
+                        if stranded
+                            .iter()
+                            .any(|seen: &StrandedLock| seen.queue == lock.queue && seen.item == lock.item)
+                        {
+                            continue;
+                        }
                         if let Some(slot) = slots
                             .iter_mut()
                             .find(|slot| slot.curator && lock.consumer.starts_with(&format!("{}-", slot.tag)))
