@@ -98,6 +98,36 @@ impl Deadline {
         }
     }
 
+    /// Resolves with [`Error::Timeout`] when this deadline passes; never without a deadline. Its
+    /// timer is on the heap, and only when there is a deadline: a call that waits without one
+    /// carries 16 bytes for it. For long waits that select on several things, one of them the
+    /// deadline.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use std::time::Duration;
+    /// use zk_recipes_framework::{Deadline, Error};
+    ///
+    /// let deadline = Deadline::after(Duration::from_millis(10));
+    /// let outcome = tokio::select! {
+    ///     err = deadline.passed() => Err(err),
+    ///     () = std::future::pending::<()>() => Ok(()),
+    /// };
+    /// assert!(matches!(outcome, Err(Error::Timeout { .. })));
+    /// # }
+    /// ```
+    pub fn passed(&self) -> impl std::future::Future<Output = Error> + Send + 'static {
+        let deadline = *self;
+        let timer = self.at.map(|at| Box::pin(tokio::time::sleep_until(at)));
+        async move {
+            match timer {
+                Some(timer) => timer.await,
+                None => std::future::pending().await,
+            }
+            deadline.timeout_error()
+        }
+    }
+
     /// Sleeps for `duration`, or returns [`Error::Timeout`] if the deadline comes first.
     pub async fn sleep(&self, duration: Duration) -> Result<()> {
         let wake = Instant::now() + duration;

@@ -210,6 +210,44 @@ impl Framework {
         self.session_after(0, deadline).await
     }
 
+    /// Resolves once the session of `generation` is over: `Ok` when it was lost or a later session
+    /// replaced it, [`Error::Closed`] when the framework was closed. At once if it already is. The
+    /// returned future borrows nothing, and is small: made for many waiting calls at once.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+    /// use zk_recipes_framework::Deadline;
+    /// let session = framework.session(Deadline::never()).await?;
+    /// framework.session_lost(session.generation()).await?;
+    /// println!("session {} is gone: its ephemeral nodes are not ours any more", session.id());
+    /// # Ok(()) }
+    /// ```
+    pub fn session_lost(&self, generation: u64) -> impl Future<Output = Result<()>> + Send + 'static {
+        let mut snapshot = self.core().snapshot.subscribe();
+        // A loop over `changed` rather than `wait_for`, whose future is twice the size.
+        async move {
+            loop {
+                {
+                    let now = snapshot.borrow_and_update();
+                    if now.closed {
+                        return Err(Error::Closed);
+                    }
+                    let lost = now.generation > generation
+                        || (now.generation == generation && now.state == Some(ConnectionState::Lost));
+                    if lost {
+                        return Ok(());
+                    }
+                }
+                if snapshot.changed().await.is_err() {
+                    return Err(Error::Closed);
+                }
+            }
+        }
+    }
+
     /// A connected session whose generation is at least `min_generation`.
     pub(crate) async fn session_after(&self, min_generation: u64, deadline: Deadline) -> Result<Session> {
         let mut snapshot = self.core().snapshot.subscribe();
@@ -283,32 +321,43 @@ impl Framework {
     /// # Cancel safety
     /// Dropping the future abandons the operation where it stands, as dropping `operation`'s
     /// future would; what it already sent is executed by the server.
-    pub async fn retry<T, F, Fut>(&self, deadline: impl Into<Deadline>, operation: F) -> Result<T>
+    pub fn retry<'a, T, F, Fut>(
+        &'a self,
+        deadline: impl Into<Deadline>,
+        operation: F,
+    ) -> impl Future<Output = Result<T>> + 'a
     where
-        F: FnMut(Session) -> Fut,
-        Fut: Future<Output = Result<T>>,
+        F: FnMut(Session) -> Fut + 'a,
+        Fut: Future<Output = Result<T>> + 'a,
+        T: 'a,
     {
-        let deadline = deadline.into();
-        self.retry_loop(deadline, false, operation).await
+        // Not an `async fn`, which would keep its arguments twice in its state: every call of the
+        // framework runs in this future.
+        self.retry_loop(deadline.into(), false, operation)
     }
 
     /// As [`retry`](Self::retry), but when the session is lost the operation starts over on the next
     /// session (counted against the same budget). Only for operations that are safe to repeat from
     /// scratch on a new session.
-    pub async fn retry_across_sessions<T, F, Fut>(
-        &self,
+    pub fn retry_across_sessions<'a, T, F, Fut>(
+        &'a self,
         deadline: impl Into<Deadline>,
         operation: F,
-    ) -> Result<T>
+    ) -> impl Future<Output = Result<T>> + 'a
     where
-        F: FnMut(Session) -> Fut,
-        Fut: Future<Output = Result<T>>,
+        F: FnMut(Session) -> Fut + 'a,
+        Fut: Future<Output = Result<T>> + 'a,
+        T: 'a,
     {
-        let deadline = deadline.into();
-        self.retry_loop(deadline, true, operation).await
+        self.retry_loop(deadline.into(), true, operation)
     }
 
-    async fn retry_loop<T, F, Fut>(&self, deadline: Deadline, start_over: bool, mut operation: F) -> Result<T>
+    pub(crate) async fn retry_loop<T, F, Fut>(
+        &self,
+        deadline: Deadline,
+        start_over: bool,
+        mut operation: F,
+    ) -> Result<T>
     where
         F: FnMut(Session) -> Fut,
         Fut: Future<Output = Result<T>>,
@@ -316,8 +365,12 @@ impl Framework {
         if let Ok(outer) = RETRY_SCOPE.try_with(|outer| *outer) {
             // Nested: one try, within the tighter deadline; the top-level call does the retrying.
             let deadline = deadline.min(outer);
-            let session = self.session_for_try(0, deadline).await?;
-            return self.finish_error(deadline.run(Box::pin(operation(session))).await);
+            let session = match self.ready_session(0) {
+                Some(session) => session,
+                None => Box::pin(self.session_for_try(0, deadline)).await?,
+            };
+            let running = deadline.run(Box::pin(operation(session)));
+            return self.finish_error(running.await);
         }
         let policy = self.core().config.retry_policy.clone();
         let scope = deadline.instant();
@@ -326,18 +379,30 @@ impl Framework {
                 let mut retry_count = 0u32;
                 let mut min_generation = 0u64;
                 loop {
-                    let attempt = match self.session_for_try(min_generation, deadline).await {
-                        Ok(session) => {
+                    // Each step in a scope of its own, so the loop's state keeps only what it
+                    // still needs across each await: every call of the framework carries it.
+                    let (err, generation) = 'attempt: {
+                        let session = match self.ready_session(min_generation) {
+                            Some(session) => session,
+                            // Boxed: waiting for a connection is rare, and its future is large.
+                            None => match Box::pin(self.session_for_try(min_generation, deadline)).await {
+                                Ok(session) => session,
+                                Err(err) => break 'attempt (err, 0),
+                            },
+                        };
+                        // The session is moved into the operation in a block of its own, so the
+                        // loop's state does not keep a copy of it across the await.
+                        let (generation, running) = {
+                            let session = session;
                             let generation = session.generation();
                             // Boxed: the operation's future (often kilobytes) is not moved again
                             // by every wrapper around this loop.
-                            deadline.run(Box::pin(operation(session))).await.map_err(|err| (err, generation))
+                            (generation, deadline.run(Box::pin(operation(session))))
+                        };
+                        match running.await {
+                            Ok(value) => return Ok(value),
+                            Err(err) => (err, generation),
                         }
-                        Err(err) => Err((err, 0)),
-                    };
-                    let (err, generation) = match attempt {
-                        Ok(value) => return Ok(value),
-                        Err(failure) => failure,
                     };
                     let retry_on_new_session = start_over && err.is_session_lost() && !self.is_closed();
                     if !(err.is_retryable() || retry_on_new_session) {
@@ -352,10 +417,23 @@ impl Framework {
                     if retry_on_new_session {
                         min_generation = generation + 1;
                     }
-                    deadline.sleep(sleep).await?;
+                    // Boxed: a retry's pause is rare, and a timer is large.
+                    Box::pin(deadline.sleep(sleep)).await?;
                 }
             })
             .await
+    }
+
+    /// The current session if a try may run on it right now (as [`session_for_try`] would return
+    /// at once), without waiting.
+    ///
+    /// [`session_for_try`]: Self::session_for_try
+    fn ready_session(&self, min_generation: u64) -> Option<Session> {
+        let snapshot = self.core().snapshot.borrow();
+        let ready = !snapshot.closed
+            && snapshot.generation >= min_generation
+            && snapshot.state.is_some_and(ConnectionState::is_connected);
+        ready.then(|| snapshot.session.clone()).flatten()
     }
 
     /// A session for one try: waits at most the connection timeout (counted as a retryable

@@ -2,6 +2,9 @@
 //! protected ephemeral-sequential create.
 
 use std::fmt;
+use std::future::Future;
+
+use futures::future::{Either, TryFutureExt};
 
 use parking_lot::Mutex;
 use tracing::debug;
@@ -83,16 +86,15 @@ impl Framework {
     /// node.delete(Deadline::after(Duration::from_secs(5))).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn create_protected(
-        &self,
-        parent: &str,
-        name: &str,
-        data: &[u8],
+    pub fn create_protected<'a>(
+        &'a self,
+        parent: &'a str,
+        name: &'a str,
+        data: &'a [u8],
         deadline: impl Into<Deadline>,
-    ) -> Result<OwnedNode> {
-        let deadline = deadline.into();
+    ) -> impl Future<Output = Result<OwnedNode>> + Send + 'a {
         let request = ProtectedCreate::new(parent, name, data, CreateMode::EphemeralSequential);
-        Ok(self.create_protected_inner(request, deadline).await?.0)
+        self.create_protected_inner(request, deadline.into()).map_ok(|(node, _)| node)
     }
 
     /// Creates `<parent>/_c_<uuid>-<name>` as a plain EPHEMERAL node (no sequence appended), with
@@ -105,16 +107,15 @@ impl Framework {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn create_protected_ephemeral(
-        &self,
-        parent: &str,
-        name: &str,
-        data: &[u8],
+    pub fn create_protected_ephemeral<'a>(
+        &'a self,
+        parent: &'a str,
+        name: &'a str,
+        data: &'a [u8],
         deadline: impl Into<Deadline>,
-    ) -> Result<OwnedNode> {
-        let deadline = deadline.into();
+    ) -> impl Future<Output = Result<OwnedNode>> + Send + 'a {
         let request = ProtectedCreate::new(parent, name, data, CreateMode::Ephemeral);
-        Ok(self.create_protected_inner(request, deadline).await?.0)
+        self.create_protected_inner(request, deadline.into()).map_ok(|(node, _)| node)
     }
 
     /// As [`create_protected`](Self::create_protected), and lists the parent's children in the same
@@ -127,14 +128,14 @@ impl Framework {
     ///
     /// # Cancel safety
     /// Cancel safe.
-    pub async fn create_protected_and_list(
-        &self,
-        parent: &str,
-        name: &str,
-        data: &[u8],
+    pub fn create_protected_and_list<'a>(
+        &'a self,
+        parent: &'a str,
+        name: &'a str,
+        data: &'a [u8],
         deadline: impl Into<Deadline>,
-    ) -> Result<(OwnedNode, Option<Vec<String>>)> {
-        self.create_marked_and_list(parent, &NodeMarker::Protected, name, data, deadline).await
+    ) -> impl Future<Output = Result<(OwnedNode, Option<Vec<String>>)>> + Send + 'a {
+        self.create_marked_and_list(parent, &NodeMarker::Protected, name, data, deadline)
     }
 
     /// As [`create_protected_and_list`](Self::create_protected_and_list), with the name prefix
@@ -163,17 +164,17 @@ impl Framework {
     /// println!("queued as {}", node.name()); // x-<session id>-0000000000
     /// # Ok(()) }
     /// ```
-    pub async fn create_marked_and_list(
-        &self,
-        parent: &str,
-        marker: &NodeMarker,
-        name: &str,
-        data: &[u8],
+    pub fn create_marked_and_list<'a>(
+        &'a self,
+        parent: &'a str,
+        marker: &'a NodeMarker,
+        name: &'a str,
+        data: &'a [u8],
         deadline: impl Into<Deadline>,
-    ) -> Result<(OwnedNode, Option<Vec<String>>)> {
+    ) -> impl Future<Output = Result<(OwnedNode, Option<Vec<String>>)>> + Send + 'a {
         let request =
             ProtectedCreate { list_siblings: true, ..ProtectedCreate::marked(parent, marker, name, data) };
-        self.create_protected_inner(request, deadline.into()).await
+        self.create_protected_inner(request, deadline.into())
     }
 
     /// As [`create_marked_and_list`](Self::create_marked_and_list), without the listing: for
@@ -195,16 +196,16 @@ impl Framework {
     /// println!("queued as {}", node.name()); // _c_<uuid>-lock-0000000000
     /// # Ok(()) }
     /// ```
-    pub async fn create_marked(
-        &self,
-        parent: &str,
-        marker: &NodeMarker,
-        name: &str,
-        data: &[u8],
+    pub fn create_marked<'a>(
+        &'a self,
+        parent: &'a str,
+        marker: &'a NodeMarker,
+        name: &'a str,
+        data: &'a [u8],
         deadline: impl Into<Deadline>,
-    ) -> Result<OwnedNode> {
+    ) -> impl Future<Output = Result<OwnedNode>> + Send + 'a {
         let request = ProtectedCreate::marked(parent, marker, name, data);
-        Ok(self.create_protected_inner(request, deadline.into()).await?.0)
+        self.create_protected_inner(request, deadline.into()).map_ok(|(node, _)| node)
     }
 
     /// A protected create as the node API's [`CreateBuilder::protected`](crate::CreateBuilder::protected)
@@ -227,12 +228,62 @@ impl Framework {
         Ok(self.create_protected_inner(request, deadline).await?.0)
     }
 
-    async fn create_protected_inner(
-        &self,
-        request: ProtectedCreate<'_>,
+    /// The protected create every entry point above runs. Not an `async fn`: that would keep its
+    /// arguments twice in its state (as passed, and moved into the body), and every lock waiter
+    /// carries this future while its node is being created.
+    fn create_protected_inner<'a>(
+        &'a self,
+        request: ProtectedCreate<'a>,
         deadline: Deadline,
-    ) -> Result<(OwnedNode, Option<Vec<String>>)> {
-        let ProtectedCreate { parent, name, data, marker, .. } = request;
+    ) -> impl Future<Output = Result<(OwnedNode, Option<Vec<String>>)>> + Send + 'a {
+        // Checked before anything is sent; the future keeps nothing of the check.
+        if let Err(err) = self.check_protected(&request) {
+            return Either::Left(std::future::ready(Err(err)));
+        }
+        Either::Right(async move {
+            let attempt = Mutex::new(ProtectedAttempt::new(
+                self.clone(),
+                request.parent,
+                request.marker,
+                !request.is_ephemeral(),
+            ));
+            let attempt = &attempt;
+            let request = &request;
+            let try_once = |session: Session| async move {
+                let (prefix, search_first) = attempt.lock().prefix_for(&session);
+                let known_parents = &self.core().known_parents;
+                let outcome = create_or_find(&session, request, &prefix, search_first, known_parents).await;
+                if let Err(err) = &outcome {
+                    if !is_connection_error_or_lost(err) {
+                        // The server answered: nothing was created by this try.
+                        attempt.lock().settle();
+                    }
+                }
+                outcome.map(|created| (created, session))
+            };
+            let created = match request.anchor {
+                // A fresh node: after a lost session, start over on the next one (as
+                // `retry_across_sessions`, whose wrapper would only add to the state).
+                None => self.retry_loop(deadline, true, try_once).await,
+                // Built on an existing node: on its session, or not at all. Boxed: rare.
+                Some(anchor) => {
+                    match Box::pin(self.retry_on_session(anchor.generation, deadline, try_once)).await {
+                        Err(Error::SessionLost) => Err(Error::NodeLost { path: anchor.path.to_owned() }),
+                        other => other,
+                    }
+                }
+            };
+            let (mut created, session) = created?;
+            attempt.lock().settle();
+            debug!(path = %created.path, session = %session.id(), "protected node created");
+            let siblings = created.siblings.take();
+            Ok((OwnedNode::new(self.clone(), created, &session), siblings))
+        })
+    }
+
+    /// What a protected create checks before anything is sent.
+    fn check_protected(&self, request: &ProtectedCreate<'_>) -> Result<()> {
+        let ProtectedCreate { parent, name, data, .. } = *request;
         validate(parent)?;
         // The marker is not known before the session is: validate with a stand-in.
         let candidate = path::join(parent, &format!("{}{name}", path::PROTECTED_MARKER));
@@ -240,37 +291,7 @@ impl Framework {
             return Err(Error::InvalidArgument(format!("node name {name:?} contains '/'")));
         }
         path::validate_sequential(&candidate).map_err(|reason| Error::invalid_path(&candidate, reason))?;
-        self.check_data_size(data.len())?;
-
-        let attempt =
-            Mutex::new(ProtectedAttempt::new(self.clone(), parent, marker, !request.is_ephemeral()));
-        let attempt = &attempt;
-        let try_once = |session: Session| async move {
-            let (prefix, search_first) = attempt.lock().prefix_for(&session);
-            let outcome =
-                create_or_find(&session, &request, &prefix, search_first, &self.core().known_parents).await;
-            if let Err(err) = &outcome {
-                if !is_connection_error_or_lost(err) {
-                    // The server answered: nothing was created by this try.
-                    attempt.lock().settle();
-                }
-            }
-            outcome.map(|created| (created, session))
-        };
-        let created = match request.anchor {
-            // A fresh node: after a lost session, start over on the next one.
-            None => self.retry_across_sessions(deadline, try_once).await,
-            // Built on an existing node: on its session, or not at all.
-            Some(anchor) => match self.retry_on_session(anchor.generation, deadline, try_once).await {
-                Err(Error::SessionLost) => Err(Error::NodeLost { path: anchor.path.to_owned() }),
-                other => other,
-            },
-        };
-        let (mut created, session) = created?;
-        attempt.lock().settle();
-        debug!(path = %created.path, session = %session.id(), "protected node created");
-        let siblings = created.siblings.take();
-        Ok((OwnedNode::new(self.clone(), created, &session), siblings))
+        self.check_data_size(data.len())
     }
 }
 
@@ -442,48 +463,45 @@ impl Framework {
     ///
     /// # Cancel safety
     /// As [`retry`](Self::retry).
-    pub async fn retry_on_session<T, F, Fut>(
-        &self,
+    pub fn retry_on_session<'a, T, F, Fut>(
+        &'a self,
         generation: u64,
         deadline: impl Into<Deadline>,
         mut operation: F,
-    ) -> Result<T>
+    ) -> impl Future<Output = Result<T>> + 'a
     where
-        F: FnMut(Session) -> Fut,
-        Fut: std::future::Future<Output = Result<T>>,
+        F: FnMut(Session) -> Fut + 'a,
+        Fut: Future<Output = Result<T>> + 'a,
+        T: 'a,
     {
-        let deadline = deadline.into();
-        self.retry(deadline, |session| {
-            let attempt = (session.generation() == generation).then(|| operation(session));
-            async move {
-                match attempt {
-                    Some(attempt) => attempt.await,
-                    None => Err(Error::SessionLost),
-                }
+        // `Either` rather than an `async` block around the operation's future, which would keep
+        // it twice in its state (in the `Option` it was made in, and moved out to be awaited).
+        self.retry_loop(deadline.into(), false, move |session| {
+            if session.generation() == generation {
+                Either::Left(operation(session))
+            } else {
+                Either::Right(std::future::ready(Err(Error::SessionLost)))
             }
         })
-        .await
     }
 
     /// `path`'s children, listed on the session of `generation`; `None` if `path` does not exist.
     ///
     /// # Errors
     /// [`Error::SessionLost`] once that session is gone; otherwise as [`retry`](Self::retry).
-    pub async fn children_on_session(
-        &self,
+    pub fn children_on_session<'a>(
+        &'a self,
         generation: u64,
-        path: &str,
+        path: &'a str,
         deadline: impl Into<Deadline>,
-    ) -> Result<Option<Vec<String>>> {
-        let deadline = deadline.into();
-        self.retry_on_session(generation, deadline, |session| async move {
+    ) -> impl Future<Output = Result<Option<Vec<String>>>> + Send + 'a {
+        self.retry_on_session(generation, deadline, move |session| async move {
             match session.client().list_children(path).await {
                 Ok(children) => Ok(Some(children)),
                 Err(zookeeper_client::Error::NoNode) => Ok(None),
                 Err(err) => Err(err.into()),
             }
         })
-        .await
     }
 
     /// A data watch on `path` (get-data, not exists: no watch is left on a missing node), set on
@@ -493,21 +511,19 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::SessionLost`] once that session is gone; otherwise as [`retry`](Self::retry).
-    pub async fn watch_data_on_session(
-        &self,
+    pub fn watch_data_on_session<'a>(
+        &'a self,
         generation: u64,
-        path: &str,
+        path: &'a str,
         deadline: impl Into<Deadline>,
-    ) -> Result<Option<(Stat, zookeeper_client::OneshotWatcher)>> {
-        let deadline = deadline.into();
-        self.retry_on_session(generation, deadline, |session| async move {
+    ) -> impl Future<Output = Result<Option<(Stat, zookeeper_client::OneshotWatcher)>>> + Send + 'a {
+        self.retry_on_session(generation, deadline, move |session| async move {
             match session.client().get_and_watch_data(path).await {
                 Ok((_, stat, watcher)) => Ok(Some((stat, watcher))),
                 Err(zookeeper_client::Error::NoNode) => Ok(None),
                 Err(err) => Err(err.into()),
             }
         })
-        .await
     }
 }
 
@@ -662,48 +678,34 @@ async fn create_or_find(
     search_first: bool,
     known_parents: &KnownParents,
 ) -> Result<Created> {
-    let ProtectedCreate { parent, name, data, mode, list_siblings, anchor, parents, .. } = *request;
+    let ProtectedCreate { parent, name, data, mode, anchor, parents, .. } = *request;
+    // The paths off the common one are boxed, so that only the calls that take them pay for
+    // their state.
     if search_first {
-        if let Some(found) = find_protected(session, parent, prefix, name, request.is_ephemeral()).await? {
+        let finding = Box::pin(find_protected(session, parent, prefix, name, request.is_ephemeral()));
+        if let Some(found) = finding.await? {
             return Ok(found);
         }
     }
     let node_path = path::join(parent, &format!("{prefix}{name}"));
     if let Some(anchor) = anchor {
-        return create_while_exists(session, anchor, parent, &node_path, name, data, mode).await;
+        return Box::pin(create_while_exists(session, anchor, parent, &node_path, name, data, mode)).await;
     }
-    let options = request.options(session, &node_path);
     // A parent this framework has not seen in place goes on the wire first, in the same pipeline:
     // a new lock path costs one create more, not a failed create, a failed listing, the parent's
-    // create and both again. A parent that exists answers NodeExists, and the node create behind
-    // it goes on.
-    let parent_create = match parents {
-        Some(parents) if !known_parents.contains(parent) && parent != "/" => {
-            let parent_options = session.create_options_for(parent, parents.create_mode());
-            Some(session.client().create(parent, &[], &parent_options))
-        }
-        _ => None,
-    };
-    // The requests go on the wire now, back to back; the server runs them in order.
-    let create = session.client().create(&node_path, data, &options);
-    let listing = list_siblings.then(|| session.client().list_children(parent));
-    if let Some(parent_create) = parent_create {
-        // Its outcome shows in the node create's: a missing grandparent fails both with NoNode.
-        let _ = parent_create.await;
-    }
-    let (created, listing) = match (create.await, parents) {
-        (Err(zookeeper_client::Error::NoNode), Some(parents)) => {
-            // The parent is missing (a grandparent too, or its container was reaped): the listing
-            // is worthless. Make the parents, then the create and the listing again.
-            known_parents.forget(parent);
-            drop(listing);
+    // create and both again.
+    let parent_mode = parents.filter(|_| !known_parents.contains(parent) && parent != "/");
+    let (mut created, mut listed) = send_create(session, request, &node_path, parent_mode).await;
+    if let (Err(zookeeper_client::Error::NoNode), Some(parents)) = (&created, parents) {
+        // The parent is missing (a grandparent too, or its container was reaped): the listing
+        // is worthless. Make the parents, then the create and the listing again.
+        known_parents.forget(parent);
+        let again = Box::pin(async {
             ensure_parents(session, parent, parents).await?;
-            let create = session.client().create(&node_path, data, &options);
-            let listing = list_siblings.then(|| session.client().list_children(parent));
-            (create.await, listing)
-        }
-        (other, _) => (other, listing),
-    };
+            Ok::<_, Error>(send_create(session, request, &node_path, None).await)
+        });
+        (created, listed) = again.await?;
+    }
     let (stat, sequence) = created?;
     if parents.is_some() {
         known_parents.insert(parent);
@@ -714,14 +716,49 @@ async fn create_or_find(
     } else {
         (node_path, None)
     };
-    let siblings = match listing {
-        Some(listing) => match listing.await {
-            Ok(children) if children.iter().any(|child| child == path::name(&path)) => Some(children),
-            _ => None,
-        },
+    let siblings = listed
+        .and_then(|listed| listed.ok())
+        .filter(|children| children.iter().any(|child| child == path::name(&path)));
+    Ok(Created { path, stat, sequence, siblings })
+}
+
+/// What the server answered to a create, and to the listing sent behind it (if asked for).
+type CreateAnswers = (
+    std::result::Result<(Stat, zookeeper_client::CreateSequence), zookeeper_client::Error>,
+    Option<std::result::Result<Vec<String>, zookeeper_client::Error>>,
+);
+
+/// Sends, back to back, the parent's create (when `parent_mode` is set), the create of
+/// `node_path` and the listing of the parent (when the request asks for it), and waits for their
+/// answers. The server runs them in order: the parent's create fails with NodeExists when the
+/// parent is there, and its outcome shows in the node create's.
+async fn send_create(
+    session: &Session,
+    request: &ProtectedCreate<'_>,
+    node_path: &str,
+    parent_mode: Option<ParentMode>,
+) -> CreateAnswers {
+    let parent = request.parent;
+    // Boxed: only the first create under a parent sends it.
+    let parent_create = parent_mode.map(|mode| {
+        let options = session.create_options_for(parent, mode.create_mode());
+        Box::pin(session.client().create(parent, &[], &options))
+    });
+    // Pinned in place and awaited by reference, so that the state keeps each future once.
+    let mut create = std::pin::pin!({
+        let options = request.options(session, node_path);
+        session.client().create(node_path, request.data, &options)
+    });
+    let mut listing = std::pin::pin!(request.list_siblings.then(|| session.client().list_children(parent)));
+    if let Some(parent_create) = parent_create {
+        let _ = parent_create.await;
+    }
+    let created = create.as_mut().await;
+    let listed = match listing.as_mut().as_pin_mut() {
+        Some(listing) => Some(listing.await),
         None => None,
     };
-    Ok(Created { path, stat, sequence, siblings })
+    (created, listed)
 }
 
 /// One multi on `session`: check that the anchor exists, create `node_path`. Creates a missing

@@ -23,6 +23,14 @@ use crate::acl::AclProvider;
 /// ```
 #[derive(Clone, Debug)]
 pub struct Session {
+    /// Shared: every call of the framework takes a clone, which is then one counter increment
+    /// (a `Client`'s clone copies its password and several handles), and a clone is one pointer
+    /// in each waiting call's state.
+    inner: Arc<SessionParts>,
+}
+
+#[derive(Debug)]
+struct SessionParts {
     client: Client,
     generation: u64,
     acl: Arc<dyn AclProvider>,
@@ -30,40 +38,40 @@ pub struct Session {
 
 impl Session {
     pub(crate) fn new(client: Client, generation: u64, acl: Arc<dyn AclProvider>) -> Self {
-        Self { client, generation, acl }
+        Self { inner: Arc::new(SessionParts { client, generation, acl }) }
     }
 
     /// The zookeeper-client handle (paths are relative to the framework's namespace).
     pub fn client(&self) -> &Client {
-        &self.client
+        &self.inner.client
     }
 
     /// The session id.
     pub fn id(&self) -> SessionId {
-        self.client.session_id()
+        self.inner.client.session_id()
     }
 
     /// Counts sessions of this framework: 1 for the first, bumped for each new session.
     pub fn generation(&self) -> u64 {
-        self.generation
+        self.inner.generation
     }
 
     /// The negotiated session timeout.
     pub fn timeout(&self) -> Duration {
-        self.client.session_timeout()
+        self.inner.client.session_timeout()
     }
 
     /// Create options for a node at `path`: `mode`, and the ACL the framework's
     /// [`AclProvider`] gives `path`. Every node the framework and the recipes create gets its
     /// options here.
     pub fn create_options_for(&self, path: &str, mode: CreateMode) -> CreateOptions<'_> {
-        mode.with_acls(Acls::new(self.acl.acl_for_path(path)))
+        mode.with_acls(Acls::new(self.inner.acl.acl_for_path(path)))
     }
 
     /// Create options with `mode` and the provider's default ACL, whatever the path: for nodes of
     /// your own outside the provider's rules. Prefer [`create_options_for`](Self::create_options_for).
     pub fn create_options(&self, mode: CreateMode) -> CreateOptions<'_> {
-        mode.with_acls(Acls::new(self.acl.default_acl()))
+        mode.with_acls(Acls::new(self.inner.acl.default_acl()))
     }
 
     /// Whether `ephemeral_owner` (from a node's `Stat`) is this session.

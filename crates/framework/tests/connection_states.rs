@@ -57,6 +57,9 @@ async fn targeted_expiry_is_lost_then_a_new_session_reconnects() {
     let mut events = framework.connection_events();
     let (state, first_session, _) = next_state(&mut events).await;
     assert_eq!(state, ConnectionState::Connected);
+    let first_lost = framework.session_lost(1);
+    let mut first_lost = std::pin::pin!(first_lost);
+    assert!(futures::poll!(first_lost.as_mut()).is_pending(), "the first session is live");
 
     // Silence past the session timeout: the server expires the session while we cannot reach it.
     let negotiated = framework.current().session_timeout.expect("a session");
@@ -66,15 +69,23 @@ async fn targeted_expiry_is_lost_then_a_new_session_reconnects() {
     assert_eq!(state, ConnectionState::Suspended);
     let (state, lost_session, lost_generation) = next_state(&mut events).await;
     assert_eq!((state, lost_session, lost_generation), (ConnectionState::Lost, first_session, 1));
+    within("the first session's loss", first_lost).await.expect("lost, not closed");
     let (state, new_session, generation) = next_state(&mut events).await;
     assert_eq!(state, ConnectionState::Reconnected);
     assert_ne!(new_session, first_session, "a lost session never comes back");
     assert_eq!(generation, 2);
+    // A later call about the first session hears at once that it is gone; the second is live.
+    within("the first session, asked late", framework.session_lost(1)).await.expect("lost");
+    let second_lost = framework.session_lost(2);
+    let mut second_lost = std::pin::pin!(second_lost);
+    assert!(futures::poll!(second_lost.as_mut()).is_pending(), "the second session is live");
 
     // The old session is really gone on the server: its id does not show among the connections.
     let session = within("new session", framework.session(Deadline::after(STEP))).await.expect("session");
     assert_eq!(session.id().0, new_session);
     within("close", framework.close()).await;
+    let closed = within("the second session at close", second_lost).await;
+    assert!(matches!(closed, Err(Error::Closed)), "{closed:?}");
 }
 
 #[tokio::test]
