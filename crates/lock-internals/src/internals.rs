@@ -6,13 +6,11 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, debug_span, warn, Instrument};
 use zk_recipes_framework::zookeeper_client::{self, EventType, SessionState};
-use zk_recipes_framework::{
-    path, ConnectionState, ConnectionUpdate, Deadline, Error as FrameworkError, Framework, OwnedNode,
-};
+use zk_recipes_framework::{path, Deadline, Error as FrameworkError, Framework, OwnedNode};
 
 use std::future::Future;
 
-use futures::future::{BoxFuture, FutureExt};
+use futures::future::{BoxFuture, Either, FutureExt, TryFutureExt};
 
 use crate::driver::{sort_children_by, Decision, LockDriver};
 use crate::error::{LockError, Result};
@@ -95,7 +93,6 @@ pub struct QueuedNode {
     node: OwnedNode,
     decision: Decision,
     position: usize,
-    events: zk_recipes_framework::ConnectionEvents,
     started: Instant,
 }
 
@@ -224,47 +221,57 @@ impl LockInternals {
     ///
     /// # Cancel safety
     /// Cancel safe: a dropped call leaves no node behind.
-    pub async fn enqueue(&self, data: &[u8], deadline: impl Into<Deadline>) -> Result<QueuedNode> {
-        let deadline = deadline.into();
+    pub fn enqueue<'a>(
+        &'a self,
+        data: &'a [u8],
+        deadline: impl Into<Deadline>,
+    ) -> impl Future<Output = Result<QueuedNode>> + Send + 'a {
+        // Combinators rather than an `async fn`, which would keep its arguments twice in its
+        // state; many enqueues may be in flight at once.
         let span = debug_span!("enqueue", dir = %self.dir, lock = self.driver.lock_name());
         let started = Instant::now();
-        let result = self.enqueue_inner(data, deadline, started).instrument(span).await;
-        if matches!(&result, Err(err) if err.is_timeout()) {
-            self.metrics.timed_out();
-        }
-        result
+        self.enqueue_inner(data, deadline.into(), started).instrument(span).inspect_err(|err| {
+            if err.is_timeout() {
+                self.metrics.timed_out();
+            }
+        })
     }
 
-    async fn enqueue_inner(&self, data: &[u8], deadline: Deadline, started: Instant) -> Result<QueuedNode> {
-        let events = self.framework.connection_events();
-        // Curator creates revocable nodes with empty data.
-        let data = if self.revocable { &[][..] } else { data };
-        // The first listing rides along with the create (one round trip for both), unless another
-        // enqueue of this framework on this lock is doing that right now: then this one creates
-        // alone and shares the next listing with the others (see `listing`).
-        // Boxed, and gone once the node is queued: a waiter's future keeps only what waiting needs.
-        let marker = self.driver.marker();
-        let name = self.driver.lock_name();
-        let pipelined = Pipelined::start(&self.framework, &self.dir, &self.driver);
-        let (node, listing) = if pipelined.is_some() {
-            let creating =
-                Box::pin(self.framework.create_marked_and_list(&self.dir, &marker, name, data, deadline));
-            creating.await?
-        } else {
-            let creating = Box::pin(self.framework.create_marked(&self.dir, &marker, name, data, deadline));
-            (creating.await?, None)
-        };
-        drop(pipelined);
-        debug!(node = %node.path(), "queued");
-        let children = match listing {
-            Some(children) => Arc::new(sort_children_by(children, |child| self.driver.sort_key(child))),
-            None => {
-                let listing = Box::pin(self.sorted_children_of(&node, deadline));
-                listing.await?
-            }
-        };
-        let (decision, position) = self.decide(&node, &children)?;
-        Ok(QueuedNode { node, decision, position, events, started })
+    #[allow(clippy::manual_async_fn)] // an `async fn` would keep its arguments twice in its state
+    fn enqueue_inner<'a>(
+        &'a self,
+        data: &'a [u8],
+        deadline: Deadline,
+        started: Instant,
+    ) -> impl Future<Output = Result<QueuedNode>> + Send + 'a {
+        async move {
+            // Curator creates revocable nodes with empty data.
+            let data = if self.revocable { &[][..] } else { data };
+            // The first listing rides along with the create (one round trip for both), unless another
+            // enqueue of this framework on this lock is doing that right now: then this one creates
+            // alone and shares the next listing with the others (see `listing`).
+            let marker = self.driver.marker();
+            let name = self.driver.lock_name();
+            let pipelined = Pipelined::start(&self.framework, &self.dir, &self.driver);
+            let creating = if pipelined.is_some() {
+                Either::Left(self.framework.create_marked_and_list(&self.dir, &marker, name, data, deadline))
+            } else {
+                let creating = self.framework.create_marked(&self.dir, &marker, name, data, deadline);
+                Either::Right(creating.map_ok(|node| (node, None)))
+            };
+            let (node, listing) = creating.await?;
+            drop(pipelined);
+            debug!(node = %node.path(), "queued");
+            let children = match listing {
+                Some(children) => Arc::new(sort_children_by(children, |child| self.driver.sort_key(child))),
+                None => {
+                    let listing = Box::pin(self.sorted_children_of(&node, deadline));
+                    listing.await?
+                }
+            };
+            let (decision, position) = self.decide(&node, &children)?;
+            Ok(QueuedNode { node, decision, position, started })
+        }
     }
 
     /// Asks the driver about the sorted `children`; also our index among them.
@@ -312,7 +319,7 @@ impl LockInternals {
     #[allow(clippy::manual_async_fn)] // an `async fn` would keep `queued` twice in its state
     fn wait_queued_inner(
         &self,
-        mut queued: QueuedNode,
+        queued: QueuedNode,
         wait: Wait,
     ) -> impl Future<Output = Result<Option<HeldLease>>> + Send + '_ {
         async move {
@@ -347,12 +354,7 @@ impl LockInternals {
                 let watched_path = path::join(&self.dir, &watched);
                 // Boxed, and only when we wait: inline, its space would be part of every
                 // acquire's future.
-                let waiting = Box::pin(self.wait_for_deletion(
-                    &queued.node,
-                    &watched_path,
-                    &mut queued.events,
-                    deadline,
-                ));
+                let waiting = Box::pin(self.wait_for_deletion(&queued.node, &watched_path, deadline));
                 let outcome = waiting.await?;
                 match outcome {
                     Watched::Deleted if decision.holds_once_watched_node_goes => {
@@ -386,7 +388,6 @@ impl LockInternals {
         &self,
         node: &OwnedNode,
         watched_path: &str,
-        events: &mut zk_recipes_framework::ConnectionEvents,
         deadline: Deadline,
     ) -> Result<Watched> {
         let generation = node.generation();
@@ -404,48 +405,28 @@ impl LockInternals {
             }
             Err(err) => return Err(err.into()),
         };
-        let outcome = deadline
-            .run(async {
-                // Each branch's future is made in place (not moved in from a local), so the
-                // select holds one copy of each.
-                tokio::select! {
-                    err = self.until_revoked(node, generation) => Ok(Err(err)),
-                    event = watcher.changed() => Ok(match (event.event_type, event.session_state) {
-                        (EventType::NodeDeleted, _) => Ok(Watched::Deleted),
-                        (EventType::Session, SessionState::Expired | SessionState::Closed | SessionState::AuthFailed) => {
-                            Err(LockError::NodeLost { path: node.path().to_owned() })
-                        }
-                        _ => Ok(Watched::Changed),
-                    }),
-                    err = self.until_session_lost(node, generation, events) => Ok(Err(err)),
+        // Each branch's future is made in place (not moved in from a local), so the select holds
+        // one copy of each; the deadline is a branch, whose timer is on the heap only if there is
+        // one.
+        tokio::select! {
+            err = self.until_revoked(node, generation) => Err(err),
+            event = watcher.changed() => match (event.event_type, event.session_state) {
+                (EventType::NodeDeleted, _) => Ok(Watched::Deleted),
+                (EventType::Session, SessionState::Expired | SessionState::Closed | SessionState::AuthFailed) => {
+                    Err(LockError::NodeLost { path: node.path().to_owned() })
                 }
-            })
-            .await?;
-        outcome
+                _ => Ok(Watched::Changed),
+            },
+            err = self.until_session_lost(node, generation) => Err(err),
+            err = deadline.passed() => Err(err.into()),
+        }
     }
 
-    /// Resolves when our node's session (or a later one) is lost: a `Lost` of an earlier session
-    /// may have been buffered before our node was created on the next one.
-    async fn until_session_lost(
-        &self,
-        node: &OwnedNode,
-        generation: u64,
-        events: &mut zk_recipes_framework::ConnectionEvents,
-    ) -> LockError {
-        loop {
-            let ours_lost = match events.next().await {
-                None => return LockError::Framework(FrameworkError::Closed),
-                Some(ConnectionUpdate::Changed(event)) => {
-                    event.state == ConnectionState::Lost && event.generation >= generation
-                }
-                Some(ConnectionUpdate::Lagged { .. }) => {
-                    let now = self.framework.current();
-                    now.generation != generation || now.state == Some(ConnectionState::Lost)
-                }
-            };
-            if ours_lost {
-                return LockError::NodeLost { path: node.path().to_owned() };
-            }
+    /// Resolves when our node's session is lost (or the framework closed).
+    async fn until_session_lost(&self, node: &OwnedNode, generation: u64) -> LockError {
+        match self.framework.session_lost(generation).await {
+            Ok(()) => LockError::NodeLost { path: node.path().to_owned() },
+            Err(err) => err.into(),
         }
     }
 

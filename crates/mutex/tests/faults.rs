@@ -262,6 +262,51 @@ async fn a_lost_of_an_earlier_session_does_not_fail_an_acquire_queued_on_the_new
     within("close", holder_framework.close()).await;
 }
 
+/// A waiter whose session is lost while it waits fails with `NodeLost` once the session is
+/// declared lost, while the server is still out of reach (so no reply or watch event of the
+/// server's can tell it), and leaves no node once the server has expired the session.
+#[tokio::test]
+async fn a_waiter_fails_with_node_lost_when_its_session_is_lost_while_the_server_is_unreachable() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let holder_framework =
+        builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let waiter_framework =
+        builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+    let path = "/lost-while-waiting/lock";
+    let holder =
+        within("lock", Mutex::new(&holder_framework, path).expect("mutex").lock()).await.expect("lock");
+    within("connect", waiter_framework.block_until_connected(STEP)).await.expect("connected");
+    let waiter_mutex = Mutex::new(&waiter_framework, path).expect("mutex");
+    let waiter = tokio::spawn(async move { waiter_mutex.lock().await });
+    eventually("the waiter queued", || async { children(&holder_framework, path).await.len() == 2 }).await;
+    let mut events = waiter_framework.connection_events();
+
+    // Out of reach for far longer than the test waits: no reply or watch event from the server
+    // can tell the waiter; only the client's and the framework's own timers can.
+    proxy.black_hole(Duration::from_secs(600));
+    loop {
+        match within("connection event", events.next()).await {
+            Some(update) if update.state() == ConnectionState::Lost => break,
+            Some(_) => {}
+            None => panic!("the framework closed"),
+        }
+    }
+    let result = within("the waiter's answer, while unreachable", waiter).await.expect("task");
+    assert!(matches!(result, Err(LockError::NodeLost { .. })), "{result:?}");
+    assert!(proxy.is_black_holed(), "answered before the server could be reached");
+
+    proxy.heal();
+    eventually("the expired waiter's node gone", || async {
+        children(&holder_framework, path).await.len() == 1
+    })
+    .await;
+    within("release", holder.release()).await.expect("release");
+    within("close", waiter_framework.close()).await;
+    within("close", holder_framework.close()).await;
+}
+
 /// Issue 11 (4): two reentered guards released at once from two threads: exactly one of them
 /// awaits the delete, so the node is gone (not merely handed to the cleanup worker) when both
 /// calls have returned.
