@@ -56,7 +56,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::json;
 use zk_recipes::framework::zookeeper_client::{self, Client, CreateMode};
 use zk_recipes::framework::{ConnectionState, Deadline, ErrorPolicy, Framework};
-use zk_recipes::mutex::Mutex;
+use zk_recipes::mutex::{Mutex, MutexGuard};
 use zk_recipes_testing::FaultProxy;
 
 mod support;
@@ -326,6 +326,87 @@ impl HoldLog {
         let at = |q: f64| support::quantile(&hand_offs, q) as f64 / 1e3;
         (Some(at(0.5)), Some(at(0.99)))
     }
+
+    /// One contender's loop until the window ends: acquire, note the hold, release, note the
+    /// release.
+    async fn contend(&self, mut contender: impl Contender) {
+        let mut mine = Vec::new();
+        while !self.stop.load(Ordering::Relaxed) {
+            let held = contender.acquire().await;
+            let (hold, acquired, timed) = self.acquired();
+            contender.release(held).await;
+            let released = self.now();
+            self.acquisitions.fetch_add(1, Ordering::Relaxed);
+            if timed {
+                mine.push((hold, acquired, released));
+            }
+        }
+        self.holds.lock().expect("hold log").extend(mine);
+    }
+
+    /// Runs the measured window over the contenders' `tasks`, waits for them, closes their
+    /// `frameworks`: acquisitions/s and hand-off quantiles.
+    async fn measure(
+        &self,
+        tasks: Vec<tokio::task::JoinHandle<()>>,
+        frameworks: Vec<Framework>,
+        warm_up: Duration,
+        duration: Duration,
+    ) -> Measured {
+        let ops = self.run_window(warm_up, duration).await;
+        for task in tasks {
+            task.await.expect("contender");
+        }
+        for framework in frameworks {
+            framework.close().await;
+        }
+        let (p50_us, p99_us) = self.hand_off_quantiles();
+        Measured { ops, p50_us, p99_us }
+    }
+}
+
+/// What a contender of the contended runs does in each cycle.
+trait Contender: Send {
+    type Held: Send;
+    fn acquire(&mut self) -> impl std::future::Future<Output = Self::Held> + Send;
+    fn release(&mut self, held: Self::Held) -> impl std::future::Future<Output = ()> + Send;
+}
+
+/// Ours: the mutex.
+impl Contender for Mutex {
+    type Held = MutexGuard;
+    async fn acquire(&mut self) -> MutexGuard {
+        self.lock().await.expect("lock")
+    }
+    async fn release(&mut self, guard: MutexGuard) {
+        guard.release().await.expect("release")
+    }
+}
+
+/// The floor: [`raw_lock`] on one session's bare client, and a delete.
+struct RawContender {
+    client: Client,
+    dir: String,
+    prefix: String,
+}
+
+impl Contender for RawContender {
+    type Held = String;
+    async fn acquire(&mut self) -> String {
+        raw_lock(&self.client, &self.dir, &self.prefix).await
+    }
+    async fn release(&mut self, node: String) {
+        self.client.delete(&node, None).await.expect("delete")
+    }
+}
+
+/// One framework (one session) per contender.
+async fn start_frameworks(connect_string: &str, sessions: usize) -> Vec<Framework> {
+    let mut frameworks = Vec::new();
+    for _ in 0..sessions {
+        frameworks.push(start_framework(connect_string).await);
+    }
+    frameworks
 }
 
 async fn ours_contended(
@@ -335,40 +416,16 @@ async fn ours_contended(
     warm_up: Duration,
     duration: Duration,
 ) -> Measured {
-    let mut frameworks = Vec::new();
-    for _ in 0..sessions {
-        frameworks.push(start_framework(connect_string).await);
-    }
+    let frameworks = start_frameworks(connect_string, sessions).await;
     let log = HoldLog::new();
     let tasks: Vec<_> = frameworks
         .iter()
         .map(|framework| {
             let (mutex, log) = (Mutex::new(framework, path).expect("mutex"), log.clone());
-            tokio::spawn(async move {
-                let mut mine = Vec::new();
-                while !log.stop.load(Ordering::Relaxed) {
-                    let guard = mutex.lock().await.expect("lock");
-                    let (hold, acquired, timed) = log.acquired();
-                    guard.release().await.expect("release");
-                    let released = log.now();
-                    log.acquisitions.fetch_add(1, Ordering::Relaxed);
-                    if timed {
-                        mine.push((hold, acquired, released));
-                    }
-                }
-                log.holds.lock().expect("hold log").extend(mine);
-            })
+            tokio::spawn(async move { log.contend(mutex).await })
         })
         .collect();
-    let ops = log.run_window(warm_up, duration).await;
-    for task in tasks {
-        task.await.expect("contender");
-    }
-    for framework in frameworks {
-        framework.close().await;
-    }
-    let (p50_us, p99_us) = log.hand_off_quantiles();
-    Measured { ops, p50_us, p99_us }
+    log.measure(tasks, frameworks, warm_up, duration).await
 }
 
 /// The sequence number of a lock node name (`…-lock-0000000042`).
@@ -412,41 +469,17 @@ async fn raw_contended(
     warm_up: Duration,
     duration: Duration,
 ) -> Measured {
-    let mut frameworks = Vec::new();
-    for _ in 0..sessions {
-        frameworks.push(start_framework(connect_string).await);
-    }
+    let frameworks = start_frameworks(connect_string, sessions).await;
     let first = bare_client(&frameworks[0]).await;
     first.mkdir(path, &anyone(CreateMode::Persistent)).await.expect("the bench directory");
     let log = HoldLog::new();
     let mut tasks = Vec::new();
     for (contender, framework) in frameworks.iter().enumerate() {
         let (client, log) = (bare_client(framework).await, log.clone());
-        let (dir, prefix) = (path.to_owned(), protected_prefix(path, contender));
-        tasks.push(tokio::spawn(async move {
-            let mut mine = Vec::new();
-            while !log.stop.load(Ordering::Relaxed) {
-                let node = raw_lock(&client, &dir, &prefix).await;
-                let (hold, acquired, timed) = log.acquired();
-                client.delete(&node, None).await.expect("delete");
-                let released = log.now();
-                log.acquisitions.fetch_add(1, Ordering::Relaxed);
-                if timed {
-                    mine.push((hold, acquired, released));
-                }
-            }
-            log.holds.lock().expect("hold log").extend(mine);
-        }));
+        let raw = RawContender { client, dir: path.to_owned(), prefix: protected_prefix(path, contender) };
+        tasks.push(tokio::spawn(async move { log.contend(raw).await }));
     }
-    let ops = log.run_window(warm_up, duration).await;
-    for task in tasks {
-        task.await.expect("raw contender");
-    }
-    for framework in frameworks {
-        framework.close().await;
-    }
-    let (p50_us, p99_us) = log.hand_off_quantiles();
-    Measured { ops, p50_us, p99_us }
+    log.measure(tasks, frameworks, warm_up, duration).await
 }
 
 async fn ours_distinct(framework: &Framework, base: &str, locks: usize, cycles: usize) -> Measured {
