@@ -219,21 +219,39 @@ async fn a_thousand_waiters_on_one_session_are_woken_one_per_release_in_order() 
     );
 }
 
+/// A holder of `path` on a direct connection, and a waiter's framework (2 s sessions) behind a
+/// fault proxy, connected: for the tests of a waiter's outages.
+struct OutageSetup {
+    server: TestingServer,
+    proxy: FaultProxy,
+    holder_framework: Framework,
+    waiter_framework: Framework,
+    holder: MutexGuard,
+}
+
+impl OutageSetup {
+    async fn start(path: &str) -> OutageSetup {
+        init_tracing();
+        let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+        let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+        let holder_framework =
+            builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+        let waiter_framework =
+            builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+        let holder =
+            within("lock", Mutex::new(&holder_framework, path).expect("mutex").lock()).await.expect("lock");
+        within("connect", waiter_framework.block_until_connected(STEP)).await.expect("connected");
+        OutageSetup { server, proxy, holder_framework, waiter_framework, holder }
+    }
+}
+
 /// Issue 11 (2): a `Lost` of an earlier session, buffered while an acquire waited for a
 /// connection, must not fail that acquire once its node is queued on the new session.
 #[tokio::test]
 async fn a_lost_of_an_earlier_session_does_not_fail_an_acquire_queued_on_the_new_one() {
-    init_tracing();
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
-    let holder_framework =
-        builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    let waiter_framework =
-        builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
     let path = "/stale-lost/lock";
-    let holder =
-        within("lock", Mutex::new(&holder_framework, path).expect("mutex").lock()).await.expect("lock");
-    within("connect", waiter_framework.block_until_connected(STEP)).await.expect("connected");
+    let OutageSetup { server: _server, proxy, holder_framework, waiter_framework, holder } =
+        OutageSetup::start(path).await;
     let mut events = waiter_framework.connection_events();
     let negotiated = waiter_framework.current().session_timeout.expect("session");
 
@@ -267,17 +285,9 @@ async fn a_lost_of_an_earlier_session_does_not_fail_an_acquire_queued_on_the_new
 /// server's can tell it), and leaves no node once the server has expired the session.
 #[tokio::test]
 async fn a_waiter_fails_with_node_lost_when_its_session_is_lost_while_the_server_is_unreachable() {
-    init_tracing();
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
-    let holder_framework =
-        builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    let waiter_framework =
-        builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
     let path = "/lost-while-waiting/lock";
-    let holder =
-        within("lock", Mutex::new(&holder_framework, path).expect("mutex").lock()).await.expect("lock");
-    within("connect", waiter_framework.block_until_connected(STEP)).await.expect("connected");
+    let OutageSetup { server: _server, proxy, holder_framework, waiter_framework, holder } =
+        OutageSetup::start(path).await;
     let waiter_mutex = Mutex::new(&waiter_framework, path).expect("mutex");
     let waiter = tokio::spawn(async move { waiter_mutex.lock().await });
     eventually("the waiter queued", || async { children(&holder_framework, path).await.len() == 2 }).await;
