@@ -130,14 +130,7 @@ impl Pipelined {
         use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
         let dir_hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(dir);
         let key = (framework.instance(), dir_hash, driver_identity(driver));
-        // Made only when inserted: a `Pipelined` dropped here would take another enqueue's mark
-        // away (and lock the set while the statement above still holds it).
-        let inserted = PIPELINED.lock().insert(key);
-        if inserted {
-            Some(Pipelined { key })
-        } else {
-            None
-        }
+        PIPELINED.lock().insert(key).then_some(Pipelined { key })
     }
 }
 
