@@ -85,15 +85,15 @@ fn validate_with(path: &str, sequential: bool) -> Result<(), PathError> {
         }
     }
     let mut offset = 1;
-    let names: Vec<&str> = path[1..].split('/').collect();
-    let last = names.len() - 1;
-    for (position, name) in names.iter().enumerate() {
+    // Counted rather than collected: every call of the framework validates its paths.
+    let last = path[1..].matches('/').count();
+    for (position, name) in path[1..].split('/').enumerate() {
         let trailing_sequential_slot = sequential && position == last;
         if name.is_empty() && !trailing_sequential_slot {
             return Err(PathError::EmptyName { index: offset });
         }
         // A sequential create appends digits, so "/a/." becomes "/a/.0000000001": not relative.
-        if (*name == "." || *name == "..") && !trailing_sequential_slot {
+        if (name == "." || name == "..") && !trailing_sequential_slot {
             return Err(PathError::RelativeName { index: offset });
         }
         offset += name.len() + 1;

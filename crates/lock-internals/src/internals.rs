@@ -207,6 +207,10 @@ impl LockInternals {
         // state is freed before the wait's is allocated, and the caller's future stays small.
         let enqueuing = Box::pin(self.enqueue(data, wait.deadline()));
         let queued = enqueuing.await?;
+        if queued.decision.holds {
+            // Held at the first listing (the uncontended case): nothing to wait for.
+            return Ok(Some(self.held(queued.node, queued.started)));
+        }
         let waiting = Box::pin(self.wait_queued(queued, wait));
         waiting.await
     }
@@ -262,16 +266,23 @@ impl LockInternals {
             let (node, listing) = creating.await?;
             drop(pipelined);
             debug!(node = %node.path(), "queued");
-            let children = match listing {
-                Some(children) => Arc::new(sort_children_by(children, |child| self.driver.sort_key(child))),
+            let (decision, position) = match listing {
+                Some(children) => {
+                    let children = sort_children_by(children, |child| self.driver.sort_key(child));
+                    self.decide(&node, &children)?
+                }
                 None => {
                     let listing = Box::pin(self.sorted_children_of(&node, deadline));
-                    listing.await?
+                    self.decide(&node, &listing.await?)?
                 }
             };
-            let (decision, position) = self.decide(&node, &children)?;
             Ok(QueuedNode { node, decision, position, started })
         }
+    }
+
+    /// Our queued `node` holds: a lease, timed from `started` (when its enqueue began).
+    fn held(&self, node: OwnedNode, started: Instant) -> HeldLease {
+        HeldLease::new(node).timed(self.metrics.acquired(started))
     }
 
     /// Asks the driver about the sorted `children`; also our index among them.

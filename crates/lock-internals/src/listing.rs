@@ -45,9 +45,12 @@ struct Rounds {
 
 static ROUNDS: LazyLock<Mutex<HashMap<Key, Rounds>>> = LazyLock::new(Default::default);
 
-/// The enqueue in flight whose create carries a listing of its own, by framework, directory and
-/// driver: while there is one, another enqueue creates alone and joins a round.
-static PIPELINED: LazyLock<Mutex<HashSet<(usize, String, usize)>>> = LazyLock::new(Default::default);
+/// The enqueue in flight whose create carries a listing of its own, by framework, directory (its
+/// hash: no allocation per acquire) and driver: while there is one, another enqueue creates alone
+/// and joins a round. Two directories with one hash only make one of them list in a round.
+static PIPELINED: LazyLock<Mutex<HashSet<PipelinedKey>>> = LazyLock::new(Default::default);
+
+type PipelinedKey = (usize, u64, usize);
 
 fn driver_identity(driver: &Arc<dyn LockDriver>) -> usize {
     Arc::as_ptr(driver) as *const () as usize
@@ -117,15 +120,24 @@ async fn run_rounds(key: Key, framework: Framework, driver: Arc<dyn LockDriver>)
 
 /// An enqueue whose create carries its own listing, marked while it is in flight.
 pub(crate) struct Pipelined {
-    key: (usize, String, usize),
+    key: PipelinedKey,
 }
 
 impl Pipelined {
     /// Marks an enqueue that lists with its create, unless another such enqueue is in flight for
     /// the same framework, directory and driver (`None`: create alone, then join a round).
     pub(crate) fn start(framework: &Framework, dir: &str, driver: &Arc<dyn LockDriver>) -> Option<Pipelined> {
-        let key = (framework.instance(), dir.to_owned(), driver_identity(driver));
-        PIPELINED.lock().insert(key.clone()).then(|| Pipelined { key })
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let dir_hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(dir);
+        let key = (framework.instance(), dir_hash, driver_identity(driver));
+        // Made only when inserted: a `Pipelined` dropped here would take another enqueue's mark
+        // away (and lock the set while the statement above still holds it).
+        let inserted = PIPELINED.lock().insert(key);
+        if inserted {
+            Some(Pipelined { key })
+        } else {
+            None
+        }
     }
 }
 
