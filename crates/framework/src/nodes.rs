@@ -2,6 +2,7 @@
 //! protected ephemeral-sequential create.
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::future::Future;
 
 use futures::future::{Either, TryFutureExt};
@@ -285,12 +286,17 @@ impl Framework {
     fn check_protected(&self, request: &ProtectedCreate<'_>) -> Result<()> {
         let ProtectedCreate { parent, name, data, .. } = *request;
         validate(parent)?;
-        // The marker is not known before the session is: validate with a stand-in.
-        let candidate = path::join(parent, &format!("{}{name}", path::PROTECTED_MARKER));
         if name.contains('/') {
             return Err(Error::InvalidArgument(format!("node name {name:?} contains '/'")));
         }
-        path::validate_sequential(&candidate).map_err(|reason| Error::invalid_path(&candidate, reason))?;
+        // The node's name is the marker (not known before the session is), then `name`: with a
+        // valid parent, only a character of `name` can make the path invalid. The path is built
+        // (with the marker's stand-in) only to report one.
+        if path::has_refused_character(name) {
+            let candidate = path::join(parent, &format!("{}{name}", path::PROTECTED_MARKER));
+            path::validate_sequential(&candidate)
+                .map_err(|reason| Error::invalid_path(&candidate, reason))?;
+        }
         self.check_data_size(data.len())
     }
 }
@@ -388,8 +394,20 @@ impl NodeMarker {
     /// The marker for a create on the session `session_id`.
     pub fn render(&self, session_id: zookeeper_client::SessionId) -> String {
         match self {
-            NodeMarker::Protected => path::protected_prefix(&uuid::Uuid::new_v4().to_string()),
-            NodeMarker::UuidHex => uuid::Uuid::new_v4().simple().to_string(),
+            // Written into a string of the right size: one allocation per create.
+            NodeMarker::Protected => {
+                let mut buffer = uuid::Uuid::encode_buffer();
+                let id = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buffer);
+                let mut prefix = String::with_capacity(path::PROTECTED_PREFIX_LEN);
+                prefix.push_str(path::PROTECTED_MARKER);
+                prefix.push_str(id);
+                prefix.push('-');
+                prefix
+            }
+            NodeMarker::UuidHex => {
+                let mut buffer = uuid::Uuid::encode_buffer();
+                uuid::Uuid::new_v4().simple().encode_lower(&mut buffer).to_owned()
+            }
             NodeMarker::SessionId { prefix } => format!("{prefix}{}-", session_id.0),
         }
     }
@@ -591,9 +609,9 @@ pub(crate) async fn delete_tree(session: &Session, root: &str) -> Result<()> {
 }
 
 /// What a protected create knows across its tries.
-struct ProtectedAttempt {
+struct ProtectedAttempt<'a> {
     framework: Framework,
-    parent: String,
+    parent: &'a str,
     /// The prefix of the current try and the session generation it belongs to.
     current: Option<(String, u64)>,
     /// Whether a create with the current prefix may have reached the server.
@@ -602,19 +620,12 @@ struct ProtectedAttempt {
     /// kept across sessions, and looked for on the next one.
     outlives_session: bool,
     /// How prefixes are made.
-    marker: NodeMarker,
+    marker: &'a NodeMarker,
 }
 
-impl ProtectedAttempt {
-    fn new(framework: Framework, parent: &str, marker: &NodeMarker, outlives_session: bool) -> Self {
-        Self {
-            framework,
-            parent: parent.to_owned(),
-            current: None,
-            maybe_created: false,
-            outlives_session,
-            marker: marker.clone(),
-        }
+impl<'a> ProtectedAttempt<'a> {
+    fn new(framework: Framework, parent: &'a str, marker: &'a NodeMarker, outlives_session: bool) -> Self {
+        Self { framework, parent, current: None, maybe_created: false, outlives_session, marker }
     }
 
     /// The prefix to use on `session`, and whether an earlier try with it may have created a node
@@ -649,13 +660,13 @@ impl ProtectedAttempt {
             self.framework
                 .core()
                 .cleanup
-                .submit(CleanupTask::Protected { parent: self.parent.clone(), prefix });
+                .submit(CleanupTask::Protected { parent: self.parent.to_owned(), prefix });
         }
         self.maybe_created = false;
     }
 }
 
-impl Drop for ProtectedAttempt {
+impl Drop for ProtectedAttempt<'_> {
     fn drop(&mut self) {
         self.hand_over_unknown();
     }
@@ -687,7 +698,7 @@ async fn create_or_find(
             return Ok(found);
         }
     }
-    let node_path = path::join(parent, &format!("{prefix}{name}"));
+    let node_path = protected_node_path(parent, prefix, name);
     if let Some(anchor) = anchor {
         return Box::pin(create_while_exists(session, anchor, parent, &node_path, name, data, mode)).await;
     }
@@ -712,7 +723,9 @@ async fn create_or_find(
     }
     let sequential = matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential);
     let (path, sequence) = if sequential {
-        (format!("{node_path}{sequence}"), i32::try_from(sequence.into_i64()).ok())
+        let mut path = node_path;
+        write!(path, "{sequence}").expect("writing to a String does not fail");
+        (path, i32::try_from(sequence.into_i64()).ok())
     } else {
         (node_path, None)
     };
@@ -720,6 +733,19 @@ async fn create_or_find(
         .and_then(|listed| listed.ok())
         .filter(|children| children.iter().any(|child| child == path::name(&path)));
     Ok(Created { path, stat, sequence, siblings })
+}
+
+/// `<parent>/<prefix><name>` (as [`path::join`] makes it), with room for the sequence number the
+/// server may append: one allocation for the node's path.
+fn protected_node_path(parent: &str, prefix: &str, name: &str) -> String {
+    /// A sequence number's width (ZooKeeper's `%010d`; 19 digits past `i32::MAX`).
+    const SEQUENCE_ROOM: usize = 19;
+    let parent = parent.trim_end_matches('/');
+    let mut node_path = String::with_capacity(parent.len() + 1 + prefix.len() + name.len() + SEQUENCE_ROOM);
+    for part in [parent, "/", prefix, name] {
+        node_path.push_str(part);
+    }
+    node_path
 }
 
 /// What the server answered to a create, and to the listing sent behind it (if asked for).
@@ -953,11 +979,10 @@ impl OwnedNode {
     /// Cancel safe: if dropped, the cleanup worker deletes the node.
     pub async fn delete(mut self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
-        let path = self.path.clone();
+        let path = self.path.as_str();
         let result = self
             .framework
             .retry_on_session(self.generation, deadline, |session| {
-                let path = &path;
                 let mark = self.mark.as_deref();
                 async move {
                     match mark {
@@ -977,9 +1002,9 @@ impl OwnedNode {
             }
             Ok(false) => {
                 self.armed = false;
-                Err(Error::NodeLost { path })
+                Err(Error::NodeLost { path: self.path.clone() })
             }
-            Err(Error::SessionLost) => Err(Error::NodeLost { path }),
+            Err(Error::SessionLost) => Err(Error::NodeLost { path: self.path.clone() }),
             Err(err) => Err(err),
         }
     }

@@ -79,26 +79,38 @@ fn validate_with(path: &str, sequential: bool) -> Result<(), PathError> {
     if path.ends_with('/') && !sequential {
         return Err(PathError::TrailingSlash);
     }
-    for (index, character) in path.char_indices() {
-        if is_refused_character(character) {
+    // One pass (every call of the framework validates its paths): each name is checked when the
+    // `/` after it, or the end, is reached; the first fault by position is reported, as
+    // ZooKeeper's own `PathUtils` does.
+    let mut name_start = 1;
+    for (index, character) in path.char_indices().skip(1) {
+        if character == '/' {
+            check_name(&path[name_start..index], name_start)?;
+            name_start = index + 1;
+        } else if is_refused_character(character) {
             return Err(PathError::InvalidCharacter { character, index });
         }
     }
-    let mut offset = 1;
-    // Counted rather than collected: every call of the framework validates its paths.
-    let last = path[1..].matches('/').count();
-    for (position, name) in path[1..].split('/').enumerate() {
-        let trailing_sequential_slot = sequential && position == last;
-        if name.is_empty() && !trailing_sequential_slot {
-            return Err(PathError::EmptyName { index: offset });
-        }
-        // A sequential create appends digits, so "/a/." becomes "/a/.0000000001": not relative.
-        if (name == "." || name == "..") && !trailing_sequential_slot {
-            return Err(PathError::RelativeName { index: offset });
-        }
-        offset += name.len() + 1;
+    // A sequential create appends digits to the last name, so "/a/" and "/a/." are fine there.
+    if sequential {
+        Ok(())
+    } else {
+        check_name(&path[name_start..], name_start)
     }
-    Ok(())
+}
+
+/// Checks one name of a path, found at byte `index`.
+fn check_name(name: &str, index: usize) -> Result<(), PathError> {
+    match name {
+        "" => Err(PathError::EmptyName { index }),
+        "." | ".." => Err(PathError::RelativeName { index }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether `text` holds a character ZooKeeper refuses in a path (see [`validate`]).
+pub(crate) fn has_refused_character(text: &str) -> bool {
+    text.chars().any(is_refused_character)
 }
 
 /// The characters ZooKeeper refuses in a path. Java sees text as UTF-16, and refuses every
@@ -275,6 +287,10 @@ mod tests {
             ("/\u{e000}", Err(PathError::InvalidCharacter { character: '\u{e000}', index: 1 })),
             ("/\u{fff0}", Err(PathError::InvalidCharacter { character: '\u{fff0}', index: 1 })),
             ("/😀", Err(PathError::InvalidCharacter { character: '😀', index: 1 })),
+            // The first fault by position, as ZooKeeper's `PathUtils` reports it.
+            ("/a//\u{0}", Err(PathError::EmptyName { index: 3 })),
+            ("/\u{0}//a", Err(PathError::InvalidCharacter { character: '\u{0}', index: 1 })),
+            ("/../\u{0}", Err(PathError::RelativeName { index: 1 })),
         ];
         for (path, expected) in cases {
             assert_eq!(&validate(path), expected, "path {path:?}");

@@ -107,6 +107,11 @@ async fn invalid_paths_are_refused_before_anything_is_sent() {
     }
     let result = framework.create_protected("/fine", "bad/name-", b"", Deadline::after(STEP)).await;
     assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
+    // A name ZooKeeper would refuse in the node's path.
+    for bad_name in ["nul\u{0}-", "private\u{e000}-", "astral😀-"] {
+        let result = framework.create_protected("/fine", bad_name, b"", Deadline::after(STEP)).await;
+        assert!(matches!(result, Err(Error::InvalidPath { .. })), "{bad_name:?}: {result:?}");
+    }
     // Data over the server's jute.maxbuffer would make it drop the connection: refused here.
     let session_before = framework.current().session_id;
     let huge = vec![7u8; 2 << 20];

@@ -50,7 +50,25 @@ static ROUNDS: LazyLock<Mutex<HashMap<Key, Rounds>>> = LazyLock::new(Default::de
 /// and joins a round. Two directories with one hash only make one of them list in a round.
 static PIPELINED: LazyLock<Mutex<HashSet<PipelinedKey>>> = LazyLock::new(Default::default);
 
-type PipelinedKey = (usize, u64, usize);
+/// What marks a lock's pipelined enqueue in flight: its framework, its directory's hash and its
+/// driver. Made once per lock, so an acquire hashes nothing more than the key itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct PipelinedKey {
+    framework: usize,
+    dir_hash: u64,
+    driver: usize,
+}
+
+impl PipelinedKey {
+    pub(crate) fn new(framework: &Framework, dir: &str, driver: &Arc<dyn LockDriver>) -> Self {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        PipelinedKey {
+            framework: framework.instance(),
+            dir_hash: BuildHasherDefault::<DefaultHasher>::default().hash_one(dir),
+            driver: driver_identity(driver),
+        }
+    }
+}
 
 fn driver_identity(driver: &Arc<dyn LockDriver>) -> usize {
     Arc::as_ptr(driver) as *const () as usize
@@ -126,10 +144,7 @@ pub(crate) struct Pipelined {
 impl Pipelined {
     /// Marks an enqueue that lists with its create, unless another such enqueue is in flight for
     /// the same framework, directory and driver (`None`: create alone, then join a round).
-    pub(crate) fn start(framework: &Framework, dir: &str, driver: &Arc<dyn LockDriver>) -> Option<Pipelined> {
-        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-        let dir_hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(dir);
-        let key = (framework.instance(), dir_hash, driver_identity(driver));
+    pub(crate) fn start(key: PipelinedKey) -> Option<Pipelined> {
         // Made only when inserted: a `Pipelined` dropped here would take another enqueue's mark
         // away (and lock the set while the statement above still holds it).
         let inserted = PIPELINED.lock().insert(key);
