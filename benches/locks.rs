@@ -241,8 +241,10 @@ async fn raw_floor(
     measured
 }
 
-async fn ours_uncontended(framework: &Framework, path: &str, warm_up: usize, cycles: usize) -> Measured {
-    let mutex = Mutex::new(framework, path).expect("mutex");
+/// Lock + release on one path, on a framework of its own: a fresh connection, as the raw floor's.
+async fn ours_uncontended(connect_string: &str, path: &str, warm_up: usize, cycles: usize) -> Measured {
+    let framework = start_framework(connect_string).await;
+    let mutex = Mutex::new(&framework, path).expect("mutex");
     for _ in 0..warm_up {
         mutex.lock().await.expect("lock").release().await.expect("release");
     }
@@ -253,7 +255,10 @@ async fn ours_uncontended(framework: &Framework, path: &str, warm_up: usize, cyc
         mutex.lock().await.expect("lock").release().await.expect("release");
         latencies.push(cycle.elapsed());
     }
-    from_latencies(latencies, started.elapsed())
+    let measured = from_latencies(latencies, started.elapsed());
+    drop(mutex);
+    framework.close().await;
+    measured
 }
 
 /// The holds of one contended lock, in the order they happened (the lock serializes them), for
@@ -937,7 +942,7 @@ async fn main() {
             let measured = match client {
                 "floor" => raw_floor(&connect, &path, Protocol::Pipelined, warm_up, cycles).await,
                 "floor-one-by-one" => raw_floor(&connect, &path, Protocol::OneByOne, warm_up, cycles).await,
-                "ours" => ours_uncontended(&framework, &path, warm_up, cycles).await,
+                "ours" => ours_uncontended(&connect, &path, warm_up, cycles).await,
                 _ => {
                     curator(&[
                         "bench-cycles".into(),
