@@ -32,7 +32,9 @@
 //!   concurrently by one process, `--distinct-cycles` each (3), or more where that makes fewer
 //!   than `--distinct-min-total` (3,000) in all (ours: N tasks on one session; Curator: a thread per lock on one
 //!   client, at most `--curator-max-threads`, the pool used is printed), with the raw floor for
-//!   the same concurrency;
+//!   the same concurrency. Each client first cycles the same locks untimed, at least once each
+//!   and `--distinct-warm-up-total` (3,000) cycles in all: the locks' directories exist, Curator's
+//!   threads are started and its JVM has compiled its hot paths before the clock starts;
 //! - scale (once, after the rounds; `--no-scale` skips it): `waiters-N` for each of `--waiters`:
 //!   N waiters (tasks, one `Mutex` each) queued on one held lock of one session: resident memory
 //!   per waiter (VmRSS delta / N), then the holder releases and the waiters drain one by one:
@@ -48,6 +50,7 @@
 //! line (`bench` = `locks`; see `support::JsonLines`).
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -71,6 +74,7 @@ struct Options {
     distinct_locks: Vec<usize>,
     distinct_cycles: usize,
     distinct_min_total: usize,
+    distinct_warm_up_total: usize,
     curator_max_threads: usize,
     scale: bool,
     waiters: Vec<usize>,
@@ -82,6 +86,12 @@ impl Options {
     /// locks would make fewer than `--distinct-min-total` cycles in all.
     fn distinct_cycles_for(&self, locks: usize) -> usize {
         self.distinct_cycles.max(self.distinct_min_total.div_ceil(locks.max(1)))
+    }
+
+    /// Untimed cycles per lock before a distinct-locks run: at least one, and
+    /// `--distinct-warm-up-total` in all.
+    fn distinct_warm_up_for(&self, locks: usize) -> usize {
+        self.distinct_warm_up_total.div_ceil(locks.max(1)).max(1)
     }
 
     fn from_args() -> Self {
@@ -101,6 +111,7 @@ impl Options {
                 distinct_locks: vec![10],
                 distinct_cycles: 2,
                 distinct_min_total: 20,
+                distinct_warm_up_total: 10,
                 curator_max_threads: 10_000,
                 scale: true,
                 waiters: vec![10, 20],
@@ -123,6 +134,7 @@ impl Options {
             distinct_locks: list("--distinct-locks", &[10, 100, 1_000, 10_000]),
             distinct_cycles: number("--distinct-cycles", 3) as usize,
             distinct_min_total: number("--distinct-min-total", 3_000) as usize,
+            distinct_warm_up_total: number("--distinct-warm-up-total", 3_000) as usize,
             curator_max_threads: number("--curator-max-threads", 10_000) as usize,
             scale: !args.flag("--no-scale"),
             waiters: list("--waiters", &[10, 100, 1_000, 10_000]),
@@ -487,53 +499,83 @@ async fn raw_contended(
     log.measure(tasks, frameworks, warm_up, duration).await
 }
 
-async fn ours_distinct(framework: &Framework, base: &str, locks: usize, cycles: usize) -> Measured {
-    // As the raw floor: the common parent exists before the clock starts; each lock's own
-    // directory is made inside the timed part, on its first acquire.
-    framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..locks)
-        .map(|index| {
-            let mutex = Mutex::new(framework, &format!("{base}/lock-{index}")).expect("mutex");
-            tokio::spawn(async move {
-                for _ in 0..cycles {
-                    mutex.lock().await.expect("lock").release().await.expect("release");
-                }
+/// `(warm-up, timed)` cycles per lock of a distinct-locks run.
+type DistinctCycles = (usize, usize);
+
+/// Runs `cycle` on every lock concurrently, `warm_up` times untimed, then `cycles` times timed:
+/// the cycles per second of the timed part. `cycle(index)` does one cycle on lock `index`.
+async fn cycle_distinct<F, Fut>(locks: usize, (warm_up, cycles): DistinctCycles, cycle: F) -> Measured
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let cycle = Arc::new(cycle);
+    let run = |count: usize| {
+        let tasks: Vec<_> = (0..locks)
+            .map(|index| {
+                let cycle = Arc::clone(&cycle);
+                tokio::spawn(async move {
+                    for _ in 0..count {
+                        cycle(index).await;
+                    }
+                })
             })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("cycler");
-    }
+            .collect();
+        async move {
+            for task in tasks {
+                task.await.expect("cycler");
+            }
+        }
+    };
+    run(warm_up).await;
+    let started = Instant::now();
+    run(cycles).await;
     Measured { ops: (locks * cycles) as f64 / started.elapsed().as_secs_f64(), ..Default::default() }
 }
 
-async fn raw_distinct(framework: &Framework, base: &str, locks: usize, cycles: usize) -> Measured {
+async fn ours_distinct(framework: &Framework, base: &str, locks: usize, cycles: DistinctCycles) -> Measured {
+    // As the raw floor: the common parent exists before anything; each lock's own directory is
+    // made by its first (warm-up) acquire.
+    framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
+    let mutexes: Arc<Vec<Mutex>> = Arc::new(
+        (0..locks)
+            .map(|index| Mutex::new(framework, &format!("{base}/lock-{index}")).expect("mutex"))
+            .collect(),
+    );
+    cycle_distinct(locks, cycles, move |index| {
+        let mutexes = Arc::clone(&mutexes);
+        async move {
+            mutexes[index].lock().await.expect("lock").release().await.expect("release");
+        }
+    })
+    .await
+}
+
+async fn raw_distinct(framework: &Framework, base: &str, locks: usize, cycles: DistinctCycles) -> Measured {
     let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
     framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..locks)
-        .map(|index| {
-            let client = session.client().clone();
-            let dir = format!("{base}/raw-{index}");
-            tokio::spawn(async move {
-                let _ = client.create(&dir, &[], &anyone(CreateMode::Persistent)).await;
-                let options = anyone(CreateMode::EphemeralSequential);
-                let prefix = protected_prefix(&dir, 0);
-                for _ in 0..cycles {
-                    let create = client.create(&prefix, b"", &options);
-                    let list = client.list_children(&dir);
-                    let (_, sequence) = create.await.expect("create");
-                    list.await.expect("list");
-                    client.delete(&format!("{prefix}{sequence}"), None).await.expect("delete");
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.expect("raw cycler");
+    let client = session.client().clone();
+    let dirs: Arc<Vec<String>> = Arc::new((0..locks).map(|index| format!("{base}/raw-{index}")).collect());
+    let made = futures::future::join_all(
+        dirs.iter().map(|dir| client.create(dir, &[], &anyone(CreateMode::Persistent))),
+    );
+    for result in made.await {
+        result.expect("a raw lock directory");
     }
-    Measured { ops: (locks * cycles) as f64 / started.elapsed().as_secs_f64(), ..Default::default() }
+    cycle_distinct(locks, cycles, move |index| {
+        let (client, dirs) = (client.clone(), Arc::clone(&dirs));
+        async move {
+            let dir = &dirs[index];
+            let options = anyone(CreateMode::EphemeralSequential);
+            let prefix = protected_prefix(dir, 0);
+            let create = client.create(&prefix, b"", &options);
+            let list = client.list_children(dir);
+            let (_, sequence) = create.await.expect("create");
+            list.await.expect("list");
+            client.delete(&format!("{prefix}{sequence}"), None).await.expect("delete");
+        }
+    })
+    .await
 }
 
 /// Curator's distinct-locks run: a thread per lock (at most `max_threads`), in a JVM with small
@@ -542,7 +584,7 @@ async fn curator_distinct(
     connect: &str,
     base: &str,
     locks: usize,
-    cycles: usize,
+    (warm_up, cycles): DistinctCycles,
     max_threads: usize,
 ) -> (Measured, usize) {
     let args = [
@@ -552,6 +594,7 @@ async fn curator_distinct(
         locks.to_string(),
         cycles.to_string(),
         max_threads.to_string(),
+        warm_up.to_string(),
     ];
     let mut process = zk_recipes_testing::CuratorProcess::spawn_with_jvm_options(
         zk_recipes_testing::Jit::Full,
@@ -819,13 +862,14 @@ fn print_and_emit(
 ) {
     println!(
         "\nmedians of {} interleaved rounds ({} cycles uncontended; contended for {:?} after {:?}; distinct locks x {} \
-         cycles, at least {} in all)",
+         cycles, at least {} in all, after at least {} untimed)",
         options.rounds,
         options.cycles,
         options.contended_for,
         options.warm_up_for,
         options.distinct_cycles,
-        options.distinct_min_total
+        options.distinct_min_total,
+        options.distinct_warm_up_total
     );
     println!("{:<28} {:>12} {:>10} {:>10}", "scenario", "ops/s", "p50 us", "p99 us");
     for ((scenario, client, value), series) in &results.0 {
@@ -847,6 +891,7 @@ fn print_and_emit(
         }
         if *scenario == "distinct" {
             fields["cycles_each"] = json!(options.distinct_cycles_for(*value));
+            fields["warm_up_each"] = json!(options.distinct_warm_up_for(*value));
             if *client == "curator" {
                 fields["threads"] = json!(curator_threads.get(value));
             }
@@ -984,14 +1029,14 @@ async fn main() {
         for &locks in &options.distinct_locks {
             for client in rotated(&["floor", "ours", "curator"], round) {
                 let base = format!("/bench/distinct-{client}-{locks}-{round}");
-                let cycles = options.distinct_cycles_for(locks);
+                let cycles = (options.distinct_warm_up_for(locks), options.distinct_cycles_for(locks));
                 let measured = match client {
                     "floor" => raw_distinct(&framework, &base, locks, cycles).await,
                     "ours" => ours_distinct(&framework, &base, locks, cycles).await,
                     _ => {
+                        let max_threads = options.curator_max_threads;
                         let (measured, threads) =
-                            curator_distinct(&connect, &base, locks, cycles, options.curator_max_threads)
-                                .await;
+                            curator_distinct(&connect, &base, locks, cycles, max_threads).await;
                         curator_threads.insert(locks, threads);
                         measured
                     }

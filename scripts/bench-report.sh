@@ -39,7 +39,7 @@ unset ZKR_BENCH_JSON
 # 2-core machine (3 rounds took 799 s there; the locks scale part, run once, about 3 minutes).
 if [[ $mode == quick ]]; then
     locks=(--rounds 1 --cycles 200 --warm-up-cycles 200 --contended-ms 600 --warm-up-ms 300
-        --sessions 1,2,8,32 --distinct-locks 10,100,1000 --distinct-cycles 2 --distinct-min-total 300
+        --sessions 1,2,8,32 --distinct-locks 10,100,1000 --distinct-cycles 2 --distinct-min-total 300 --distinct-warm-up-total 300
         --waiters 10,100,1000 --held 10000)
     rwlock=(--rounds 1 --secs 1 --warm-up-secs 1)
     leader=(--rounds 1 --hand-overs 20 --warm-up-hand-overs 50 --session-ms 2000)

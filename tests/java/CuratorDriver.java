@@ -85,9 +85,11 @@
  *       <millis> after the warm-up (default 0): RESULT ops=<acquisitions/s> handoff_p50_us=<..>
  *       handoff_p99_us=<..> handoffs=<n>, where a hand-off is from one holder's release()
  *       returning to the next holder's acquire() returning (System.nanoTime, one JVM)
- *   bench-distinct <connect> <base> <locks> <cycles-each> [max-threads]
+ *   bench-distinct <connect> <base> <locks> <cycles-each> [max-threads] [warm-up-cycles-each]
  *       one client, a thread per lock (at most max-threads, default: one per lock), each cycling
- *       its own InterProcessMutex at <base>/lock-<i>: RESULT ops=<cycles/s> threads=<pool size>
+ *       its own InterProcessMutex at <base>/lock-<i>, warm-up-cycles-each times untimed (default
+ *       0: the pool's threads start, the locks' directories are made and the JIT compiles), then
+ *       <cycles-each> times timed: RESULT ops=<cycles/s> threads=<pool size>
  *   bench-rw <connect> <path> <sessions> <millis> <write-percent> [warm-up-millis]
  *       <sessions> clients, one thread and one InterProcessReadWriteLock each, looping acquire +
  *       release, each a write with probability write-percent % (java.util.Random seeded 1000 +
@@ -1253,12 +1255,28 @@ public final class CuratorDriver {
         int locks = Integer.parseInt(arg(args, 2, "locks"));
         int cycles = Integer.parseInt(arg(args, 3, "cycles-each"));
         int threads = args.size() > 4 ? Math.min(locks, Integer.parseInt(args.get(4))) : locks;
+        int warmUp = args.size() > 5 ? Integer.parseInt(args.get(5)) : 0;
         CuratorFramework client = start(connect);
         ExecutorService pool = Executors.newFixedThreadPool(threads);
-        List<Future<?>> running = new ArrayList<>();
-        long started = System.nanoTime();
+        List<InterProcessMutex> mutexes = new ArrayList<>();
         for (int i = 0; i < locks; i++) {
-            InterProcessMutex mutex = new InterProcessMutex(client, base + "/lock-" + i);
+            mutexes.add(new InterProcessMutex(client, base + "/lock-" + i));
+        }
+        cycleDistinct(pool, mutexes, warmUp);
+        long started = System.nanoTime();
+        cycleDistinct(pool, mutexes, cycles);
+        double seconds = (System.nanoTime() - started) / 1e9;
+        pool.shutdown();
+        out(String.format("RESULT ops=%.1f threads=%d", (double) locks * cycles / seconds, threads));
+        client.close();
+        return 0;
+    }
+
+    /** Each mutex cycled {@code cycles} times on the pool, all at once; returns when all are done. */
+    private static void cycleDistinct(ExecutorService pool, List<InterProcessMutex> mutexes, int cycles)
+            throws Exception {
+        List<Future<?>> running = new ArrayList<>();
+        for (InterProcessMutex mutex : mutexes) {
             running.add(pool.submit(() -> {
                 for (int c = 0; c < cycles; c++) {
                     mutex.acquire();
@@ -1270,11 +1288,6 @@ public final class CuratorDriver {
         for (Future<?> future : running) {
             future.get();
         }
-        double seconds = (System.nanoTime() - started) / 1e9;
-        pool.shutdown();
-        out(String.format("RESULT ops=%.1f threads=%d", (double) locks * cycles / seconds, threads));
-        client.close();
-        return 0;
     }
 
     private static int benchReadWrite(List<String> args) throws Exception {
