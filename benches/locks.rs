@@ -14,7 +14,8 @@
 //! contended load), for our side and Curator's alike, and the server is warmed up (untimed)
 //! before the first round. Scenarios, each run for zk-recipes, for Curator (through the Java
 //! driver in `tests/java`) and for the raw floor back to back at each point, in an order rotated
-//! every round, and reported as medians over the rounds with ratios:
+//! every round, and reported as medians over the rounds with ratios (each ratio twice: of the
+//! medians, and the median of each round's own ratio, which a drift between rounds moves less):
 //! - `floor`: the raw protocol a lock cycle needs — create (ephemeral sequential) and list sent
 //!   back to back, then delete — with bare zookeeper-client calls on a session of its own;
 //!   `floor/one-by-one` the same calls each awaited before the next, as Curator sends them: their
@@ -902,23 +903,28 @@ fn print_and_emit(
         "(p50/p99: per cycle for uncontended; per hand-off for contended — release returned -> next lock returned)"
     );
 
-    let ratio = |a: &Series, b: &Series| a.ops() / b.ops();
+    // The ratio of the medians, then the median of each round's own ratio (both measured back to
+    // back in that round; a drift of the machine between rounds moves it less).
+    let ratio = |a: &Series, b: &Series| {
+        let per_round: Vec<f64> = a.ops.iter().zip(&b.ops).map(|(a, b)| a / b).collect();
+        format!("{:.2} ({:.2} per round)", a.ops() / b.ops(), support::median(&per_round))
+    };
     let get = |scenario, client, value| results.get(scenario, client, value);
     println!("\nratios (same run):");
     let (ours, theirs, floor) =
         (get("uncontended", "ours", 1), get("uncontended", "curator", 1), get("uncontended", "floor", 1));
-    println!("  uncontended cycles/s, ours / Curator:      {:.2}x", ratio(ours, theirs));
+    println!("  uncontended cycles/s, ours / Curator:      {}", ratio(ours, theirs));
     if let (Some(ours), Some(theirs)) = (ours.p99(), theirs.p99()) {
         println!("  uncontended p99, ours / Curator:           {:.2}", ours / theirs);
     }
-    println!("  uncontended, ours / raw floor:             {:.2}", ratio(ours, floor));
-    println!("  uncontended, Curator / raw floor:          {:.2}", ratio(theirs, floor));
+    println!("  uncontended, ours / raw floor:             {}", ratio(ours, floor));
+    println!("  uncontended, Curator / raw floor:          {}", ratio(theirs, floor));
     let one_by_one = get("uncontended-one-by-one", "floor", 1);
     println!(
-        "  protocol bound, raw floor / raw one-by-one (Curator's protocol on bare calls): {:.2}x",
+        "  protocol bound, raw floor / raw one-by-one (Curator's protocol on bare calls): {}",
         ratio(floor, one_by_one)
     );
-    println!("  uncontended, Curator / raw one-by-one:     {:.2}", ratio(theirs, one_by_one));
+    println!("  uncontended, Curator / raw one-by-one:     {}", ratio(theirs, one_by_one));
     for &sessions in &options.sessions {
         let (ours, theirs, floor) = (
             get("contended", "ours", sessions),
@@ -926,7 +932,7 @@ fn print_and_emit(
             get("contended", "floor", sessions),
         );
         println!(
-            "  {sessions:>3} sessions acquisitions/s: ours / Curator {:.2}x, ours / raw floor {:.2}, Curator / raw floor {:.2}",
+            "  {sessions:>3} sessions acquisitions/s: ours / Curator {}, ours / raw floor {}, Curator / raw floor {}",
             ratio(ours, theirs),
             ratio(ours, floor),
             ratio(theirs, floor)
@@ -939,7 +945,7 @@ fn print_and_emit(
             get("distinct", "floor", locks),
         );
         println!(
-            "  {locks:>6} distinct locks: ours / Curator {:.2}x, ours / raw floor {:.2}, Curator / raw floor {:.2} \
+            "  {locks:>6} distinct locks: ours / Curator {}, ours / raw floor {}, Curator / raw floor {} \
              (Curator: {} threads)",
             ratio(ours, theirs),
             ratio(ours, floor),

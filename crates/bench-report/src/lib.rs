@@ -79,6 +79,40 @@ impl Record {
     pub fn ops(&self) -> Option<f64> {
         self.number("ops")
     }
+
+    /// `per_round`: the rate of each round, in round order (empty when the line has none).
+    pub fn per_round(&self) -> Vec<f64> {
+        self.fields
+            .get("per_round")
+            .and_then(Value::as_array)
+            .map(|rates| rates.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The median over rounds of `a`'s rate divided by `b`'s rate of the same round, or `None` unless
+/// both have a rate for each of the same number of rounds. Two clients measured back to back in
+/// one round share that round's conditions, so a drift of the machine between rounds moves this
+/// less than the ratio of the two medians.
+///
+/// ```
+/// use zk_recipes_bench_report::{paired_ratio, Run};
+/// let run = Run::parse(concat!(
+///     r#"{"bench":"locks","scenario":"u","client":"ours","ops":90.0,"per_round":[90.0,45.0,99.0]}"#, "\n",
+///     r#"{"bench":"locks","scenario":"u","client":"floor","ops":100.0,"per_round":[100.0,50.0,100.0]}"#,
+/// ))?;
+/// let (ours, floor) = (run.find("locks", "u", "ours", None), run.find("locks", "u", "floor", None));
+/// assert_eq!(paired_ratio(ours, floor), Some(0.9)); // per round: 0.90, 0.90, 0.99
+/// # Ok::<(), zk_recipes_bench_report::ReportError>(())
+/// ```
+pub fn paired_ratio(a: Option<&Record>, b: Option<&Record>) -> Option<f64> {
+    let (a, b) = (a?.per_round(), b?.per_round());
+    if a.is_empty() || a.len() != b.len() || b.contains(&0.0) {
+        return None;
+    }
+    let mut ratios: Vec<f64> = a.iter().zip(&b).map(|(a, b)| a / b).collect();
+    ratios.sort_by(f64::total_cmp);
+    Some(ratios[ratios.len() / 2]) // the upper median of an even count, as the benches' medians
 }
 
 /// A whole run: its results and what describes it.
@@ -240,6 +274,20 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// A ratio cell: the ratio of the medians, then in brackets the median of the per-round ratios
+/// ([`paired_ratio`]) when the rounds pair up.
+fn ratio_cell(a: Option<&Record>, b: Option<&Record>) -> String {
+    let of_medians = cell(ratio(a.and_then(Record::ops), b.and_then(Record::ops)), times);
+    match paired_ratio(a, b) {
+        Some(paired) => format!("{of_medians} ({})", times(paired)),
+        None => of_medians,
+    }
+}
+
+const RATIO_CELLS: &str = "In a ratio column, the first figure is the ratio of the two medians; the one in \
+    brackets is the median of each round's own ratio (the two clients measured back to back in that round), \
+    which a drift of the machine between rounds moves less.";
+
 fn us(value: f64) -> String {
     format!("{value:.0}")
 }
@@ -312,7 +360,7 @@ pub fn markdown_report(run: &Run, plots: &[PathBuf], link_base: &str) -> String 
 type PlotLink<'a> = dyn Fn(&mut String, &str, &str) + 'a;
 
 fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
-    let _ = writeln!(out, "## Locks (`benches/locks.rs`)\n");
+    let _ = writeln!(out, "## Locks (`benches/locks.rs`)\n\n{RATIO_CELLS}\n");
     let ops = |scenario: &str, client: &str, value: Option<f64>| {
         run.find("locks", scenario, client, value).and_then(Record::ops)
     };
@@ -324,8 +372,8 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             out,
             "| client | cycles/s | p50 µs | p99 µs | / floor | ours / this |\n|---|---:|---:|---:|---:|---:|"
         );
-        let floor = ops("uncontended", "floor", None);
-        let ours = ops("uncontended", "ours", None);
+        let floor = record("uncontended", "floor", None);
+        let ours = record("uncontended", "ours", None);
         for (label, scenario, client) in [
             ("zk-recipes", "uncontended", "ours"),
             ("Curator", "uncontended", "curator"),
@@ -339,8 +387,8 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
                 cell(found.ops(), format_rate),
                 cell(found.number("p50_us"), us),
                 cell(found.number("p99_us"), us),
-                cell(ratio(found.ops(), floor), times),
-                cell(ratio(ours, found.ops()), times),
+                ratio_cell(Some(found), floor),
+                ratio_cell(ours, Some(found)),
             );
         }
         let _ = writeln!(out);
@@ -372,9 +420,9 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
                 cell(rate(ours), format_rate),
                 cell(rate(curator), format_rate),
                 cell(rate(floor), format_rate),
-                cell(ratio(rate(ours), rate(floor)), times),
-                cell(ratio(rate(ours), rate(curator)), times),
-                cell(ratio(rate(curator), rate(floor)), times),
+                ratio_cell(ours, floor),
+                ratio_cell(ours, curator),
+                ratio_cell(curator, floor),
                 hand_off(ours),
                 hand_off(curator),
                 hand_off(floor),
@@ -402,6 +450,7 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         );
         for value in locks {
             let rate = |client: &str| ops("distinct", client, Some(value));
+            let found = |client: &str| record("distinct", client, Some(value));
             let threads =
                 record("distinct", "curator", Some(value)).and_then(|found| found.number("threads"));
             let per_lock = |field: &str| {
@@ -418,9 +467,9 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
                 cell(rate("ours"), format_rate),
                 cell(rate("curator"), format_rate),
                 cell(rate("floor"), format_rate),
-                cell(ratio(rate("ours"), rate("floor")), times),
-                cell(ratio(rate("ours"), rate("curator")), times),
-                cell(ratio(rate("curator"), rate("floor")), times),
+                ratio_cell(found("ours"), found("floor")),
+                ratio_cell(found("ours"), found("curator")),
+                ratio_cell(found("curator"), found("floor")),
                 cell(threads, format_rate),
             );
         }
@@ -601,6 +650,24 @@ mod tests {
     fn a_line_without_bench_is_refused() {
         let error = Run::parse("{\"scenario\":\"x\"}").expect_err("no bench");
         assert!(matches!(error, ReportError::BadLine { line: 1, .. }), "{error}");
+    }
+
+    #[test]
+    fn rounds_pair_up_only_when_both_sides_have_each_round() {
+        let line = |client: &str, rounds: &str| {
+            format!(
+                r#"{{"bench":"locks","scenario":"u","client":"{client}","ops":1.0,"per_round":{rounds}}}"#
+            )
+        };
+        let run =
+            Run::parse(&[line("a", "[1.0,2.0]"), line("b", "[1.0]"), line("c", "[0.0,1.0]")].join("\n"))
+                .expect("parse");
+        let found = |client: &str| run.find("locks", "u", client, None);
+        assert_eq!(paired_ratio(found("a"), found("b")), None, "different round counts");
+        assert_eq!(paired_ratio(found("a"), found("c")), None, "a round of zero");
+        assert_eq!(paired_ratio(found("a"), None), None);
+        assert_eq!(ratio_cell(found("a"), found("b")), "1.00");
+        assert_eq!(ratio_cell(found("c"), found("a")), "1.00 (0.50)");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use zk_recipes_bench_report::{render, Run, PLOTS};
+use zk_recipes_bench_report::{paired_ratio, render, Run, PLOTS};
 
 const FIXTURE: &str = include_str!("fixtures/quick-run.jsonl");
 
@@ -58,12 +58,11 @@ fn ratios_come_from_the_same_run() {
     let markdown = dir.path().join("benchmarks.md");
     render(&run, &markdown, &dir.path().join("img")).expect("render");
     let report = std::fs::read_to_string(&markdown).expect("the report");
-    let rate = |client: &str| {
-        run.find("locks", "contended", client, Some(run.values("locks", "contended")[0]))
-            .and_then(|record| record.ops())
-            .expect("a contended rate")
-    };
-    let expected = format!("| {:.2} |", rate("ours") / rate("floor"));
+    let record =
+        |client: &str| run.find("locks", "contended", client, Some(run.values("locks", "contended")[0]));
+    let rate = |client: &str| record(client).and_then(|record| record.ops()).expect("a contended rate");
+    let paired = paired_ratio(record("ours"), record("floor")).expect("rounds that pair up");
+    let expected = format!("| {:.2} ({paired:.2}) |", rate("ours") / rate("floor"));
     let row = report
         .lines()
         .find(|line| line.starts_with(&format!("| {} |", run.values("locks", "contended")[0])))
