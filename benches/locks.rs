@@ -21,6 +21,10 @@
 //!   `floor/one-by-one` the same calls each awaited before the next, as Curator sends them: their
 //!   ratio is the most any client can gain on Curator from the protocol alone;
 //! - `uncontended`: lock + release on one path, one session: cycles/s, p50, p99;
+//! - `uncontended-interleaved`: ours and the pipelined floor, each on a session and path of its
+//!   own, cycling in alternating blocks of `--interleave-block` cycles (50): both are timed over
+//!   the same stretch of time, so a machine whose speed drifts between measurements moves their
+//!   ratio less than the back-to-back `uncontended` scenario's;
 //! - `contended-N` for each of `--sessions` (2, 8, 32, 128): N sessions (one task or thread each)
 //!   looping lock + release on one path: acquisitions/s, and hand-off latency — from one
 //!   holder's release returning to the next holder's lock returning, p50 and p99 (it can be
@@ -69,6 +73,7 @@ struct Options {
     rounds: usize,
     cycles: usize,
     warm_up_cycles: usize,
+    interleave_block: usize,
     contended_for: Duration,
     warm_up_for: Duration,
     sessions: Vec<usize>,
@@ -106,6 +111,7 @@ impl Options {
                 rounds: 1,
                 cycles: 20,
                 warm_up_cycles: 10,
+                interleave_block: 5,
                 contended_for: Duration::from_millis(300),
                 warm_up_for: Duration::from_millis(100),
                 sessions: vec![2, 4],
@@ -126,6 +132,7 @@ impl Options {
             // Enough for the JVMs' optimising compiler to have compiled Curator's and the
             // server's hot paths before the timed part.
             warm_up_cycles: number("--warm-up-cycles", 3_000) as usize,
+            interleave_block: number("--interleave-block", 50) as usize,
             contended_for: Duration::from_millis(number(
                 "--contended-ms",
                 number("--contended-secs", 3) * 1000,
@@ -210,6 +217,94 @@ fn protected_prefix(dir: &str, contender: usize) -> String {
     format!("{dir}/_c_{contender:08x}-0000-4000-8000-000000000000-lock-")
 }
 
+/// The raw floor's lock cycle on bare calls, on a session of its own: `cycle` creates our node
+/// (protected, ephemeral sequential), lists the directory and deletes the node.
+struct RawCycler {
+    framework: Framework,
+    client: Client,
+    dir: String,
+    node_prefix: String,
+    node_options: zookeeper_client::CreateOptions<'static>,
+}
+
+impl RawCycler {
+    async fn start(connect_string: &str, dir: &str) -> Self {
+        let framework = start_framework(connect_string).await;
+        let client = bare_client(&framework).await;
+        // Persistent, not a container: an emptied container would be reaped between cycles.
+        client.mkdir(dir, &anyone(CreateMode::Persistent)).await.expect("the bench directory");
+        RawCycler {
+            framework,
+            client,
+            dir: dir.to_owned(),
+            node_prefix: protected_prefix(dir, 0),
+            node_options: anyone(CreateMode::EphemeralSequential),
+        }
+    }
+
+    async fn cycle(&self, protocol: Protocol) {
+        let (client, dir, prefix) = (&self.client, self.dir.as_str(), self.node_prefix.as_str());
+        let sequence = match protocol {
+            Protocol::Pipelined => {
+                let create = client.create(prefix, b"", &self.node_options);
+                let list = client.list_children(dir);
+                let (_, sequence) = create.await.expect("create");
+                list.await.expect("list");
+                sequence
+            }
+            Protocol::OneByOne => {
+                let (_, sequence) = client.create(prefix, b"", &self.node_options).await.expect("create");
+                client.list_children(dir).await.expect("list");
+                sequence
+            }
+        };
+        client.delete(&format!("{prefix}{sequence}"), None).await.expect("delete");
+    }
+
+    async fn close(self) {
+        drop(self.client);
+        self.framework.close().await;
+    }
+}
+
+/// Cycles timed one by one, in one or more runs: the rate is the cycles over the runs' time.
+#[derive(Default)]
+struct Timed {
+    latencies: Vec<Duration>,
+    total: Duration,
+}
+
+impl Timed {
+    /// `warm_up` cycles untimed, then `cycles` timed.
+    async fn after_warm_up<F: Future<Output = ()>>(
+        warm_up: usize,
+        cycles: usize,
+        mut cycle: impl FnMut() -> F,
+    ) -> Measured {
+        for _ in 0..warm_up {
+            cycle().await;
+        }
+        let mut timed = Timed::default();
+        timed.run(cycles, cycle).await;
+        timed.measured()
+    }
+
+    async fn run<F: Future<Output = ()>>(&mut self, cycles: usize, mut cycle: impl FnMut() -> F) {
+        self.latencies.reserve(cycles);
+        let started = Instant::now();
+        for _ in 0..cycles {
+            let one = Instant::now();
+            cycle().await;
+            self.latencies.push(one.elapsed());
+        }
+        self.total += started.elapsed();
+    }
+
+    fn measured(self) -> Measured {
+        from_latencies(self.latencies, self.total)
+    }
+}
+
 async fn raw_floor(
     connect_string: &str,
     path: &str,
@@ -217,61 +312,61 @@ async fn raw_floor(
     warm_up: usize,
     cycles: usize,
 ) -> Measured {
-    let framework = start_framework(connect_string).await;
-    let client = bare_client(&framework).await;
-    // Persistent, not a container: an emptied container would be reaped between cycles.
-    client.mkdir(path, &anyone(CreateMode::Persistent)).await.expect("the bench directory");
-    let node_options = anyone(CreateMode::EphemeralSequential);
-    let node_prefix = protected_prefix(path, 0);
-    let mut latencies = Vec::with_capacity(cycles);
-    let mut started = Instant::now();
-    for cycle_index in 0..warm_up + cycles {
-        if cycle_index == warm_up {
-            latencies.clear();
-            started = Instant::now();
-        }
-        let cycle = Instant::now();
-        let sequence = match protocol {
-            Protocol::Pipelined => {
-                let create = client.create(&node_prefix, b"", &node_options);
-                let list = client.list_children(path);
-                let (_, sequence) = create.await.expect("create");
-                list.await.expect("list");
-                sequence
-            }
-            Protocol::OneByOne => {
-                let (_, sequence) = client.create(&node_prefix, b"", &node_options).await.expect("create");
-                client.list_children(path).await.expect("list");
-                sequence
-            }
-        };
-        client.delete(&format!("{node_prefix}{sequence}"), None).await.expect("delete");
-        latencies.push(cycle.elapsed());
-    }
-    let measured = from_latencies(latencies, started.elapsed());
-    drop(client);
-    framework.close().await;
+    let floor = RawCycler::start(connect_string, path).await;
+    let measured = Timed::after_warm_up(warm_up, cycles, || floor.cycle(protocol)).await;
+    floor.close().await;
     measured
+}
+
+/// One lock + release of ours.
+async fn cycle_ours(mutex: &Mutex) {
+    mutex.lock().await.expect("lock").release().await.expect("release");
 }
 
 /// Lock + release on one path, on a framework of its own: a fresh connection, as the raw floor's.
 async fn ours_uncontended(connect_string: &str, path: &str, warm_up: usize, cycles: usize) -> Measured {
     let framework = start_framework(connect_string).await;
     let mutex = Mutex::new(&framework, path).expect("mutex");
-    for _ in 0..warm_up {
-        mutex.lock().await.expect("lock").release().await.expect("release");
-    }
-    let mut latencies = Vec::with_capacity(cycles);
-    let started = Instant::now();
-    for _ in 0..cycles {
-        let cycle = Instant::now();
-        mutex.lock().await.expect("lock").release().await.expect("release");
-        latencies.push(cycle.elapsed());
-    }
-    let measured = from_latencies(latencies, started.elapsed());
+    let measured = Timed::after_warm_up(warm_up, cycles, || cycle_ours(&mutex)).await;
     drop(mutex);
     framework.close().await;
     measured
+}
+
+/// Ours and the raw floor (pipelined), each on a framework of its own and a path of its own,
+/// cycling in alternating blocks of `block` cycles, the first of each pair alternating too: both
+/// are timed across the same stretch of the machine's weather, so a drift between measurements,
+/// which moves the back-to-back scenario's ratio, falls on both alike. Returns (ours, floor).
+async fn uncontended_interleaved(
+    connect_string: &str,
+    path: &str,
+    warm_up: usize,
+    cycles: usize,
+    block: usize,
+) -> (Measured, Measured) {
+    let framework = start_framework(connect_string).await;
+    let mutex = Mutex::new(&framework, &format!("{path}-ours")).expect("mutex");
+    let floor = RawCycler::start(connect_string, &format!("{path}-floor")).await;
+    for _ in 0..warm_up {
+        cycle_ours(&mutex).await;
+        floor.cycle(Protocol::Pipelined).await;
+    }
+    let (mut ours, mut theirs) = (Timed::default(), Timed::default());
+    let block = block.max(1);
+    for (index, first) in (0..cycles).step_by(block).enumerate() {
+        let count = block.min(cycles - first);
+        if index % 2 == 0 {
+            ours.run(count, || cycle_ours(&mutex)).await;
+            theirs.run(count, || floor.cycle(Protocol::Pipelined)).await;
+        } else {
+            theirs.run(count, || floor.cycle(Protocol::Pipelined)).await;
+            ours.run(count, || cycle_ours(&mutex)).await;
+        }
+    }
+    drop(mutex);
+    framework.close().await;
+    floor.close().await;
+    (ours.measured(), theirs.measured())
 }
 
 /// The holds of one contended lock, in the order they happened (the lock serializes them), for
@@ -872,10 +967,10 @@ fn print_and_emit(
         options.distinct_min_total,
         options.distinct_warm_up_total
     );
-    println!("{:<28} {:>12} {:>10} {:>10}", "scenario", "ops/s", "p50 us", "p99 us");
+    println!("{:<34} {:>12} {:>10} {:>10}", "scenario", "ops/s", "p50 us", "p99 us");
     for ((scenario, client, value), series) in &results.0 {
         let name = format!("{client}/{scenario}-{value}");
-        println!("{name:<28} {:>12.0} {:>10} {:>10}", series.ops(), show(series.p50()), show(series.p99()));
+        println!("{name:<34} {:>12.0} {:>10} {:>10}", series.ops(), show(series.p50()), show(series.p99()));
         let (param, unit, latency) = match *scenario {
             "contended" => (Some("sessions"), "acquisitions/s", "handoff"),
             "distinct" => (Some("locks"), "cycles/s", "cycle"),
@@ -889,6 +984,9 @@ fn print_and_emit(
         if let Some(param) = param {
             fields["param"] = json!(param);
             fields["value"] = json!(value);
+        }
+        if *scenario == "uncontended-interleaved" {
+            fields["block"] = json!(options.interleave_block);
         }
         if *scenario == "distinct" {
             fields["cycles_each"] = json!(options.distinct_cycles_for(*value));
@@ -919,6 +1017,11 @@ fn print_and_emit(
     }
     println!("  uncontended, ours / raw floor:             {}", ratio(ours, floor));
     println!("  uncontended, Curator / raw floor:          {}", ratio(theirs, floor));
+    println!(
+        "  uncontended, interleaved in blocks of {}, ours / raw floor: {}",
+        options.interleave_block,
+        ratio(get("uncontended-interleaved", "ours", 1), get("uncontended-interleaved", "floor", 1))
+    );
     let one_by_one = get("uncontended-one-by-one", "floor", 1);
     println!(
         "  protocol bound, raw floor / raw one-by-one (Curator's protocol on bare calls): {}",
@@ -1010,6 +1113,11 @@ async fn main() {
                 client => results.push("uncontended", client, 1, measured),
             }
         }
+        let path = format!("/bench/uncontended-interleaved-{round}");
+        let (ours, floor) =
+            uncontended_interleaved(&connect, &path, warm_up, cycles, options.interleave_block).await;
+        results.push("uncontended-interleaved", "ours", 1, ours);
+        results.push("uncontended-interleaved", "floor", 1, floor);
         for &sessions in &options.sessions {
             for client in rotated(&["floor", "ours", "curator"], round) {
                 let path = format!("/bench/contended-{client}-{sessions}-{round}");

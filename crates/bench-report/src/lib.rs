@@ -392,6 +392,28 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             );
         }
         let _ = writeln!(out);
+        let ours = record("uncontended-interleaved", "ours", None);
+        let floor = record("uncontended-interleaved", "floor", None);
+        if let (Some(ours), Some(floor)) = (ours, floor) {
+            let block = ours.number("block").map_or_else(|| "?".to_owned(), |block| format!("{block:.0}"));
+            let _ = writeln!(
+                out,
+                "Ours and the floor interleaved: each on a session and path of its own, cycling in alternating \
+                 blocks of {block} cycles (which goes first alternates too), so both are timed over the same \
+                 stretch of the machine's time.\n\n| client | cycles/s | p50 µs | p99 µs | / floor |\n|---|---:|---:|---:|---:|"
+            );
+            for (label, found) in [("zk-recipes", ours), ("raw floor (create + list pipelined)", floor)] {
+                let _ = writeln!(
+                    out,
+                    "| {label} | {} | {} | {} | {} |",
+                    cell(found.ops(), format_rate),
+                    cell(found.number("p50_us"), us),
+                    cell(found.number("p99_us"), us),
+                    ratio_cell(Some(found), Some(floor)),
+                );
+            }
+            let _ = writeln!(out);
+        }
     }
 
     let sessions = run.values("locks", "contended");
