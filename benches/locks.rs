@@ -598,80 +598,137 @@ async fn raw_contended(
 /// `(warm-up, timed)` cycles per lock of a distinct-locks run.
 type DistinctCycles = (usize, usize);
 
-/// Runs `cycle` on every lock concurrently, `warm_up` times untimed, then `cycles` times timed:
-/// the cycles per second of the timed part. `cycle(index)` does one cycle on lock `index`.
-async fn cycle_distinct<F, Fut>(locks: usize, (warm_up, cycles): DistinctCycles, cycle: F) -> Measured
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let cycle = Arc::new(cycle);
-    let run = |count: usize| {
-        let tasks: Vec<_> = (0..locks)
-            .map(|index| {
-                let cycle = Arc::clone(&cycle);
-                tokio::spawn(async move {
-                    for _ in 0..count {
-                        cycle(index).await;
-                    }
-                })
-            })
-            .collect();
-        async move {
-            for task in tasks {
-                task.await.expect("cycler");
-            }
-        }
-    };
-    run(warm_up).await;
+/// Many distinct locks of one client, each cycled by a task of its own.
+trait DistinctLocks: Send + Sync + 'static {
+    /// How many locks.
+    fn len(&self) -> usize;
+    /// One lock + release of lock `index`.
+    fn cycle(&self, index: usize) -> impl Future<Output = ()> + Send + '_;
+}
+
+/// Cycles every lock `count` times at once, a task per lock: how long that took.
+async fn distinct_pass<L: DistinctLocks>(locks: &Arc<L>, count: usize) -> Duration {
     let started = Instant::now();
-    run(cycles).await;
-    Measured { ops: (locks * cycles) as f64 / started.elapsed().as_secs_f64(), ..Default::default() }
-}
-
-async fn ours_distinct(framework: &Framework, base: &str, locks: usize, cycles: DistinctCycles) -> Measured {
-    // As the raw floor: the common parent exists before anything; each lock's own directory is
-    // made by its first (warm-up) acquire.
-    framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
-    let mutexes: Arc<Vec<Mutex>> = Arc::new(
-        (0..locks)
-            .map(|index| Mutex::new(framework, &format!("{base}/lock-{index}")).expect("mutex"))
-            .collect(),
-    );
-    cycle_distinct(locks, cycles, move |index| {
-        let mutexes = Arc::clone(&mutexes);
-        async move {
-            mutexes[index].lock().await.expect("lock").release().await.expect("release");
-        }
-    })
-    .await
-}
-
-async fn raw_distinct(framework: &Framework, base: &str, locks: usize, cycles: DistinctCycles) -> Measured {
-    let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
-    framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
-    let client = session.client().clone();
-    let dirs: Arc<Vec<String>> = Arc::new((0..locks).map(|index| format!("{base}/raw-{index}")).collect());
-    let made = futures::future::join_all(
-        dirs.iter().map(|dir| client.create(dir, &[], &anyone(CreateMode::Persistent))),
-    );
-    for result in made.await {
-        result.expect("a raw lock directory");
+    let tasks: Vec<_> = (0..locks.len())
+        .map(|index| {
+            let locks = Arc::clone(locks);
+            tokio::spawn(async move {
+                for _ in 0..count {
+                    locks.cycle(index).await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("cycler");
     }
-    cycle_distinct(locks, cycles, move |index| {
-        let (client, dirs) = (client.clone(), Arc::clone(&dirs));
-        async move {
-            let dir = &dirs[index];
-            let options = anyone(CreateMode::EphemeralSequential);
-            let prefix = protected_prefix(dir, 0);
-            let create = client.create(&prefix, b"", &options);
-            let list = client.list_children(dir);
-            let (_, sequence) = create.await.expect("create");
-            list.await.expect("list");
-            client.delete(&format!("{prefix}{sequence}"), None).await.expect("delete");
+    started.elapsed()
+}
+
+fn distinct_rate(locks: usize, cycles: usize, took: Duration) -> Measured {
+    Measured { ops: (locks * cycles) as f64 / took.as_secs_f64(), ..Default::default() }
+}
+
+/// Every lock `warm_up` times untimed, then `cycles` times timed: the timed part's cycles/s.
+async fn cycle_distinct<L: DistinctLocks>(locks: Arc<L>, (warm_up, cycles): DistinctCycles) -> Measured {
+    distinct_pass(&locks, warm_up).await;
+    distinct_rate(locks.len(), cycles, distinct_pass(&locks, cycles).await)
+}
+
+/// Our mutexes on `locks` distinct paths under `base`.
+struct OursDistinct(Vec<Mutex>);
+
+impl OursDistinct {
+    async fn new(framework: &Framework, base: &str, locks: usize) -> Arc<Self> {
+        // As the raw floor: the common parent exists before anything; each lock's own directory
+        // is made by its first (warm-up) acquire.
+        framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
+        let mutexes = (0..locks)
+            .map(|index| Mutex::new(framework, &format!("{base}/lock-{index}")).expect("mutex"))
+            .collect();
+        Arc::new(OursDistinct(mutexes))
+    }
+}
+
+impl DistinctLocks for OursDistinct {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    async fn cycle(&self, index: usize) {
+        cycle_ours(&self.0[index]).await;
+    }
+}
+
+/// The raw floor's lock cycle on `locks` distinct directories under `base`, on bare calls.
+struct RawDistinct {
+    client: Client,
+    dirs: Vec<String>,
+}
+
+impl RawDistinct {
+    async fn new(framework: &Framework, base: &str, locks: usize) -> Arc<Self> {
+        let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
+        framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
+        let client = session.client().clone();
+        let dirs: Vec<String> = (0..locks).map(|index| format!("{base}/raw-{index}")).collect();
+        let made = futures::future::join_all(
+            dirs.iter().map(|dir| client.create(dir, &[], &anyone(CreateMode::Persistent))),
+        );
+        for result in made.await {
+            result.expect("a raw lock directory");
         }
-    })
-    .await
+        Arc::new(RawDistinct { client, dirs })
+    }
+}
+
+impl DistinctLocks for RawDistinct {
+    fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    async fn cycle(&self, index: usize) {
+        let (client, dir) = (&self.client, &self.dirs[index]);
+        let options = anyone(CreateMode::EphemeralSequential);
+        let prefix = protected_prefix(dir, 0);
+        let create = client.create(&prefix, b"", &options);
+        let list = client.list_children(dir);
+        let (_, sequence) = create.await.expect("create");
+        list.await.expect("list");
+        client.delete(&format!("{prefix}{sequence}"), None).await.expect("delete");
+    }
+}
+
+/// Deletes `base` and its children (emptied lock directories), the deletes sent together and
+/// untimed. Left behind, emptied containers are reaped by the server during later measurements (a
+/// write each, up to 10,000 a minute) and the floor's persistent directories stay for ever.
+async fn remove_lock_dirs(framework: &Framework, base: &str) {
+    let client = bare_client(framework).await;
+    let children = match client.list_children(base).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => return,
+        Err(err) => panic!("listing {base}: {err}"),
+    };
+    for chunk in children.chunks(1_000) {
+        let deletes = chunk.iter().map(|child| {
+            let (client, path) = (&client, format!("{base}/{child}"));
+            async move {
+                match client.delete(&path, None).await {
+                    Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+                    Err(zookeeper_client::Error::NotEmpty) => framework
+                        .delete_recursive(&path, Deadline::after(Duration::from_secs(60)))
+                        .await
+                        .expect("a lock directory with nodes left"),
+                    Err(err) => panic!("deleting {path}: {err}"),
+                }
+            }
+        });
+        futures::future::join_all(deletes).await;
+    }
+    framework
+        .delete_recursive(base, Deadline::after(Duration::from_secs(60)))
+        .await
+        .expect("the distinct-locks base");
 }
 
 /// Curator's distinct-locks run: a thread per lock (at most `max_threads`), in a JVM with small
@@ -1145,8 +1202,8 @@ async fn main() {
                 let base = format!("/bench/distinct-{client}-{locks}-{round}");
                 let cycles = (options.distinct_warm_up_for(locks), options.distinct_cycles_for(locks));
                 let measured = match client {
-                    "floor" => raw_distinct(&framework, &base, locks, cycles).await,
-                    "ours" => ours_distinct(&framework, &base, locks, cycles).await,
+                    "floor" => cycle_distinct(RawDistinct::new(&framework, &base, locks).await, cycles).await,
+                    "ours" => cycle_distinct(OursDistinct::new(&framework, &base, locks).await, cycles).await,
                     _ => {
                         let max_threads = options.curator_max_threads;
                         let (measured, threads) =
@@ -1156,6 +1213,7 @@ async fn main() {
                     }
                 };
                 results.push("distinct", client, locks, measured);
+                remove_lock_dirs(&framework, &base).await;
             }
         }
     }
