@@ -158,6 +158,8 @@ struct Measured {
     ops: f64,
     p50_us: Option<f64>,
     p99_us: Option<f64>,
+    /// Our process's CPU time per operation, where measured (scenarios of one client in this process).
+    cpu_us: Option<f64>,
 }
 
 fn from_latencies(mut latencies: Vec<Duration>, total: Duration) -> Measured {
@@ -170,6 +172,7 @@ fn from_latencies(mut latencies: Vec<Duration>, total: Duration) -> Measured {
         ops: latencies.len() as f64 / total.as_secs_f64(),
         p50_us: Some(at(0.5)),
         p99_us: Some(at(0.99)),
+        cpu_us: None,
     }
 }
 
@@ -183,6 +186,7 @@ fn curator_measured(line: &str) -> Measured {
         ops: support::field(line, "ops").unwrap_or_else(|| panic!("no ops= in {line:?}")),
         p50_us: support::field(line, "p50_us").or_else(|| support::field(line, "handoff_p50_us")),
         p99_us: support::field(line, "p99_us").or_else(|| support::field(line, "handoff_p99_us")),
+        cpu_us: None,
     }
 }
 
@@ -272,6 +276,7 @@ impl RawCycler {
 struct Timed {
     latencies: Vec<Duration>,
     total: Duration,
+    cpu: Duration,
 }
 
 impl Timed {
@@ -291,17 +296,20 @@ impl Timed {
 
     async fn run<F: Future<Output = ()>>(&mut self, cycles: usize, mut cycle: impl FnMut() -> F) {
         self.latencies.reserve(cycles);
-        let started = Instant::now();
+        let (started, cpu) = (Instant::now(), support::cpu_time());
         for _ in 0..cycles {
             let one = Instant::now();
             cycle().await;
             self.latencies.push(one.elapsed());
         }
         self.total += started.elapsed();
+        self.cpu += support::cpu_time() - cpu;
     }
 
     fn measured(self) -> Measured {
-        from_latencies(self.latencies, self.total)
+        let cycles = self.latencies.len();
+        let cpu_us = (cycles > 0).then(|| self.cpu.as_secs_f64() * 1e6 / cycles as f64);
+        Measured { cpu_us, ..from_latencies(self.latencies, self.total) }
     }
 }
 
@@ -474,7 +482,7 @@ impl HoldLog {
             framework.close().await;
         }
         let (p50_us, p99_us) = self.hand_off_quantiles();
-        Measured { ops, p50_us, p99_us }
+        Measured { ops, p50_us, p99_us, cpu_us: None }
     }
 }
 
@@ -625,14 +633,18 @@ async fn distinct_pass<L: DistinctLocks>(locks: &Arc<L>, count: usize) -> Durati
     started.elapsed()
 }
 
-fn distinct_rate(locks: usize, cycles: usize, took: Duration) -> Measured {
-    Measured { ops: (locks * cycles) as f64 / took.as_secs_f64(), ..Default::default() }
-}
-
-/// Every lock `warm_up` times untimed, then `cycles` times timed: the timed part's cycles/s.
+/// Every lock `warm_up` times untimed, then `cycles` times timed: the timed part's cycles/s and
+/// our process's CPU time per cycle.
 async fn cycle_distinct<L: DistinctLocks>(locks: Arc<L>, (warm_up, cycles): DistinctCycles) -> Measured {
     distinct_pass(&locks, warm_up).await;
-    distinct_rate(locks.len(), cycles, distinct_pass(&locks, cycles).await)
+    let cpu = support::cpu_time();
+    let took = distinct_pass(&locks, cycles).await;
+    let total = (locks.len() * cycles) as f64;
+    Measured {
+        ops: total / took.as_secs_f64(),
+        cpu_us: Some((support::cpu_time() - cpu).as_secs_f64() * 1e6 / total),
+        ..Default::default()
+    }
 }
 
 /// Our mutexes on `locks` distinct paths under `base`.
@@ -767,6 +779,7 @@ struct Series {
     ops: Vec<f64>,
     p50: Vec<f64>,
     p99: Vec<f64>,
+    cpu: Vec<f64>,
 }
 
 impl Series {
@@ -774,6 +787,11 @@ impl Series {
         self.ops.push(measured.ops);
         self.p50.extend(measured.p50_us);
         self.p99.extend(measured.p99_us);
+        self.cpu.extend(measured.cpu_us);
+    }
+
+    fn cpu(&self) -> Option<f64> {
+        (!self.cpu.is_empty()).then(|| support::median(&self.cpu))
     }
 
     fn ops(&self) -> f64 {
@@ -1024,10 +1042,16 @@ fn print_and_emit(
         options.distinct_min_total,
         options.distinct_warm_up_total
     );
-    println!("{:<34} {:>12} {:>10} {:>10}", "scenario", "ops/s", "p50 us", "p99 us");
+    println!("{:<34} {:>12} {:>10} {:>10} {:>12}", "scenario", "ops/s", "p50 us", "p99 us", "CPU us/op");
     for ((scenario, client, value), series) in &results.0 {
         let name = format!("{client}/{scenario}-{value}");
-        println!("{name:<34} {:>12.0} {:>10} {:>10}", series.ops(), show(series.p50()), show(series.p99()));
+        println!(
+            "{name:<34} {:>12.0} {:>10} {:>10} {:>12}",
+            series.ops(),
+            show(series.p50()),
+            show(series.p99()),
+            series.cpu().map_or("-".to_owned(), |cpu| format!("{cpu:.1}"))
+        );
         let (param, unit, latency) = match *scenario {
             "contended" => (Some("sessions"), "acquisitions/s", "handoff"),
             "distinct" => (Some("locks"), "cycles/s", "cycle"),
@@ -1038,6 +1062,9 @@ fn print_and_emit(
             "p99_us": series.p99(),
             "latency": latency,
         });
+        if let Some(cpu) = series.cpu() {
+            fields["cpu_us_per_op"] = json!(cpu);
+        }
         if let Some(param) = param {
             fields["param"] = json!(param);
             fields["value"] = json!(value);
@@ -1055,7 +1082,8 @@ fn print_and_emit(
         json.emit_series(scenario, client, unit, &series.ops, fields);
     }
     println!(
-        "(p50/p99: per cycle for uncontended; per hand-off for contended — release returned -> next lock returned)"
+        "(p50/p99: per cycle for uncontended; per hand-off for contended — release returned -> next lock returned; \
+         CPU: this process's user + system time per cycle, where it runs one client alone)"
     );
 
     // The ratio of the medians, then the median of each round's own ratio (both measured back to

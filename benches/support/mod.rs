@@ -129,6 +129,20 @@ pub fn rss_bytes() -> usize {
     kib * 1024
 }
 
+/// The CPU time this process has used so far, user and system (`getrusage`). The server and
+/// Curator's driver are processes of their own, so this is our side's alone.
+pub fn cpu_time() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    #[allow(unsafe_code)]
+    // SAFETY: getrusage fills the whole rusage it points to when it returns 0 (checked).
+    let usage = unsafe {
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()), 0, "getrusage");
+        usage.assume_init()
+    };
+    let time = |value: libc::timeval| Duration::new(value.tv_sec as u64, value.tv_usec as u32 * 1_000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
 /// The server's `mntr` counters, from the first address of `connect` (four-letter words must be
 /// whitelisted; the testing server allows `mntr`).
 pub async fn mntr(connect: &str) -> std::collections::BTreeMap<String, String> {

@@ -292,6 +292,10 @@ fn us(value: f64) -> String {
     format!("{value:.0}")
 }
 
+fn cpu_us(value: f64) -> String {
+    format!("{value:.1}")
+}
+
 fn times(value: f64) -> String {
     format!("{value:.2}")
 }
@@ -370,7 +374,7 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         let _ = writeln!(out, "### Uncontended: lock + release on one path, one session\n");
         let _ = writeln!(
             out,
-            "| client | cycles/s | p50 µs | p99 µs | / floor | ours / this |\n|---|---:|---:|---:|---:|---:|"
+            "| client | cycles/s | p50 µs | p99 µs | CPU µs per cycle | / floor | ours / this |\n|---|---:|---:|---:|---:|---:|---:|"
         );
         let floor = record("uncontended", "floor", None);
         let ours = record("uncontended", "ours", None);
@@ -383,15 +387,20 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             let Some(found) = record(scenario, client, None) else { continue };
             let _ = writeln!(
                 out,
-                "| {label} | {} | {} | {} | {} | {} |",
+                "| {label} | {} | {} | {} | {} | {} | {} |",
                 cell(found.ops(), format_rate),
                 cell(found.number("p50_us"), us),
                 cell(found.number("p99_us"), us),
+                cell(found.number("cpu_us_per_op"), cpu_us),
                 ratio_cell(Some(found), floor),
                 ratio_cell(ours, Some(found)),
             );
         }
-        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "\nCPU: our process's user + system time over the timed cycles, per cycle (Curator's driver and the \
+             server are processes of their own).\n"
+        );
         let ours = record("uncontended-interleaved", "ours", None);
         let floor = record("uncontended-interleaved", "floor", None);
         if let (Some(ours), Some(floor)) = (ours, floor) {
@@ -400,15 +409,16 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
                 out,
                 "Ours and the floor interleaved: each on a session and path of its own, cycling in alternating \
                  blocks of {block} cycles (which goes first alternates too), so both are timed over the same \
-                 stretch of the machine's time.\n\n| client | cycles/s | p50 µs | p99 µs | / floor |\n|---|---:|---:|---:|---:|"
+                 stretch of the machine's time.\n\n| client | cycles/s | p50 µs | p99 µs | CPU µs per cycle | / floor |\n|---|---:|---:|---:|---:|---:|"
             );
             for (label, found) in [("zk-recipes", ours), ("raw floor (create + list pipelined)", floor)] {
                 let _ = writeln!(
                     out,
-                    "| {label} | {} | {} | {} | {} |",
+                    "| {label} | {} | {} | {} | {} | {} |",
                     cell(found.ops(), format_rate),
                     cell(found.number("p50_us"), us),
                     cell(found.number("p99_us"), us),
+                    cell(found.number("cpu_us_per_op"), cpu_us),
                     ratio_cell(Some(found), Some(floor)),
                 );
             }
@@ -468,11 +478,13 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         let _ = writeln!(
             out,
             "| locks | untimed cycles per lock first | cycles per lock | ours cycles/s | Curator cycles/s | floor cycles/s | \
-             ours / floor | ours / Curator | Curator / floor | Curator threads |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             ours / floor | ours / Curator | Curator / floor | Curator threads | CPU µs per cycle, ours / floor |\n\
+             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for value in locks {
             let rate = |client: &str| ops("distinct", client, Some(value));
             let found = |client: &str| record("distinct", client, Some(value));
+            let cpu = |client: &str| found(client).and_then(|found| found.number("cpu_us_per_op"));
             let threads =
                 record("distinct", "curator", Some(value)).and_then(|found| found.number("threads"));
             let per_lock = |field: &str| {
@@ -482,7 +494,7 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 format_rate(value),
                 cell(per_lock("warm_up_each"), format_rate),
                 cell(per_lock("cycles_each"), format_rate),
@@ -493,13 +505,18 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
                 ratio_cell(found("ours"), found("curator")),
                 ratio_cell(found("curator"), found("floor")),
                 cell(threads, format_rate),
+                match (cpu("ours"), cpu("floor")) {
+                    (Some(ours), Some(floor)) => format!("{} / {}", cpu_us(ours), cpu_us(floor)),
+                    _ => "–".to_owned(),
+                },
             );
         }
         let _ = writeln!(
             out,
             "\nOurs: a task per lock on one session. Curator: a thread per lock on one client (JVM `-Xss256k`), as \
              many as the driver was allowed (the last column). The floor: the same create + list + delete on bare \
-             calls at the same concurrency. Each client first cycles the same locks untimed: their directories exist, \
+             calls at the same concurrency. CPU: our process's user + system time over the timed part, per \
+             cycle (the server and Curator's driver are processes of their own). Each client first cycles the same locks untimed: their directories exist, \
              Curator's threads run and its JVM has compiled its hot paths before the clock starts (a run without that \
              column timed Curator's start-up too).\n"
         );
