@@ -36,7 +36,9 @@ fi
 unset ZKR_BENCH_JSON
 
 # Fixed settings. Full: 5 interleaved rounds per bench (medians of 5), about 20 minutes on a quiet
-# 2-core machine (3 rounds took 799 s there; the locks scale part, run once, about 3 minutes).
+# 2-core machine (3 rounds took 799 s there; the locks scale part, run once, about 3 minutes), 30
+# on a slow day. Each distinct-locks point runs at least 20,000 timed cycles: with 3,000 the
+# 1,000-lock point lasted about half a second, shorter than this machine's stalls.
 if [[ $mode == quick ]]; then
     locks=(--rounds 1 --cycles 200 --warm-up-cycles 200 --contended-ms 600 --warm-up-ms 300
         --sessions 1,2,8,32 --distinct-locks 10,100,1000 --distinct-cycles 2 --distinct-min-total 300 --distinct-warm-up-total 300
@@ -47,7 +49,7 @@ if [[ $mode == quick ]]; then
     [[ -n $out ]] || out=target/bench-report-quick
 else
     locks=(--rounds 5 --cycles 2000 --warm-up-cycles 3000 --contended-secs 2 --warm-up-secs 2
-        --sessions 1,2,8,32,128 --distinct-locks 10,100,1000,10000 --distinct-cycles 3 --distinct-min-total 3000
+        --sessions 1,2,8,32,128 --distinct-locks 10,100,1000,10000 --distinct-cycles 3 --distinct-min-total 20000
         --curator-max-threads 10000 --waiters 10,100,1000,10000 --held 100000)
     rwlock=(--rounds 5 --secs 2 --warm-up-secs 1)
     leader=(--rounds 5 --hand-overs 60 --warm-up-hand-overs 500 --session-ms 2000)
