@@ -292,6 +292,17 @@ fn us(value: f64) -> String {
     format!("{value:.0}")
 }
 
+/// An uncontended row's measured cells: cycles/s, p50 µs, p99 µs, CPU µs per cycle.
+fn cycle_cells(found: &Record) -> String {
+    [
+        cell(found.ops(), format_rate),
+        cell(found.number("p50_us"), us),
+        cell(found.number("p99_us"), us),
+        cell(found.number("cpu_us_per_op"), cpu_us),
+    ]
+    .join(" | ")
+}
+
 fn cpu_us(value: f64) -> String {
     format!("{value:.1}")
 }
@@ -387,11 +398,8 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             let Some(found) = record(scenario, client, None) else { continue };
             let _ = writeln!(
                 out,
-                "| {label} | {} | {} | {} | {} | {} | {} |",
-                cell(found.ops(), format_rate),
-                cell(found.number("p50_us"), us),
-                cell(found.number("p99_us"), us),
-                cell(found.number("cpu_us_per_op"), cpu_us),
+                "| {label} | {} | {} | {} |",
+                cycle_cells(found),
                 ratio_cell(Some(found), floor),
                 ratio_cell(ours, Some(found)),
             );
@@ -414,11 +422,8 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             for (label, found) in [("zk-recipes", ours), ("raw floor (create + list pipelined)", floor)] {
                 let _ = writeln!(
                     out,
-                    "| {label} | {} | {} | {} | {} | {} |",
-                    cell(found.ops(), format_rate),
-                    cell(found.number("p50_us"), us),
-                    cell(found.number("p99_us"), us),
-                    cell(found.number("cpu_us_per_op"), cpu_us),
+                    "| {label} | {} | {} |",
+                    cycle_cells(found),
                     ratio_cell(Some(found), Some(floor)),
                 );
             }
