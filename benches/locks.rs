@@ -221,6 +221,32 @@ fn protected_prefix(dir: &str, contender: usize) -> String {
     format!("{dir}/_c_{contender:08x}-0000-4000-8000-000000000000-lock-")
 }
 
+/// The raw floor's lock cycle in `dir` on bare calls: creates a node `prefix<sequence>` with
+/// `options`, lists `dir` (per `protocol`), deletes the node.
+async fn raw_cycle(
+    client: &Client,
+    dir: &str,
+    prefix: &str,
+    options: &zookeeper_client::CreateOptions<'_>,
+    protocol: Protocol,
+) {
+    let sequence = match protocol {
+        Protocol::Pipelined => {
+            let create = client.create(prefix, b"", options);
+            let list = client.list_children(dir);
+            let (_, sequence) = create.await.expect("create");
+            list.await.expect("list");
+            sequence
+        }
+        Protocol::OneByOne => {
+            let (_, sequence) = client.create(prefix, b"", options).await.expect("create");
+            client.list_children(dir).await.expect("list");
+            sequence
+        }
+    };
+    client.delete(&format!("{prefix}{sequence}"), None).await.expect("delete");
+}
+
 /// The raw floor's lock cycle on bare calls, on a session of its own: `cycle` creates our node
 /// (protected, ephemeral sequential), lists the directory and deletes the node.
 struct RawCycler {
@@ -247,22 +273,7 @@ impl RawCycler {
     }
 
     async fn cycle(&self, protocol: Protocol) {
-        let (client, dir, prefix) = (&self.client, self.dir.as_str(), self.node_prefix.as_str());
-        let sequence = match protocol {
-            Protocol::Pipelined => {
-                let create = client.create(prefix, b"", &self.node_options);
-                let list = client.list_children(dir);
-                let (_, sequence) = create.await.expect("create");
-                list.await.expect("list");
-                sequence
-            }
-            Protocol::OneByOne => {
-                let (_, sequence) = client.create(prefix, b"", &self.node_options).await.expect("create");
-                client.list_children(dir).await.expect("list");
-                sequence
-            }
-        };
-        client.delete(&format!("{prefix}{sequence}"), None).await.expect("delete");
+        raw_cycle(&self.client, &self.dir, &self.node_prefix, &self.node_options, protocol).await;
     }
 
     async fn close(self) {
@@ -700,14 +711,9 @@ impl DistinctLocks for RawDistinct {
     }
 
     async fn cycle(&self, index: usize) {
-        let (client, dir) = (&self.client, &self.dirs[index]);
+        let dir = &self.dirs[index];
         let options = anyone(CreateMode::EphemeralSequential);
-        let prefix = protected_prefix(dir, 0);
-        let create = client.create(&prefix, b"", &options);
-        let list = client.list_children(dir);
-        let (_, sequence) = create.await.expect("create");
-        list.await.expect("list");
-        client.delete(&format!("{prefix}{sequence}"), None).await.expect("delete");
+        raw_cycle(&self.client, dir, &protected_prefix(dir, 0), &options, Protocol::Pipelined).await;
     }
 }
 
