@@ -95,6 +95,64 @@ pub(crate) struct Snapshot {
     pub(crate) auth_failed: bool,
 }
 
+/// Which sessions a call's tries may run on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sessions {
+    /// The current session at each try; a lost session ends the call ([`Framework::retry`]).
+    Current,
+    /// The current session; after a lost session the call starts over on the next one
+    /// ([`Framework::retry_across_sessions`]).
+    StartingOver,
+    /// Only the session of this generation: once it is lost the call ends with
+    /// [`Error::SessionLost`], also while it waits for a connection
+    /// ([`Framework::retry_on_session`]).
+    Only(u64),
+}
+
+impl Sessions {
+    /// What the call's first try waits for.
+    fn first_wanted(self) -> Wanted {
+        match self {
+            Sessions::Current | Sessions::StartingOver => Wanted::Any,
+            Sessions::Only(generation) => Wanted::Only(generation),
+        }
+    }
+}
+
+/// The session one try waits for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wanted {
+    /// Whichever is connected.
+    Any,
+    /// A session later than this generation (starting over after it was lost).
+    After(u64),
+    /// This generation's session, connected; none other.
+    Only(u64),
+}
+
+impl Wanted {
+    /// Whether `snapshot`'s session is connected and may run the try.
+    fn is_usable(self, snapshot: &Snapshot) -> bool {
+        let generation_fits = match self {
+            Wanted::Any => true,
+            Wanted::After(generation) => snapshot.generation > generation,
+            Wanted::Only(generation) => snapshot.generation == generation,
+        };
+        generation_fits && snapshot.state.is_some_and(ConnectionState::is_connected)
+    }
+
+    /// Whether the one session wanted is lost for good (declared lost, or replaced).
+    fn is_gone(self, snapshot: &Snapshot) -> bool {
+        match self {
+            Wanted::Any | Wanted::After(_) => false,
+            Wanted::Only(generation) => {
+                snapshot.generation > generation
+                    || (snapshot.generation == generation && snapshot.state == Some(ConnectionState::Lost))
+            }
+        }
+    }
+}
+
 tokio::task_local! {
     /// Set while a top-level [`Framework::retry`] runs: nested calls share its budget and deadline.
     static RETRY_SCOPE: Option<Instant>;
@@ -207,7 +265,7 @@ impl Framework {
     /// Cancel safe.
     pub async fn session(&self, deadline: impl Into<Deadline>) -> Result<Session> {
         let deadline = deadline.into();
-        self.session_after(0, deadline).await
+        self.wait_for_session(Wanted::Any, deadline).await
     }
 
     /// Resolves once the session of `generation` is over: `Ok` when it was lost or a later session
@@ -248,15 +306,17 @@ impl Framework {
         }
     }
 
-    /// A connected session whose generation is at least `min_generation`.
-    pub(crate) async fn session_after(&self, min_generation: u64, deadline: Deadline) -> Result<Session> {
+    /// A connected session as `wanted` says, waiting for one until `deadline`.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] once the one session wanted ([`Wanted::Only`]) is lost.
+    async fn wait_for_session(&self, wanted: Wanted, deadline: Deadline) -> Result<Session> {
         let mut snapshot = self.core().snapshot.subscribe();
         let wait = snapshot.wait_for(|snapshot| {
             snapshot.closed
                 || snapshot.auth_failed
-                || (snapshot.generation >= min_generation
-                    && snapshot.state.is_some_and(ConnectionState::is_connected)
-                    && snapshot.session.is_some())
+                || (wanted.is_usable(snapshot) && snapshot.session.is_some())
+                || wanted.is_gone(snapshot)
         });
         let ready = match deadline.instant() {
             None => wait.await,
@@ -272,9 +332,10 @@ impl Framework {
         if ready.closed {
             return Err(Error::Closed);
         }
-        let connected = ready.generation >= min_generation
-            && ready.state.is_some_and(ConnectionState::is_connected)
-            && ready.session.is_some();
+        if wanted.is_gone(&ready) {
+            return Err(Error::SessionLost);
+        }
+        let connected = wanted.is_usable(&ready) && ready.session.is_some();
         if ready.auth_failed && !connected {
             return Err(Error::AuthFailed { connect_string: self.core().config.connect_string.clone() });
         }
@@ -333,7 +394,7 @@ impl Framework {
     {
         // Not an `async fn`, which would keep its arguments twice in its state: every call of the
         // framework runs in this future.
-        self.retry_loop(deadline.into(), false, operation)
+        self.retry_loop(deadline.into(), Sessions::Current, operation)
     }
 
     /// As [`retry`](Self::retry), but when the session is lost the operation starts over on the next
@@ -349,13 +410,13 @@ impl Framework {
         Fut: Future<Output = Result<T>> + 'a,
         T: 'a,
     {
-        self.retry_loop(deadline.into(), true, operation)
+        self.retry_loop(deadline.into(), Sessions::StartingOver, operation)
     }
 
     pub(crate) async fn retry_loop<T, F, Fut>(
         &self,
         deadline: Deadline,
-        start_over: bool,
+        sessions: Sessions,
         mut operation: F,
     ) -> Result<T>
     where
@@ -365,9 +426,10 @@ impl Framework {
         if let Ok(outer) = RETRY_SCOPE.try_with(|outer| *outer) {
             // Nested: one try, within the tighter deadline; the top-level call does the retrying.
             let deadline = deadline.min(outer);
-            let session = match self.ready_session(0) {
+            let wanted = sessions.first_wanted();
+            let session = match self.ready_session(wanted) {
                 Some(session) => session,
-                None => Box::pin(self.session_for_try(0, deadline)).await?,
+                None => Box::pin(self.session_for_try(wanted, deadline)).await?,
             };
             let running = deadline.run(Box::pin(operation(session)));
             return self.finish_error(running.await);
@@ -377,15 +439,15 @@ impl Framework {
         RETRY_SCOPE
             .scope(scope, async move {
                 let mut retry_count = 0u32;
-                let mut min_generation = 0u64;
+                let mut wanted = sessions.first_wanted();
                 loop {
                     // Each step in a scope of its own, so the loop's state keeps only what it
                     // still needs across each await: every call of the framework carries it.
                     let (err, generation) = 'attempt: {
-                        let session = match self.ready_session(min_generation) {
+                        let session = match self.ready_session(wanted) {
                             Some(session) => session,
                             // Boxed: waiting for a connection is rare, and its future is large.
-                            None => match Box::pin(self.session_for_try(min_generation, deadline)).await {
+                            None => match Box::pin(self.session_for_try(wanted, deadline)).await {
                                 Ok(session) => session,
                                 Err(err) => break 'attempt (err, 0),
                             },
@@ -404,7 +466,9 @@ impl Framework {
                             Err(err) => (err, generation),
                         }
                     };
-                    let retry_on_new_session = start_over && err.is_session_lost() && !self.is_closed();
+                    let retry_on_new_session = matches!(sessions, Sessions::StartingOver)
+                        && err.is_session_lost()
+                        && !self.is_closed();
                     if !(err.is_retryable() || retry_on_new_session) {
                         return self.finish_error(Err(err));
                     }
@@ -415,7 +479,7 @@ impl Framework {
                     debug!(retry_count, sleep = %crate::ReadableDuration(sleep), error = %err, "retrying");
                     retry_count += 1;
                     if retry_on_new_session {
-                        min_generation = generation + 1;
+                        wanted = Wanted::After(generation);
                     }
                     // Boxed: a retry's pause is rare, and a timer is large.
                     Box::pin(deadline.sleep(sleep)).await?;
@@ -428,20 +492,18 @@ impl Framework {
     /// at once), without waiting.
     ///
     /// [`session_for_try`]: Self::session_for_try
-    fn ready_session(&self, min_generation: u64) -> Option<Session> {
+    fn ready_session(&self, wanted: Wanted) -> Option<Session> {
         let snapshot = self.core().snapshot.borrow();
-        let ready = !snapshot.closed
-            && snapshot.generation >= min_generation
-            && snapshot.state.is_some_and(ConnectionState::is_connected);
+        let ready = !snapshot.closed && wanted.is_usable(&snapshot);
         ready.then(|| snapshot.session.clone()).flatten()
     }
 
     /// A session for one try: waits at most the connection timeout (counted as a retryable
     /// connection loss) or the caller's deadline (a timeout).
-    async fn session_for_try(&self, min_generation: u64, deadline: Deadline) -> Result<Session> {
+    async fn session_for_try(&self, wanted: Wanted, deadline: Deadline) -> Result<Session> {
         let connection_timeout = self.core().config.connection_timeout;
         let for_try = deadline.min(Some(Instant::now() + connection_timeout));
-        match self.session_after(min_generation, for_try).await {
+        match self.wait_for_session(wanted, for_try).await {
             Err(Error::Timeout { .. }) if !deadline.is_expired() => {
                 Err(Error::ZooKeeper(zookeeper_client::Error::ConnectionLoss))
             }

@@ -14,7 +14,7 @@ use zookeeper_client::{CheckWriteError, CreateMode, MultiWriteResult, Stat};
 use crate::cleanup::CleanupTask;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::framework::Framework;
+use crate::framework::{Framework, Sessions};
 use crate::path;
 use crate::session::Session;
 
@@ -265,7 +265,7 @@ impl Framework {
             let created = match request.anchor {
                 // A fresh node: after a lost session, start over on the next one (as
                 // `retry_across_sessions`, whose wrapper would only add to the state).
-                None => self.retry_loop(deadline, true, try_once).await,
+                None => self.retry_loop(deadline, Sessions::StartingOver, try_once).await,
                 // Built on an existing node: on its session, or not at all. Boxed: rare.
                 Some(anchor) => {
                     match Box::pin(self.retry_on_session(anchor.generation, deadline, try_once)).await {
@@ -477,7 +477,8 @@ impl Framework {
     /// As [`retry`](Self::retry), but only on the session of `generation` (the session that owns
     /// some ephemeral node of ours): once that session is gone the call fails with
     /// [`Error::SessionLost`] instead of running on the next session, where the node no longer
-    /// exists.
+    /// exists. A call waiting for its session to reconnect (after a connection loss) ends so the
+    /// moment the framework declares that session lost, even while the server is out of reach.
     ///
     /// # Cancel safety
     /// As [`retry`](Self::retry).
@@ -485,22 +486,14 @@ impl Framework {
         &'a self,
         generation: u64,
         deadline: impl Into<Deadline>,
-        mut operation: F,
+        operation: F,
     ) -> impl Future<Output = Result<T>> + 'a
     where
         F: FnMut(Session) -> Fut + 'a,
         Fut: Future<Output = Result<T>> + 'a,
         T: 'a,
     {
-        // `Either` rather than an `async` block around the operation's future, which would keep
-        // it twice in its state (in the `Option` it was made in, and moved out to be awaited).
-        self.retry_loop(deadline.into(), false, move |session| {
-            if session.generation() == generation {
-                Either::Left(operation(session))
-            } else {
-                Either::Right(std::future::ready(Err(Error::SessionLost)))
-            }
-        })
+        self.retry_loop(deadline.into(), Sessions::Only(generation), operation)
     }
 
     /// `path`'s children, listed on the session of `generation`; `None` if `path` does not exist.

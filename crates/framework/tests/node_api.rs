@@ -9,10 +9,6 @@ use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, Deadline, Error, ParentMode, TransactionResult, DEFAULT_MAX_NODE_DATA};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
-fn step() -> Deadline {
-    Deadline::after(STEP)
-}
-
 fn server_error(result: &Result<impl std::fmt::Debug, Error>) -> Option<zookeeper_client::Error> {
     match result {
         Err(Error::ZooKeeper(err)) => Some(err.clone()),

@@ -6,12 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use zk_recipes_framework::{Deadline, ParentMode, PersistentWatch, WatchEvent};
+use zk_recipes_framework::{ParentMode, PersistentWatch, WatchEvent};
 use zk_recipes_testing::{FaultProxy, TestingServer};
-
-fn step() -> Deadline {
-    Deadline::after(STEP)
-}
 
 /// The next event, within [`STEP`].
 async fn next(watch: &mut PersistentWatch) -> WatchEvent {

@@ -535,6 +535,36 @@ async fn deleting_a_node_whose_session_was_lost_reports_node_lost() {
     within("close", framework.close()).await;
 }
 
+/// A call on a session whose request is lost with the connection, while the server stays out of
+/// reach, ends with `SessionLost` once the framework declares that session lost: it does not wait
+/// for a new session that cannot come (its retries would take far longer than the test waits).
+#[tokio::test]
+async fn a_call_on_a_session_ends_when_that_session_is_lost_while_the_server_is_unreachable() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+    within("base", framework.ensure_path("/on-lost-session", step())).await.expect("base");
+    let generation = framework.current().generation;
+    let mut events = framework.connection_events();
+
+    // The listing is in flight when everything goes silent, for far longer than the test waits.
+    let held = proxy.black_hole_at_next_request(
+        RequestMatch::op_codes([8, 12]).under("/on-lost-session"),
+        Duration::from_secs(600),
+    );
+    let listing = tokio::spawn({
+        let framework = framework.clone();
+        async move { framework.children_on_session(generation, "/on-lost-session", Deadline::never()).await }
+    });
+    within("the listing reached the black hole", held).await.expect("held");
+    until_lost(&mut events).await;
+    let result = within("the call's answer, while unreachable", listing).await.expect("task");
+    assert!(matches!(result, Err(Error::SessionLost)), "{result:?}");
+    assert!(proxy.is_black_holed(), "answered before the server could be reached");
+    within("close", framework.close()).await;
+}
+
 /// The server's last zxid's counter: one more per transaction, failed creates included.
 async fn transactions(server: &TestingServer) -> u64 {
     let srvr = within("srvr", zk_recipes_testing::four_letter_word(server.address(), "srvr", STEP))

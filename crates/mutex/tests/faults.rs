@@ -11,7 +11,7 @@ use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, ConnectionState, Deadline, Framework};
 use zk_recipes_mutex::{LockError, Mutex, MutexGuard};
 use zk_recipes_testing::{
-    capture_warnings, four_letter_word, parse_mntr, FaultProxy, TestingCluster, TestingServer,
+    capture_warnings, four_letter_word, parse_mntr, FaultProxy, RequestMatch, TestingCluster, TestingServer,
 };
 
 /// Inside the critical section: an ephemeral marker that must not exist yet (or only as ours,
@@ -286,11 +286,19 @@ async fn a_lost_of_an_earlier_session_does_not_fail_an_acquire_queued_on_the_new
 #[tokio::test]
 async fn a_waiter_fails_with_node_lost_when_its_session_is_lost_while_the_server_is_unreachable() {
     let path = "/lost-while-waiting/lock";
-    let OutageSetup { server: _server, proxy, holder_framework, waiter_framework, holder } =
+    let OutageSetup { server, proxy, holder_framework, waiter_framework, holder } =
         OutageSetup::start(path).await;
     let waiter_mutex = Mutex::new(&waiter_framework, path).expect("mutex");
     let waiter = tokio::spawn(async move { waiter_mutex.lock().await });
-    eventually("the waiter queued", || async { children(&holder_framework, path).await.len() == 2 }).await;
+    // Waiting: its node is queued and its watch on the holder's node is set. (A node merely
+    // listed may still have its create's reply on the way: an acquire whose create's reply is
+    // lost goes on to the next session, as Curator's does, and the test below covers the watch.)
+    eventually("the waiter queued and watching", || async {
+        let watching = server.watches().await.expect("wchc");
+        children(&holder_framework, path).await.len() == 2
+            && watching.values().flatten().any(|watched| watched == holder.node_path())
+    })
+    .await;
     let mut events = waiter_framework.connection_events();
 
     // Out of reach for far longer than the test waits: no reply or watch event from the server
@@ -303,6 +311,39 @@ async fn a_waiter_fails_with_node_lost_when_its_session_is_lost_while_the_server
             None => panic!("the framework closed"),
         }
     }
+    let result = within("the waiter's answer, while unreachable", waiter).await.expect("task");
+    assert!(matches!(result, Err(LockError::NodeLost { .. })), "{result:?}");
+    assert!(proxy.is_black_holed(), "answered before the server could be reached");
+
+    proxy.heal();
+    eventually("the expired waiter's node gone", || async {
+        children(&holder_framework, path).await.len() == 1
+    })
+    .await;
+    within("release", holder.release()).await.expect("release");
+    within("close", waiter_framework.close()).await;
+    within("close", holder_framework.close()).await;
+}
+
+/// The interleaving behind an intermittent failure of the test above, made certain: the server
+/// goes silent just as the waiter sends the request that sets its watch, so that request is lost
+/// with the connection and the waiter is between two server calls when its session is declared
+/// lost. It must fail with `NodeLost` then, not wait for a session that cannot come.
+#[tokio::test]
+async fn a_waiter_whose_watch_request_is_lost_with_the_connection_fails_with_node_lost_while_unreachable() {
+    let path = "/lost-while-watching/lock";
+    let OutageSetup { server: _server, proxy, holder_framework, waiter_framework, holder } =
+        OutageSetup::start(path).await;
+    let mut events = waiter_framework.connection_events();
+    // 4: getData, the waiter's watch on the node it waits behind.
+    let held =
+        proxy.black_hole_at_next_request(RequestMatch::op_codes([4]).under(path), Duration::from_secs(600));
+    let waiter_mutex = Mutex::new(&waiter_framework, path).expect("mutex");
+    let waiter = tokio::spawn(async move { waiter_mutex.lock().await });
+    let watched = within("the watch request reached the black hole", held).await.expect("held");
+    assert_eq!(watched.path, holder.node_path(), "the waiter watches the holder");
+
+    until_lost(&mut events).await;
     let result = within("the waiter's answer, while unreachable", waiter).await.expect("task");
     assert!(matches!(result, Err(LockError::NodeLost { .. })), "{result:?}");
     assert!(proxy.is_black_holed(), "answered before the server could be reached");

@@ -51,6 +51,20 @@ pub async fn lost_then_reconnected(events: &mut zk_recipes_framework::Connection
     .await;
 }
 
+/// Waits (within [`STEP`]) until `events` shows the session lost (`Lost`).
+pub async fn until_lost(events: &mut zk_recipes_framework::ConnectionEvents) {
+    use zk_recipes_framework::ConnectionState;
+    within("Lost", async {
+        while let Some(update) = events.next().await {
+            if update.state() == ConnectionState::Lost {
+                return;
+            }
+        }
+        panic!("the framework closed");
+    })
+    .await;
+}
+
 /// A deadline of one test step.
 pub fn step() -> Deadline {
     Deadline::after(STEP)
