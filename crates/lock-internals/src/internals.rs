@@ -522,12 +522,24 @@ pub async fn revoke(framework: &Framework, node_path: &str, deadline: impl Into<
 }
 
 /// Resolves with `Ok` when `node_path`'s data becomes [`REVOKE_MESSAGE`]; with
-/// [`LockError::NodeLost`] when the node goes or its session (`generation`) is lost.
+/// [`LockError::NodeLost`] when the node goes or its session (`generation`) is lost, as soon as
+/// the framework declares it lost (even while the server is out of reach).
 pub(crate) async fn wait_for_revocation(
     framework: &Framework,
     node_path: &str,
     generation: u64,
 ) -> Result<()> {
+    tokio::select! {
+        asked = watch_for_revocation(framework, node_path, generation) => asked,
+        ended = framework.session_lost(generation) => Err(match ended {
+            Ok(()) => LockError::NodeLost { path: node_path.to_owned() },
+            Err(err) => err.into(),
+        }),
+    }
+}
+
+/// [`wait_for_revocation`] without the session's end: reads and watches the node's data.
+async fn watch_for_revocation(framework: &Framework, node_path: &str, generation: u64) -> Result<()> {
     let lost = || LockError::NodeLost { path: node_path.to_owned() };
     loop {
         let session = framework.session(Deadline::never()).await?;

@@ -358,6 +358,33 @@ async fn a_waiter_whose_watch_request_is_lost_with_the_connection_fails_with_nod
     within("close", holder_framework.close()).await;
 }
 
+/// A holder listening for a revocation request learns that its session is lost (`NodeLost`)
+/// once the framework declares it lost, while the server is still out of reach: it does not wait
+/// for a session that cannot come.
+#[tokio::test]
+async fn a_holder_listening_for_revocation_fails_with_node_lost_when_its_session_is_lost_while_unreachable() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+    let mutex = Mutex::new(&framework, "/revocation-while-lost/lock").expect("mutex").make_revocable();
+    let guard = within("lock", mutex.lock()).await.expect("lock");
+    let mut events = framework.connection_events();
+
+    proxy.black_hole(Duration::from_secs(600));
+    let listening = tokio::spawn(async move {
+        let asked = guard.revocation_requested().await;
+        (asked, guard)
+    });
+    until_lost(&mut events).await;
+    let (asked, guard) = within("the holder's answer, while unreachable", listening).await.expect("task");
+    assert!(matches!(asked, Err(LockError::NodeLost { .. })), "{asked:?}");
+    assert!(proxy.is_black_holed(), "answered before the server could be reached");
+    drop(guard);
+    proxy.heal();
+    within("close", framework.close()).await;
+}
+
 /// Issue 11 (4): two reentered guards released at once from two threads: exactly one of them
 /// awaits the delete, so the node is gone (not merely handed to the cleanup worker) when both
 /// calls have returned.
