@@ -268,6 +268,34 @@ impl Framework {
         self.wait_for_session(Wanted::Any, deadline).await
     }
 
+    /// The session of `generation` (one a node of ours was created on, see
+    /// [`OwnedNode::generation`](crate::OwnedNode::generation)), connected, waiting for it to
+    /// reconnect until `deadline`: for a call that builds on something that session owns. Never
+    /// a later session.
+    ///
+    /// # Errors
+    /// [`Error::SessionLost`] once that session is lost (at once if it already is, and the moment
+    /// the framework declares it lost while the server is out of reach); [`Error::Timeout`] at
+    /// the deadline; [`Error::Closed`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework, node: zk_recipes_framework::OwnedNode) -> zk_recipes_framework::Result<()> {
+    /// use zk_recipes_framework::{Deadline, Error};
+    ///
+    /// match framework.session_of(node.generation(), Deadline::after(std::time::Duration::from_secs(5))).await {
+    ///     Ok(session) => println!("{} is still ours, on session {}", node.path(), session.id()),
+    ///     Err(Error::SessionLost) => println!("{} went with its session", node.path()),
+    ///     Err(err) => return Err(err),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn session_of(&self, generation: u64, deadline: impl Into<Deadline>) -> Result<Session> {
+        self.wait_for_session(Wanted::Only(generation), deadline.into()).await
+    }
+
     /// Resolves once the session of `generation` is over: `Ok` when it was lost or a later session
     /// replaced it, [`Error::Closed`] when the framework was closed. At once if it already is. The
     /// returned future borrows nothing, and is small: made for many waiting calls at once.

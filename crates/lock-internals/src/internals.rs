@@ -542,10 +542,11 @@ pub(crate) async fn wait_for_revocation(
 async fn watch_for_revocation(framework: &Framework, node_path: &str, generation: u64) -> Result<()> {
     let lost = || LockError::NodeLost { path: node_path.to_owned() };
     loop {
-        let session = framework.session(Deadline::never()).await?;
-        if session.generation() != generation {
-            return Err(lost());
-        }
+        let session = match framework.session_of(generation, Deadline::never()).await {
+            Ok(session) => session,
+            Err(FrameworkError::SessionLost) => return Err(lost()),
+            Err(err) => return Err(err.into()),
+        };
         let watcher = match session.client().get_and_watch_data(node_path).await {
             Ok((data, _, _)) if data == REVOKE_MESSAGE => return Ok(()),
             Ok((_, _, watcher)) => watcher,

@@ -216,10 +216,11 @@ impl HeldLease {
             })
             .sum();
         self.node.framework().check_data_size(data_size)?;
-        let session = self.node.framework().session(deadline).await?;
-        if session.generation() != self.node.generation() {
-            return Err(lost());
-        }
+        let session = match self.node.framework().session_of(self.node.generation(), deadline).await {
+            Ok(session) => session,
+            Err(FrameworkError::SessionLost) => return Err(lost()),
+            Err(err) => return Err(err.into()),
+        };
         let mut writer =
             session.client().new_check_writer(self.node.path(), None).map_err(FrameworkError::from)?;
         for op in ops {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, ConnectionState, Deadline, Framework};
-use zk_recipes_mutex::{LockError, Mutex, MutexGuard};
+use zk_recipes_mutex::{GuardedOp, LockError, Mutex, MutexGuard};
 use zk_recipes_testing::{
     capture_warnings, four_letter_word, parse_mntr, FaultProxy, RequestMatch, TestingCluster, TestingServer,
 };
@@ -379,6 +379,36 @@ async fn a_holder_listening_for_revocation_fails_with_node_lost_when_its_session
     until_lost(&mut events).await;
     let (asked, guard) = within("the holder's answer, while unreachable", listening).await.expect("task");
     assert!(matches!(asked, Err(LockError::NodeLost { .. })), "{asked:?}");
+    assert!(proxy.is_black_holed(), "answered before the server could be reached");
+    drop(guard);
+    proxy.heal();
+    within("close", framework.close()).await;
+}
+
+/// A guarded write of a holder whose session was lost while the server is out of reach fails
+/// with `NodeLost` at once: it neither waits for its deadline nor runs on a later session.
+#[tokio::test]
+async fn a_guarded_write_after_the_session_is_lost_fails_with_node_lost_while_unreachable() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
+    let mutex = Mutex::new(&framework, "/guarded-while-lost/lock").expect("mutex");
+    let guard = within("lock", mutex.lock()).await.expect("lock");
+    let mut events = framework.connection_events();
+
+    proxy.black_hole(Duration::from_secs(600));
+    until_lost(&mut events).await;
+    let ops = [GuardedOp::Create {
+        path: "/guarded-while-lost/written".into(),
+        data: b"late".to_vec(),
+        mode: CreateMode::Persistent,
+    }];
+    // A deadline well inside the test's step: before the fix, the write waited for it.
+    let written =
+        within("the write's answer", guard.write_guarded(&ops, Deadline::after(Duration::from_secs(10))))
+            .await;
+    assert!(matches!(written, Err(LockError::NodeLost { .. })), "{written:?}");
     assert!(proxy.is_black_holed(), "answered before the server could be reached");
     drop(guard);
     proxy.heal();
