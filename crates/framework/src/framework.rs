@@ -121,7 +121,7 @@ impl Sessions {
 
 /// The session one try waits for.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Wanted {
+enum Wanted {
     /// Whichever is connected.
     Any,
     /// A session later than this generation (starting over after it was lost).
