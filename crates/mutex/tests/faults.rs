@@ -243,6 +243,28 @@ impl OutageSetup {
         within("connect", waiter_framework.block_until_connected(STEP)).await.expect("connected");
         OutageSetup { server, proxy, holder_framework, waiter_framework, holder }
     }
+
+    /// The end of a test whose waiter's session is lost while the server is out of reach: the
+    /// waiter has failed with `NodeLost` before the server could be reached again, and once it
+    /// can, the waiter's node is gone (its session expired on the server).
+    async fn expect_node_lost_while_unreachable(
+        self,
+        path: &str,
+        waiter: tokio::task::JoinHandle<Result<MutexGuard, LockError>>,
+    ) {
+        let result = within("the waiter's answer, while unreachable", waiter).await.expect("task");
+        assert!(matches!(result, Err(LockError::NodeLost { .. })), "{result:?}");
+        assert!(self.proxy.is_black_holed(), "answered before the server could be reached");
+
+        self.proxy.heal();
+        eventually("the expired waiter's node gone", || async {
+            children(&self.holder_framework, path).await.len() == 1
+        })
+        .await;
+        within("release", self.holder.release()).await.expect("release");
+        within("close", self.waiter_framework.close()).await;
+        within("close", self.holder_framework.close()).await;
+    }
 }
 
 /// Issue 11 (2): a `Lost` of an earlier session, buffered while an acquire waited for a
@@ -286,43 +308,25 @@ async fn a_lost_of_an_earlier_session_does_not_fail_an_acquire_queued_on_the_new
 #[tokio::test]
 async fn a_waiter_fails_with_node_lost_when_its_session_is_lost_while_the_server_is_unreachable() {
     let path = "/lost-while-waiting/lock";
-    let OutageSetup { server, proxy, holder_framework, waiter_framework, holder } =
-        OutageSetup::start(path).await;
-    let waiter_mutex = Mutex::new(&waiter_framework, path).expect("mutex");
+    let setup = OutageSetup::start(path).await;
+    let waiter_mutex = Mutex::new(&setup.waiter_framework, path).expect("mutex");
     let waiter = tokio::spawn(async move { waiter_mutex.lock().await });
     // Waiting: its node is queued and its watch on the holder's node is set. (A node merely
     // listed may still have its create's reply on the way: an acquire whose create's reply is
     // lost goes on to the next session, as Curator's does, and the test below covers the watch.)
     eventually("the waiter queued and watching", || async {
-        let watching = server.watches().await.expect("wchc");
-        children(&holder_framework, path).await.len() == 2
-            && watching.values().flatten().any(|watched| watched == holder.node_path())
+        let watching = setup.server.watches().await.expect("wchc");
+        children(&setup.holder_framework, path).await.len() == 2
+            && watching.values().flatten().any(|watched| watched == setup.holder.node_path())
     })
     .await;
-    let mut events = waiter_framework.connection_events();
+    let mut events = setup.waiter_framework.connection_events();
 
     // Out of reach for far longer than the test waits: no reply or watch event from the server
     // can tell the waiter; only the client's and the framework's own timers can.
-    proxy.black_hole(Duration::from_secs(600));
-    loop {
-        match within("connection event", events.next()).await {
-            Some(update) if update.state() == ConnectionState::Lost => break,
-            Some(_) => {}
-            None => panic!("the framework closed"),
-        }
-    }
-    let result = within("the waiter's answer, while unreachable", waiter).await.expect("task");
-    assert!(matches!(result, Err(LockError::NodeLost { .. })), "{result:?}");
-    assert!(proxy.is_black_holed(), "answered before the server could be reached");
-
-    proxy.heal();
-    eventually("the expired waiter's node gone", || async {
-        children(&holder_framework, path).await.len() == 1
-    })
-    .await;
-    within("release", holder.release()).await.expect("release");
-    within("close", waiter_framework.close()).await;
-    within("close", holder_framework.close()).await;
+    setup.proxy.black_hole(Duration::from_secs(600));
+    until_lost(&mut events).await;
+    setup.expect_node_lost_while_unreachable(path, waiter).await;
 }
 
 /// The interleaving behind an intermittent failure of the test above, made certain: the server
@@ -332,30 +336,19 @@ async fn a_waiter_fails_with_node_lost_when_its_session_is_lost_while_the_server
 #[tokio::test]
 async fn a_waiter_whose_watch_request_is_lost_with_the_connection_fails_with_node_lost_while_unreachable() {
     let path = "/lost-while-watching/lock";
-    let OutageSetup { server: _server, proxy, holder_framework, waiter_framework, holder } =
-        OutageSetup::start(path).await;
-    let mut events = waiter_framework.connection_events();
+    let setup = OutageSetup::start(path).await;
+    let mut events = setup.waiter_framework.connection_events();
     // 4: getData, the waiter's watch on the node it waits behind.
-    let held =
-        proxy.black_hole_at_next_request(RequestMatch::op_codes([4]).under(path), Duration::from_secs(600));
-    let waiter_mutex = Mutex::new(&waiter_framework, path).expect("mutex");
+    let held = setup
+        .proxy
+        .black_hole_at_next_request(RequestMatch::op_codes([4]).under(path), Duration::from_secs(600));
+    let waiter_mutex = Mutex::new(&setup.waiter_framework, path).expect("mutex");
     let waiter = tokio::spawn(async move { waiter_mutex.lock().await });
     let watched = within("the watch request reached the black hole", held).await.expect("held");
-    assert_eq!(watched.path, holder.node_path(), "the waiter watches the holder");
+    assert_eq!(watched.path, setup.holder.node_path(), "the waiter watches the holder");
 
     until_lost(&mut events).await;
-    let result = within("the waiter's answer, while unreachable", waiter).await.expect("task");
-    assert!(matches!(result, Err(LockError::NodeLost { .. })), "{result:?}");
-    assert!(proxy.is_black_holed(), "answered before the server could be reached");
-
-    proxy.heal();
-    eventually("the expired waiter's node gone", || async {
-        children(&holder_framework, path).await.len() == 1
-    })
-    .await;
-    within("release", holder.release()).await.expect("release");
-    within("close", waiter_framework.close()).await;
-    within("close", holder_framework.close()).await;
+    setup.expect_node_lost_while_unreachable(path, waiter).await;
 }
 
 /// A holder listening for a revocation request learns that its session is lost (`NodeLost`)
