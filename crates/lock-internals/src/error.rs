@@ -73,5 +73,16 @@ impl From<FrameworkError> for LockError {
     }
 }
 
+impl LockError {
+    /// The error of a call built on our node at `path`: its session lost is our node lost
+    /// ([`LockError::NodeLost`]); any other framework error as it is.
+    pub(crate) fn of_call_on_node(path: &str) -> impl FnOnce(FrameworkError) -> LockError + '_ {
+        move |err| match err {
+            FrameworkError::SessionLost => LockError::NodeLost { path: path.to_owned() },
+            other => other.into(),
+        }
+    }
+}
+
 /// The lock-internals result type.
 pub type Result<T, E = LockError> = std::result::Result<T, E>;

@@ -385,13 +385,9 @@ impl LockInternals {
     /// at the same time (see `listing`).
     async fn sorted_children_of(&self, node: &OwnedNode, deadline: Deadline) -> Result<SortedChildren> {
         let sharing = listing::sorted_children(&self.framework, node.generation(), &self.dir, &self.driver);
-        let listed = deadline.run(sharing).await;
-        match listed {
-            Ok(Some(children)) => Ok(children),
-            Ok(None) | Err(FrameworkError::SessionLost) => {
-                Err(LockError::NodeLost { path: node.path().to_owned() })
-            }
-            Err(err) => Err(err.into()),
+        match deadline.run(sharing).await.map_err(LockError::of_call_on_node(node.path()))? {
+            Some(children) => Ok(children),
+            None => Err(LockError::NodeLost { path: node.path().to_owned() }),
         }
     }
 
@@ -405,19 +401,12 @@ impl LockInternals {
     ) -> Result<Watched> {
         let generation = node.generation();
         let watching = Box::pin(self.framework.watch_data_on_session(generation, watched_path, deadline));
-        let watcher = match watching.await {
-            Ok(Some((stat, watcher))) => {
-                if stat.ephemeral_owner == node.session_id().0 {
-                    self.same_session_warning.warn(&self.dir, watched_path);
-                }
-                watcher
-            }
-            Ok(None) => return Ok(Watched::Deleted),
-            Err(FrameworkError::SessionLost) => {
-                return Err(LockError::NodeLost { path: node.path().to_owned() })
-            }
-            Err(err) => return Err(err.into()),
+        let Some((stat, watcher)) = watching.await.map_err(LockError::of_call_on_node(node.path()))? else {
+            return Ok(Watched::Deleted);
         };
+        if stat.ephemeral_owner == node.session_id().0 {
+            self.same_session_warning.warn(&self.dir, watched_path);
+        }
         // Each branch's future is made in place (not moved in from a local), so the select holds
         // one copy of each; the deadline is a branch, whose timer is on the heap only if there is
         // one.
@@ -542,11 +531,10 @@ pub(crate) async fn wait_for_revocation(
 async fn watch_for_revocation(framework: &Framework, node_path: &str, generation: u64) -> Result<()> {
     let lost = || LockError::NodeLost { path: node_path.to_owned() };
     loop {
-        let session = match framework.session_of(generation, Deadline::never()).await {
-            Ok(session) => session,
-            Err(FrameworkError::SessionLost) => return Err(lost()),
-            Err(err) => return Err(err.into()),
-        };
+        let session = framework
+            .session_of(generation, Deadline::never())
+            .await
+            .map_err(LockError::of_call_on_node(node_path))?;
         let watcher = match session.client().get_and_watch_data(node_path).await {
             Ok((data, _, _)) if data == REVOKE_MESSAGE => return Ok(()),
             Ok((_, _, watcher)) => watcher,

@@ -216,11 +216,12 @@ impl HeldLease {
             })
             .sum();
         self.node.framework().check_data_size(data_size)?;
-        let session = match self.node.framework().session_of(self.node.generation(), deadline).await {
-            Ok(session) => session,
-            Err(FrameworkError::SessionLost) => return Err(lost()),
-            Err(err) => return Err(err.into()),
-        };
+        let session = self
+            .node
+            .framework()
+            .session_of(self.node.generation(), deadline)
+            .await
+            .map_err(LockError::of_call_on_node(self.node.path()))?;
         let mut writer =
             session.client().new_check_writer(self.node.path(), None).map_err(FrameworkError::from)?;
         for op in ops {
