@@ -406,6 +406,10 @@ async fn a_guarded_write_after_the_session_is_lost_fails_with_node_lost_while_un
     drop(guard);
     proxy.heal();
     within("close", framework.close()).await;
+    let observer = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let written = children(&observer, "/guarded-while-lost").await;
+    assert!(!written.iter().any(|name| name == "written"), "nothing was written: {written:?}");
+    within("close", observer.close()).await;
 }
 
 /// Issue 11 (4): two reentered guards released at once from two threads: exactly one of them
