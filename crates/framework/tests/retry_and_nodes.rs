@@ -558,7 +558,7 @@ async fn a_call_on_a_session_ends_when_that_session_is_lost_while_the_server_is_
         async move { framework.children_on_session(generation, "/on-lost-session", Deadline::never()).await }
     });
     within("the listing reached the black hole", held).await.expect("held");
-    until_lost(&mut events).await;
+    until_state(&mut events, ConnectionState::Lost).await;
     let result = within("the call's answer, while unreachable", listing).await.expect("task");
     assert!(matches!(result, Err(Error::SessionLost)), "{result:?}");
     assert!(proxy.is_black_holed(), "answered before the server could be reached");

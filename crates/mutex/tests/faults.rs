@@ -325,7 +325,7 @@ async fn a_waiter_fails_with_node_lost_when_its_session_is_lost_while_the_server
     // Out of reach for far longer than the test waits: no reply or watch event from the server
     // can tell the waiter; only the client's and the framework's own timers can.
     setup.proxy.black_hole(Duration::from_secs(600));
-    until_lost(&mut events).await;
+    until_state(&mut events, ConnectionState::Lost).await;
     setup.expect_node_lost_while_unreachable(path, waiter).await;
 }
 
@@ -347,7 +347,7 @@ async fn a_waiter_whose_watch_request_is_lost_with_the_connection_fails_with_nod
     let watched = within("the watch request reached the black hole", held).await.expect("held");
     assert_eq!(watched.path, setup.holder.node_path(), "the waiter watches the holder");
 
-    until_lost(&mut events).await;
+    until_state(&mut events, ConnectionState::Lost).await;
     setup.expect_node_lost_while_unreachable(path, waiter).await;
 }
 
@@ -369,7 +369,7 @@ async fn a_holder_listening_for_revocation_fails_with_node_lost_when_its_session
         let asked = guard.revocation_requested().await;
         (asked, guard)
     });
-    until_lost(&mut events).await;
+    until_state(&mut events, ConnectionState::Lost).await;
     let (asked, guard) = within("the holder's answer, while unreachable", listening).await.expect("task");
     assert!(matches!(asked, Err(LockError::NodeLost { .. })), "{asked:?}");
     assert!(proxy.is_black_holed(), "answered before the server could be reached");
@@ -391,7 +391,7 @@ async fn a_guarded_write_after_the_session_is_lost_fails_with_node_lost_while_un
     let mut events = framework.connection_events();
 
     proxy.black_hole(Duration::from_secs(600));
-    until_lost(&mut events).await;
+    until_state(&mut events, ConnectionState::Lost).await;
     let ops = [GuardedOp::Create {
         path: "/guarded-while-lost/written".into(),
         data: b"late".to_vec(),

@@ -91,19 +91,6 @@ async fn drained(observer: &Framework, path: &str, lock_path: &str) {
     no_children_left(observer, lock_path).await;
 }
 
-/// Waits until `events` report the connection usable again after a fault.
-async fn reconnected(events: &mut zk_recipes_framework::ConnectionEvents) {
-    within("reconnected", async {
-        while let Some(update) = events.next().await {
-            if update.state() == ConnectionState::Reconnected {
-                return;
-            }
-        }
-        panic!("the framework closed");
-    })
-    .await;
-}
-
 #[tokio::test]
 async fn lock_safe_an_ack_committed_whose_reply_was_cut_is_done_once_and_consuming_goes_on() {
     const QUEUE: &str = "/faults-ack/queue";
@@ -272,7 +259,7 @@ async fn lock_safe_a_cut_while_the_handler_runs_keeps_the_lock_and_acks_once() {
     assert_eq!(within("handler starts", handler_started.recv()).await.as_deref(), Some("first"));
 
     assert_eq!(proxy.cut_now(), 1, "one connection was open");
-    reconnected(&mut events).await;
+    until_state(&mut events, ConnectionState::Reconnected).await;
     assert_eq!(session_id(&framework).await, session, "the session survived the cut");
     assert_eq!(children(&observer, LOCKS).await, vec![first.clone()], "we still hold the lock");
     assert_eq!(children(&observer, QUEUE).await, vec![first], "the item waits for our ack");

@@ -51,12 +51,14 @@ pub async fn lost_then_reconnected(events: &mut zk_recipes_framework::Connection
     .await;
 }
 
-/// Waits (within [`STEP`]) until `events` shows the session lost (`Lost`).
-pub async fn until_lost(events: &mut zk_recipes_framework::ConnectionEvents) {
-    use zk_recipes_framework::ConnectionState;
-    within("Lost", async {
+/// Waits (within [`STEP`]) until `events` shows `state` (`Lost`, `Reconnected`, …).
+pub async fn until_state(
+    events: &mut zk_recipes_framework::ConnectionEvents,
+    state: zk_recipes_framework::ConnectionState,
+) {
+    within(&format!("{state:?}"), async {
         while let Some(update) = events.next().await {
-            if update.state() == ConnectionState::Lost {
+            if update.state() == state {
                 return;
             }
         }

@@ -4,5 +4,5 @@
 #[path = "../../../framework/tests/common/shared.rs"]
 mod shared;
 
-pub use shared::{builder, children, lost_then_reconnected, server_and_framework, step, until_lost};
+pub use shared::{builder, children, lost_then_reconnected, server_and_framework, step, until_state};
 pub use zk_recipes_testing::{eventually, init_tracing, within, within_for, SERVER_START, STEP};

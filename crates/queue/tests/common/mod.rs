@@ -6,7 +6,7 @@ mod shared;
 
 use std::time::Duration;
 
-pub use shared::builder;
+pub use shared::{builder, until_state};
 use zk_recipes_framework::{zookeeper_client, Deadline, Framework};
 pub use zk_recipes_testing::{
     eventually, init_tracing, within, within_for, TestingServer, SERVER_START, STEP,
