@@ -87,6 +87,22 @@ pub enum Error {
         path: String,
     },
 
+    /// The connection broke while a write sent once ([`crate::Framework::write_once`]) was in
+    /// flight, and reading the node afterwards could not tell whether the write was applied: the
+    /// node changed, but perhaps by someone else. The write was not repeated (repeating it could
+    /// apply it twice). `likely_applied` is true when the node now holds exactly what was written
+    /// (for a set, one version later): it is ours unless another writer wrote the same bytes at the
+    /// same moment.
+    #[error(
+        "the connection broke during a write to {path}; it may or may not have been applied (likely applied: {likely_applied})"
+    )]
+    OutcomeUnknown {
+        /// The node written.
+        path: String,
+        /// The node holds what was written, as the write would have left it.
+        likely_applied: bool,
+    },
+
     /// One operation of a transaction failed, so none was committed.
     #[error("transaction operation number {index} failed, nothing was committed: {source}")]
     TransactionFailed {

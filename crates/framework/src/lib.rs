@@ -45,6 +45,7 @@ mod acl;
 mod api;
 mod builder;
 mod cleanup;
+mod conditional;
 mod deadline;
 mod diagnose;
 mod duration;
@@ -69,6 +70,7 @@ pub use api::{
 pub use builder::{
     FrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_NODE_DATA, DEFAULT_SESSION_TIMEOUT,
 };
+pub use conditional::{ConditionalWrite, WriteOutcome};
 pub use deadline::Deadline;
 pub use duration::ReadableDuration;
 pub use error::{ConnectionFailure, Error, Result};

@@ -3,7 +3,9 @@
 
 mod shared;
 
-pub use shared::{builder, children, lost_then_reconnected, step, until_state};
+pub use shared::{
+    builder, children, close_all, lost_then_reconnected, on_server, proxied, step, until_state,
+};
 pub use zk_recipes_testing::{eventually, init_tracing, within, within_for, SERVER_START, STEP};
 
 /// The next transition's state, session id and generation (panics on a lag or the end).

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use zk_recipes_framework::retry::ExponentialBackoffRetry;
 use zk_recipes_framework::{zookeeper_client, Deadline, Framework, FrameworkBuilder};
-use zk_recipes_testing::{within, within_for, TestingServer, SERVER_START, STEP};
+use zk_recipes_testing::{within, within_for, FaultProxy, TestingServer, SERVER_START, STEP};
 
 /// A builder with test-friendly settings: the given session timeout, a 5 s connection timeout,
 /// fast retries (from 50 ms, at most 500 ms apart, 10 times).
@@ -77,4 +77,31 @@ pub async fn server_and_framework() -> (TestingServer, Framework) {
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     (server, framework)
+}
+
+/// The node's data and version on the server, if it exists.
+pub async fn on_server(framework: &Framework, path: &str) -> Option<(Vec<u8>, i32)> {
+    match within("get data", framework.get_data(path, step())).await {
+        Ok(read) => Some((read.data, read.stat.version)),
+        Err(err) if err.is_no_node() => None,
+        Err(err) => panic!("get data {path}: {err}"),
+    }
+}
+
+/// A server with a fault proxy in front: a framework through the proxy (with `session_timeout`)
+/// and an observer connected directly.
+pub async fn proxied(session_timeout: Duration) -> (TestingServer, FaultProxy, Framework, Framework) {
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), session_timeout).start().expect("framework");
+    within("connected", framework.block_until_connected(STEP)).await.expect("connected");
+    let observer = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    (server, proxy, framework, observer)
+}
+
+/// Closes every framework.
+pub async fn close_all(frameworks: impl IntoIterator<Item = Framework>) {
+    for framework in frameworks {
+        within("close", framework.close()).await;
+    }
 }
