@@ -10,11 +10,12 @@ use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use zk_recipes_framework::retry::{NoRetry, RetryPolicy};
 use zk_recipes_framework::zookeeper_client::Stat;
-use zk_recipes_framework::{path, Deadline, Error as FrameworkError, Framework, ParentMode};
+use zk_recipes_framework::{
+    path, ConditionalWrite, Deadline, Error as FrameworkError, Framework, ParentMode, WriteOutcome,
+};
 use zk_recipes_mutex::Mutex;
 
 use crate::error::{CounterError, Result};
-use crate::write::{write_once, Write, Written};
 
 /// How an atomic operation went (Curator's `AtomicStats`).
 ///
@@ -324,8 +325,8 @@ impl DistributedAtomicValue {
         if data != expected {
             return Ok(result);
         }
-        let write = Write::Set { data: new_value, version: stat.version, czxid: stat.czxid };
-        if let Written::Applied(_) = write_once(&self.framework, &self.path, write, deadline).await? {
+        let write = ConditionalWrite::set_if_unchanged(new_value, &stat);
+        if self.framework.write_once(&self.path, write, deadline).await?.is_applied() {
             result.succeeded = true;
             result.post_value = Some(new_value.to_vec());
         }
@@ -363,9 +364,9 @@ impl DistributedAtomicValue {
     pub async fn initialize(&self, value: &[u8], deadline: impl Into<Deadline>) -> Result<bool> {
         let deadline = deadline.into();
         self.framework.check_data_size(value.len())?;
-        match write_once(&self.framework, &self.path, Write::Create { data: value }, deadline).await? {
-            Written::Applied(_) => Ok(true),
-            Written::Refused(_) => Ok(false),
+        match self.framework.write_once(&self.path, ConditionalWrite::create(value), deadline).await? {
+            WriteOutcome::Applied(_) => Ok(true),
+            WriteOutcome::Refused(_) => Ok(false),
         }
     }
 
@@ -461,15 +462,15 @@ impl DistributedAtomicValue {
         let new_value = make(result.pre_value.as_deref())?;
         self.framework.check_data_size(new_value.len())?;
         let write = match &current {
-            None => Write::Create { data: &new_value },
-            Some((_, stat)) => Write::Set { data: &new_value, version: stat.version, czxid: stat.czxid },
+            None => ConditionalWrite::create(&new_value),
+            Some((_, stat)) => ConditionalWrite::set_if_unchanged(&new_value, stat),
         };
-        match write_once(&self.framework, &self.path, write, deadline).await? {
-            Written::Applied(_) => {
+        match self.framework.write_once(&self.path, write, deadline).await? {
+            WriteOutcome::Applied(_) => {
                 result.post_value = Some(new_value);
                 Ok(true)
             }
-            Written::Refused(reason) => {
+            WriteOutcome::Refused(reason) => {
                 debug!(path = %self.path, %reason, "lost a compare-and-set");
                 Ok(false)
             }

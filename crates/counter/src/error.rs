@@ -24,7 +24,7 @@ pub enum CounterError {
     /// From the framework: an invalid path or data too large (nothing sent), a timeout, a closed
     /// framework, a server error.
     #[error(transparent)]
-    Framework(#[from] FrameworkError),
+    Framework(FrameworkError),
 
     /// From the mutex a [`PromotedToLock`](crate::PromotedToLock) takes.
     #[error("the promoted lock: {0}")]
@@ -59,6 +59,19 @@ pub enum CounterError {
     /// A setting is out of range; nothing was sent.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+}
+
+/// A framework error, except a write sent once whose outcome is unknown: that is the counter's
+/// own [`CounterError::OutcomeUnknown`].
+impl From<FrameworkError> for CounterError {
+    fn from(err: FrameworkError) -> Self {
+        match err {
+            FrameworkError::OutcomeUnknown { path, likely_applied } => {
+                CounterError::OutcomeUnknown { path, likely_applied }
+            }
+            err => CounterError::Framework(err),
+        }
+    }
 }
 
 impl CounterError {

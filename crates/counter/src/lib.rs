@@ -49,7 +49,6 @@
 mod atomic;
 mod error;
 mod shared;
-mod write;
 
 pub use atomic::{
     decode_long, encode_long, AtomicStats, AtomicValue, Bytes, DistributedAtomicLong, DistributedAtomicValue,

@@ -9,11 +9,11 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info_span, Instrument};
 use zk_recipes_framework::zookeeper_client::{Error as ZkError, Stat};
 use zk_recipes_framework::{
-    path, Deadline, Error as FrameworkError, Framework, ParentMode, WatchEvent, DEFAULT_OPERATION_TIMEOUT,
+    path, ConditionalWrite, Deadline, Error as FrameworkError, Framework, ParentMode, WatchEvent,
+    WriteOutcome, DEFAULT_OPERATION_TIMEOUT,
 };
 
 use crate::error::{CounterError, Result};
-use crate::write::{write_once, Write, Written};
 
 /// A value and the node version it was read or written at (Curator's `VersionedValue`).
 ///
@@ -233,15 +233,15 @@ impl SharedValue {
         }
         framework.check_data_size(value.len())?;
         let czxid = self.inner.known.borrow().czxid;
-        let write = Write::Set { data: value, version: expected_version, czxid };
-        match write_once(framework, &self.inner.path, write, deadline).await? {
-            Written::Applied(stat) => {
+        let write = ConditionalWrite::SetIfUnchanged { data: value, version: expected_version, czxid };
+        match framework.write_once(&self.inner.path, write, deadline).await? {
+            WriteOutcome::Applied(stat) => {
                 if let Some(stat) = stat {
                     update(&self.inner.known, &stat, value);
                 }
                 Ok(true)
             }
-            Written::Refused(reason) => {
+            WriteOutcome::Refused(reason) => {
                 debug!(path = %self.inner.path, expected_version, %reason, "try_set lost to another writer");
                 if reason != ZkError::NoNode {
                     self.read(deadline).await?;
