@@ -40,6 +40,9 @@
 //!   the same concurrency. Each client first cycles the same locks untimed, at least once each
 //!   and `--distinct-warm-up-total` (3,000) cycles in all: the locks' directories exist, Curator's
 //!   threads are started and its JVM has compiled its hot paths before the clock starts;
+//!   `distinct-interleaved-N`: ours and the floor on N locks each, the same cycles, timed in
+//!   alternating passes (every lock once per pass), so that both meet the same stretch of the
+//!   machine's time;
 //! - scale (once, after the rounds; `--no-scale` skips it): `waiters-N` for each of `--waiters`:
 //!   N waiters (tasks, one `Mutex` each) queued on one held lock of one session: resident memory
 //!   per waiter (VmRSS delta / N), then the holder releases and the waiters drain one by one:
@@ -658,6 +661,47 @@ async fn cycle_distinct<L: DistinctLocks>(locks: Arc<L>, (warm_up, cycles): Dist
     }
 }
 
+/// Ours and the raw floor on `locks` distinct locks each (under `{base}-ours` and `{base}-floor`,
+/// on the one session of `framework`), warmed up as [`cycle_distinct`] does, then timed in
+/// alternating passes (one cycle of every lock at once; which client goes first alternates too):
+/// both are timed across the same stretch of the machine's time, so a drift that moves the
+/// back-to-back `distinct` ratio falls on both alike. Returns (ours, floor).
+async fn distinct_interleaved(
+    framework: &Framework,
+    base: &str,
+    locks: usize,
+    (warm_up, cycles): DistinctCycles,
+) -> (Measured, Measured) {
+    let ours = OursDistinct::new(framework, &format!("{base}-ours"), locks).await;
+    let floor = RawDistinct::new(framework, &format!("{base}-floor"), locks).await;
+    distinct_pass(&ours, warm_up).await;
+    distinct_pass(&floor, warm_up).await;
+    // (time, CPU time) of each client's passes.
+    let (mut ours_spent, mut floor_spent) =
+        ((Duration::ZERO, Duration::ZERO), (Duration::ZERO, Duration::ZERO));
+    async fn timed_pass<L: DistinctLocks>(locks: &Arc<L>, spent: &mut (Duration, Duration)) {
+        let cpu = support::cpu_time();
+        spent.0 += distinct_pass(locks, 1).await;
+        spent.1 += support::cpu_time() - cpu;
+    }
+    for pass in 0..cycles {
+        if pass % 2 == 0 {
+            timed_pass(&ours, &mut ours_spent).await;
+            timed_pass(&floor, &mut floor_spent).await;
+        } else {
+            timed_pass(&floor, &mut floor_spent).await;
+            timed_pass(&ours, &mut ours_spent).await;
+        }
+    }
+    let total = (locks * cycles) as f64;
+    let measured = |(took, cpu): (Duration, Duration)| Measured {
+        ops: total / took.as_secs_f64(),
+        cpu_us: Some(cpu.as_secs_f64() * 1e6 / total),
+        ..Default::default()
+    };
+    (measured(ours_spent), measured(floor_spent))
+}
+
 /// Our mutexes on `locks` distinct paths under `base`.
 struct OursDistinct(Vec<Mutex>);
 
@@ -1060,7 +1104,7 @@ fn print_and_emit(
         );
         let (param, unit, latency) = match *scenario {
             "contended" => (Some("sessions"), "acquisitions/s", "handoff"),
-            "distinct" => (Some("locks"), "cycles/s", "cycle"),
+            "distinct" | "distinct-interleaved" => (Some("locks"), "cycles/s", "cycle"),
             _ => (None, "cycles/s", "cycle"),
         };
         let mut fields = json!({
@@ -1078,7 +1122,7 @@ fn print_and_emit(
         if *scenario == "uncontended-interleaved" {
             fields["block"] = json!(options.interleave_block);
         }
-        if *scenario == "distinct" {
+        if matches!(*scenario, "distinct" | "distinct-interleaved") {
             fields["cycles_each"] = json!(options.distinct_cycles_for(*value));
             fields["warm_up_each"] = json!(options.distinct_warm_up_for(*value));
             if *client == "curator" {
@@ -1140,11 +1184,12 @@ fn print_and_emit(
         );
         println!(
             "  {locks:>6} distinct locks: ours / Curator {}, ours / raw floor {}, Curator / raw floor {} \
-             (Curator: {} threads)",
+             (Curator: {} threads); interleaved passes, ours / raw floor {}",
             ratio(ours, theirs),
             ratio(ours, floor),
             ratio(theirs, floor),
-            curator_threads.get(&locks).map_or("?".to_owned(), ToString::to_string)
+            curator_threads.get(&locks).map_or("?".to_owned(), ToString::to_string),
+            ratio(get("distinct-interleaved", "ours", locks), get("distinct-interleaved", "floor", locks)),
         );
     }
 }
@@ -1248,6 +1293,14 @@ async fn main() {
                 };
                 results.push("distinct", client, locks, measured);
                 remove_lock_dirs(&framework, &base).await;
+            }
+            let base = format!("/bench/distinct-interleaved-{locks}-{round}");
+            let cycles = (options.distinct_warm_up_for(locks), options.distinct_cycles_for(locks));
+            let (ours, floor) = distinct_interleaved(&framework, &base, locks, cycles).await;
+            results.push("distinct-interleaved", "ours", locks, ours);
+            results.push("distinct-interleaved", "floor", locks, floor);
+            for client in ["ours", "floor"] {
+                remove_lock_dirs(&framework, &format!("{base}-{client}")).await;
             }
         }
     }

@@ -483,13 +483,20 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         let _ = writeln!(
             out,
             "| locks | untimed cycles per lock first | cycles per lock | ours cycles/s | Curator cycles/s | floor cycles/s | \
-             ours / floor | ours / Curator | Curator / floor | Curator threads | CPU µs per cycle, ours / floor |\n\
-             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             ours / floor | ours / Curator | Curator / floor | Curator threads | CPU µs per cycle, ours / floor | \
+             ours / floor, interleaved passes | CPU µs per cycle, interleaved, ours / floor |\n\
+             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for value in locks {
             let rate = |client: &str| ops("distinct", client, Some(value));
             let found = |client: &str| record("distinct", client, Some(value));
-            let cpu = |client: &str| found(client).and_then(|found| found.number("cpu_us_per_op"));
+            let interleaved = |client: &str| record("distinct-interleaved", client, Some(value));
+            let cpu_of = |found: Option<&Record>| found.and_then(|found| found.number("cpu_us_per_op"));
+            let cpu_pair = |ours: Option<&Record>, floor: Option<&Record>| match (cpu_of(ours), cpu_of(floor))
+            {
+                (Some(ours), Some(floor)) => format!("{} / {}", cpu_us(ours), cpu_us(floor)),
+                _ => "–".to_owned(),
+            };
             let threads =
                 record("distinct", "curator", Some(value)).and_then(|found| found.number("threads"));
             let per_lock = |field: &str| {
@@ -499,7 +506,7 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 format_rate(value),
                 cell(per_lock("warm_up_each"), format_rate),
                 cell(per_lock("cycles_each"), format_rate),
@@ -510,10 +517,12 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
                 ratio_cell(found("ours"), found("curator")),
                 ratio_cell(found("curator"), found("floor")),
                 cell(threads, format_rate),
-                match (cpu("ours"), cpu("floor")) {
-                    (Some(ours), Some(floor)) => format!("{} / {}", cpu_us(ours), cpu_us(floor)),
+                cpu_pair(found("ours"), found("floor")),
+                match (interleaved("ours"), interleaved("floor")) {
+                    (Some(ours), Some(floor)) => ratio_cell(Some(ours), Some(floor)),
                     _ => "–".to_owned(),
                 },
+                cpu_pair(interleaved("ours"), interleaved("floor")),
             );
         }
         let _ = writeln!(
@@ -523,7 +532,9 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
              calls at the same concurrency. CPU: our process's user + system time over the timed part, per \
              cycle (the server and Curator's driver are processes of their own). Each client first cycles the same locks untimed: their directories exist, \
              Curator's threads run and its JVM has compiled its hot paths before the clock starts (a run without that \
-             column timed Curator's start-up too).\n"
+             column timed Curator's start-up too). Interleaved passes: ours and the floor on locks of their own, \
+             warmed up alike, then timed in alternating passes (every lock cycled once per pass, which client goes \
+             first alternating), so that a drift of the machine falls on both alike.\n"
         );
     }
 

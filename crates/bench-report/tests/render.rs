@@ -77,3 +77,19 @@ fn the_readme_shows_a_plot_the_report_draws() {
     assert!(readme.contains(&format!("(docs/img/{})", PLOTS[0])), "the README shows docs/img/{}", PLOTS[0]);
     assert!(readme.contains("docs/benchmarks.md"), "the README links the report");
 }
+
+#[test]
+fn the_distinct_locks_table_shows_the_interleaved_passes_of_the_same_run() {
+    let run = Run::parse(FIXTURE).expect("the fixture parses");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let markdown = dir.path().join("benchmarks.md");
+    render(&run, &markdown, &dir.path().join("img")).expect("render");
+    let report = std::fs::read_to_string(&markdown).expect("the report");
+    let record = |client: &str| run.find("locks", "distinct-interleaved", client, Some(1000.0));
+    let rate = |client: &str| record(client).and_then(|record| record.ops()).expect("an interleaved rate");
+    let paired = paired_ratio(record("ours"), record("floor")).expect("rounds that pair up");
+    let expected = format!("| {:.2} ({paired:.2}) | 50.0 / 40.0 |", rate("ours") / rate("floor"));
+    let row =
+        report.lines().find(|line| line.starts_with("| 1,000 |")).expect("the 1,000 distinct locks row");
+    assert!(row.ends_with(&expected), "interleaved ours / floor and CPU {expected} at the end of {row}");
+}
