@@ -8,6 +8,16 @@ use zk_recipes_bench_report::{paired_ratio, render, Run, PLOTS};
 
 const FIXTURE: &str = include_str!("fixtures/quick-run.jsonl");
 
+/// The fixture's run, and the report rendered from it.
+fn rendered_fixture() -> (Run, String) {
+    let run = Run::parse(FIXTURE).expect("the fixture parses");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let markdown = dir.path().join("benchmarks.md");
+    render(&run, &markdown, &dir.path().join("img")).expect("render");
+    let report = std::fs::read_to_string(&markdown).expect("the report");
+    (run, report)
+}
+
 #[test]
 fn a_quick_run_renders_every_plot_and_table() {
     let run = Run::parse(FIXTURE).expect("the fixture parses");
@@ -53,11 +63,7 @@ fn a_quick_run_renders_every_plot_and_table() {
 
 #[test]
 fn ratios_come_from_the_same_run() {
-    let run = Run::parse(FIXTURE).expect("the fixture parses");
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let markdown = dir.path().join("benchmarks.md");
-    render(&run, &markdown, &dir.path().join("img")).expect("render");
-    let report = std::fs::read_to_string(&markdown).expect("the report");
+    let (run, report) = rendered_fixture();
     let record =
         |client: &str| run.find("locks", "contended", client, Some(run.values("locks", "contended")[0]));
     let rate = |client: &str| record(client).and_then(|record| record.ops()).expect("a contended rate");
@@ -80,11 +86,7 @@ fn the_readme_shows_a_plot_the_report_draws() {
 
 #[test]
 fn the_distinct_locks_table_shows_the_interleaved_passes_of_the_same_run() {
-    let run = Run::parse(FIXTURE).expect("the fixture parses");
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let markdown = dir.path().join("benchmarks.md");
-    render(&run, &markdown, &dir.path().join("img")).expect("render");
-    let report = std::fs::read_to_string(&markdown).expect("the report");
+    let (run, report) = rendered_fixture();
     let record = |client: &str| run.find("locks", "distinct-interleaved", client, Some(1000.0));
     let rate = |client: &str| record(client).and_then(|record| record.ops()).expect("an interleaved rate");
     let paired = paired_ratio(record("ours"), record("floor")).expect("rounds that pair up");
