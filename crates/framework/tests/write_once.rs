@@ -59,17 +59,19 @@ async fn bad_input_fails_with_a_typed_error_before_anything_is_sent() {
     let read = within("read", framework.get_data("/write-once/b", step())).await.expect("read");
     let before = proxy.stats().bytes_to_server;
 
-    let invalid = framework.write_once("/write-once/b/", ConditionalWrite::create(b""), step()).await;
+    let invalid =
+        within("invalid path", framework.write_once("/write-once/b/", ConditionalWrite::create(b""), step()))
+            .await;
     assert!(matches!(invalid, Err(Error::InvalidPath { .. })), "{invalid:?}");
-    let root = framework.write_once("/", ConditionalWrite::create(b""), step()).await;
+    let root = within("root", framework.write_once("/", ConditionalWrite::create(b""), step())).await;
     assert!(matches!(root, Err(Error::InvalidArgument(_))), "{root:?}");
     let any_version = ConditionalWrite::SetIfUnchanged { data: b"w", version: -1, czxid: read.stat.czxid };
-    let any_version = framework.write_once("/write-once/b", any_version, step()).await;
+    let any_version = within("any version", framework.write_once("/write-once/b", any_version, step())).await;
     assert!(matches!(any_version, Err(Error::InvalidArgument(_))), "{any_version:?}");
     let huge = vec![7u8; 2 << 20];
     let too_large =
         framework.write_once("/write-once/b", ConditionalWrite::set_if_unchanged(&huge, &read.stat), step());
-    assert!(matches!(too_large.await, Err(Error::DataTooLarge { .. })));
+    assert!(matches!(within("too large", too_large).await, Err(Error::DataTooLarge { .. })));
 
     assert_eq!(proxy.stats().bytes_to_server, before, "nothing was sent");
     assert_eq!(on_server(&observer, "/write-once/b").await, Some((b"v".to_vec(), 0)));
@@ -77,7 +79,7 @@ async fn bad_input_fails_with_a_typed_error_before_anything_is_sent() {
     within("close", closed.close()).await;
     let after_close =
         closed.write_once("/write-once/b", ConditionalWrite::set_if_unchanged(b"w", &read.stat), step());
-    assert!(matches!(after_close.await, Err(Error::Closed)));
+    assert!(matches!(within("after close", after_close).await, Err(Error::Closed)));
     close_all([framework, observer]).await;
 }
 
