@@ -698,12 +698,15 @@ async fn create_or_find(
     // A parent this framework has not seen in place goes on the wire first, in the same pipeline:
     // a new lock path costs one create more, not a failed create, a failed listing, the parent's
     // create and both again.
-    let parent_mode = parents.filter(|_| !known_parents.contains(parent) && parent != "/");
+    // Looked up once: a known parent is not written to the set again (each lookup locks it).
+    let mut parent_known = parents.is_some() && known_parents.contains(parent);
+    let parent_mode = parents.filter(|_| !parent_known && parent != "/");
     let (mut created, mut listed) = send_create(session, request, &node_path, parent_mode).await;
     if let (Err(zookeeper_client::Error::NoNode), Some(parents)) = (&created, parents) {
         // The parent is missing (a grandparent too, or its container was reaped): the listing
         // is worthless. Make the parents, then the create and the listing again.
         known_parents.forget(parent);
+        parent_known = false;
         let again = Box::pin(async {
             ensure_parents(session, parent, parents).await?;
             Ok::<_, Error>(send_create(session, request, &node_path, None).await)
@@ -711,7 +714,7 @@ async fn create_or_find(
         (created, listed) = again.await?;
     }
     let (stat, sequence) = created?;
-    if parents.is_some() {
+    if parents.is_some() && !parent_known {
         known_parents.insert(parent);
     }
     let sequential = matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential);
