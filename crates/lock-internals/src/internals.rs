@@ -15,7 +15,7 @@ use futures::future::{BoxFuture, Either, FutureExt, TryFutureExt};
 use crate::driver::{sort_children_by, Decision, LockDriver};
 use crate::error::{LockError, Result};
 use crate::lease::HeldLease;
-use crate::listing::{self, Pipelined, PipelinedKey, SortedChildren};
+use crate::listing::{self, PipelinedFlag, SortedChildren};
 
 /// Whether an acquire waits for the lock.
 #[derive(Debug, Clone, Copy)]
@@ -56,7 +56,7 @@ pub struct LockInternals {
     framework: Framework,
     dir: String,
     driver: Arc<dyn LockDriver>,
-    pipelined_key: PipelinedKey,
+    pipelined: PipelinedFlag,
     max_leases: u32,
     revocable: bool,
     same_session_warning: Arc<SameSessionWarning>,
@@ -142,7 +142,7 @@ impl LockInternals {
             revocable: false,
             same_session_warning: Arc::default(),
             metrics: crate::metrics::LockMetrics::new(framework, dir, driver.lock_name()),
-            pipelined_key: PipelinedKey::new(framework, dir, &driver),
+            pipelined: PipelinedFlag::of(framework, dir, &driver),
             driver,
             before_watch: None,
         })
@@ -258,7 +258,7 @@ impl LockInternals {
             // alone and shares the next listing with the others (see `listing`).
             let marker = self.driver.marker();
             let name = self.driver.lock_name();
-            let pipelined = Pipelined::start(self.pipelined_key);
+            let pipelined = self.pipelined.start();
             let creating = if pipelined.is_some() {
                 Either::Left(self.framework.create_marked_and_list(&self.dir, &marker, name, data, deadline))
             } else {

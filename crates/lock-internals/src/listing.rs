@@ -9,8 +9,9 @@
 //! as ZooKeeper runs one session's requests in order), and sorted once. A round runs while the
 //! previous one is in flight, so a lone acquire waits for nobody.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, LazyLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Weak};
 
 use futures::future::join_all;
 use parking_lot::Mutex;
@@ -45,28 +46,64 @@ struct Rounds {
 
 static ROUNDS: LazyLock<Mutex<HashMap<Key, Rounds>>> = LazyLock::new(Default::default);
 
-/// The enqueue in flight whose create carries a listing of its own, by framework, directory (its
-/// hash: no allocation per acquire) and driver: while there is one, another enqueue creates alone
-/// and joins a round. Two directories with one hash only make one of them list in a round.
-static PIPELINED: LazyLock<Mutex<HashSet<PipelinedKey>>> = LazyLock::new(Default::default);
+/// Each lock's "a pipelined enqueue is in flight" flag, by framework, directory (its hash: no
+/// allocation per lock) and driver, so that every `LockInternals` of one lock (clones, or
+/// instances made for the same path) shares one. Two directories with one hash share a flag,
+/// which only makes one of them list in a round. Entries of dropped locks are pruned as the
+/// map grows.
+static PIPELINED: LazyLock<Mutex<FlagRegistry>> = LazyLock::new(Default::default);
 
-/// What marks a lock's pipelined enqueue in flight: its framework, its directory's hash and its
-/// driver. Made once per lock, so an acquire hashes nothing more than the key itself.
+#[derive(Default)]
+struct FlagRegistry {
+    flags: HashMap<PipelinedKey, Weak<AtomicBool>>,
+    /// Dead entries are pruned when the map reaches this size.
+    prune_at: usize,
+}
+
+/// What identifies a lock for its pipelined flag: its framework, its directory's hash and its
+/// driver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct PipelinedKey {
+struct PipelinedKey {
     framework: usize,
     dir_hash: u64,
     driver: usize,
 }
 
-impl PipelinedKey {
-    pub(crate) fn new(framework: &Framework, dir: &str, driver: &Arc<dyn LockDriver>) -> Self {
+/// A lock's flag, set while one of its enqueues creates with a listing of its own: found once,
+/// when the lock is made, so that an acquire only flips an atomic.
+#[derive(Debug, Clone)]
+pub(crate) struct PipelinedFlag(Arc<AtomicBool>);
+
+impl PipelinedFlag {
+    /// The flag of the lock at `dir`, shared with every other lock of `framework` and `driver` there.
+    pub(crate) fn of(framework: &Framework, dir: &str, driver: &Arc<dyn LockDriver>) -> Self {
         use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-        PipelinedKey {
+        const MIN_PRUNE_AT: usize = 1024;
+        let key = PipelinedKey {
             framework: framework.instance(),
             dir_hash: BuildHasherDefault::<DefaultHasher>::default().hash_one(dir),
             driver: driver_identity(driver),
+        };
+        let mut registry = PIPELINED.lock();
+        if let Some(flag) = registry.flags.get(&key).and_then(Weak::upgrade) {
+            return PipelinedFlag(flag);
         }
+        if registry.flags.len() >= registry.prune_at {
+            registry.flags.retain(|_, flag| flag.strong_count() > 0);
+            registry.prune_at = (registry.flags.len() * 2).max(MIN_PRUNE_AT);
+        }
+        let flag = Arc::new(AtomicBool::new(false));
+        registry.flags.insert(key, Arc::downgrade(&flag));
+        PipelinedFlag(flag)
+    }
+
+    /// Marks an enqueue that lists with its create, unless another such enqueue of this lock is in
+    /// flight (`None`: create alone, then join a round).
+    pub(crate) fn start(&self) -> Option<Pipelined<'_>> {
+        let claimed = self.0.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        // Made only when claimed (`then`, not `then_some`): a `Pipelined` made and dropped here
+        // would take another enqueue's mark away.
+        claimed.then(|| Pipelined(&self.0))
     }
 }
 
@@ -136,28 +173,61 @@ async fn run_rounds(key: Key, framework: Framework, driver: Arc<dyn LockDriver>)
     }
 }
 
-/// An enqueue whose create carries its own listing, marked while it is in flight.
-pub(crate) struct Pipelined {
-    key: PipelinedKey,
-}
+/// An enqueue whose create carries its own listing, marked while it is in flight: the mark is
+/// taken away when this is dropped.
+pub(crate) struct Pipelined<'a>(&'a AtomicBool);
 
-impl Pipelined {
-    /// Marks an enqueue that lists with its create, unless another such enqueue is in flight for
-    /// the same framework, directory and driver (`None`: create alone, then join a round).
-    pub(crate) fn start(key: PipelinedKey) -> Option<Pipelined> {
-        // Made only when inserted: a `Pipelined` dropped here would take another enqueue's mark
-        // away (and lock the set while the statement above still holds it).
-        let inserted = PIPELINED.lock().insert(key);
-        if inserted {
-            Some(Pipelined { key })
-        } else {
-            None
-        }
+impl Drop for Pipelined<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
-impl Drop for Pipelined {
-    fn drop(&mut self) {
-        PIPELINED.lock().remove(&self.key);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::StandardDriver;
+
+    #[tokio::test]
+    async fn the_locks_of_one_framework_directory_and_driver_share_one_pipelined_flag() {
+        // Never connects: the flag needs only the framework's identity.
+        let framework = Framework::builder("127.0.0.1:1").start().expect("framework");
+        let other_framework = Framework::builder("127.0.0.1:1").start().expect("framework");
+        let driver: Arc<dyn LockDriver> = Arc::new(StandardDriver::new("lock-"));
+        let other_driver: Arc<dyn LockDriver> = Arc::new(StandardDriver::new("lock-"));
+
+        let flag = PipelinedFlag::of(&framework, "/app/lock", &driver);
+        let same_lock = PipelinedFlag::of(&framework, "/app/lock", &driver);
+        let first = flag.start().expect("nothing is in flight yet");
+        assert!(same_lock.start().is_none(), "a second lock at the same path shares the flag");
+        assert!(flag.clone().start().is_none(), "so does a clone");
+        for independent in [
+            PipelinedFlag::of(&framework, "/app/other", &driver),
+            PipelinedFlag::of(&other_framework, "/app/lock", &driver),
+            PipelinedFlag::of(&framework, "/app/lock", &other_driver),
+        ] {
+            assert!(independent.start().is_some(), "another directory, framework or driver has its own flag");
+        }
+        drop(first);
+        assert!(same_lock.start().is_some(), "the mark goes with the enqueue that took it");
+
+        framework.close().await;
+        other_framework.close().await;
+    }
+
+    #[tokio::test]
+    async fn the_flags_of_dropped_locks_are_pruned_as_the_registry_grows() {
+        let framework = Framework::builder("127.0.0.1:1").start().expect("framework");
+        let driver: Arc<dyn LockDriver> = Arc::new(StandardDriver::new("lock-"));
+        let live = PipelinedFlag::of(&framework, "/prune/live", &driver);
+        for index in 0..5_000 {
+            drop(PipelinedFlag::of(&framework, &format!("/prune/dropped-{index}"), &driver));
+        }
+        let size = PIPELINED.lock().flags.len();
+        // Other tests may hold flags of their own in this process; a few, never thousands.
+        assert!(size < 2_500, "dead entries are pruned: {size} left");
+        let _held = live.start().expect("the live flag survives the pruning");
+        assert!(PipelinedFlag::of(&framework, "/prune/live", &driver).start().is_none());
+        framework.close().await;
     }
 }

@@ -26,42 +26,46 @@ use crate::lease::LostReason;
 /// # drop(lease); }
 /// ```
 #[derive(Clone)]
-pub struct LockMetrics {
+pub struct LockMetrics(Arc<Handles>);
+
+/// The registered handles, shared by a lock and its timed holds: a hold clones one `Arc`, not
+/// every handle.
+struct Handles {
     acquire: Histogram,
     hold: Histogram,
     timeouts: Counter,
     revocations: Counter,
-    labels: Arc<[Label]>,
+    labels: Vec<Label>,
 }
 
 impl std::fmt::Debug for LockMetrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockMetrics").field("labels", &self.labels).finish_non_exhaustive()
+        f.debug_struct("LockMetrics").field("labels", &self.0.labels).finish_non_exhaustive()
     }
 }
 
 impl LockMetrics {
     /// Registers the metrics of the lock at `dir` whose nodes are named `lock_name`.
     pub fn new(framework: &Framework, dir: &str, lock_name: &str) -> Self {
-        let labels: Arc<[Label]> = framework.metric_labels(dir, &[("lock", lock_name)]).into();
-        Self {
+        let labels = framework.metric_labels(dir, &[("lock", lock_name)]);
+        Self(Arc::new(Handles {
             acquire: metrics::histogram!(names::LOCK_ACQUIRE_SECONDS, labels.iter()),
             hold: metrics::histogram!(names::LOCK_HOLD_SECONDS, labels.iter()),
             timeouts: metrics::counter!(names::LOCK_ACQUIRE_TIMEOUTS, labels.iter()),
             revocations: metrics::counter!(names::LOCK_REVOCATIONS, labels.iter()),
             labels,
-        }
+        }))
     }
 
     /// Records an acquire that started at `started` and holds now; times the hold.
     pub fn acquired(&self, started: Instant) -> HoldTimer {
-        self.acquire.record(started.elapsed());
+        self.0.acquire.record(started.elapsed());
         HoldTimer { started: Instant::now(), metrics: self.clone(), lost_counted: AtomicBool::new(false) }
     }
 
     /// Counts an acquire that reached its deadline.
     pub fn timed_out(&self) {
-        self.timeouts.increment(1);
+        self.0.timeouts.increment(1);
     }
 }
 
@@ -86,17 +90,17 @@ impl HoldTimer {
             LostReason::Closed => "closed",
         };
         let labels: Vec<Label> =
-            self.metrics.labels.iter().cloned().chain([Label::new("reason", reason)]).collect();
+            self.metrics.0.labels.iter().cloned().chain([Label::new("reason", reason)]).collect();
         metrics::counter!(names::LOCK_LOST, labels).increment(1);
     }
 
     pub(crate) fn revoked(&self) {
-        self.metrics.revocations.increment(1);
+        self.metrics.0.revocations.increment(1);
     }
 }
 
 impl Drop for HoldTimer {
     fn drop(&mut self) {
-        self.metrics.hold.record(self.started.elapsed());
+        self.metrics.0.hold.record(self.started.elapsed());
     }
 }
