@@ -32,7 +32,10 @@
 //!   Curator's contenders live in one JVM and are timed there with `System.nanoTime`. The raw
 //!   hand-off floor runs the same protocol as our lock on bare calls: protected ephemeral-sequential
 //!   create and list sent back to back, watch the predecessor, and no re-list when the
-//!   predecessor was first;
+//!   predecessor was first; `contended-interleaved-N`: ours and the raw floor, N sessions each on
+//!   a lock of its own, cycling in alternating windows (`--contended-windows` per side, 4, over
+//!   the same `--contended-secs` each), a side's window opening only once the other's queue has
+//!   drained: both meet the same stretch of the machine's time, with the lock to themselves;
 //! - `distinct-N` for each of `--distinct-locks` (10 … 10,000): N locks on distinct paths cycled
 //!   concurrently by one process, `--distinct-cycles` each (3), or more where that makes fewer
 //!   than `--distinct-min-total` (3,000) in all (ours: N tasks on one session; Curator: a thread per lock on one
@@ -78,6 +81,8 @@ struct Options {
     warm_up_cycles: usize,
     interleave_block: usize,
     contended_for: Duration,
+    /// Windows per side in `contended-interleaved-N`.
+    contended_windows: u32,
     warm_up_for: Duration,
     sessions: Vec<usize>,
     distinct_locks: Vec<usize>,
@@ -116,6 +121,7 @@ impl Options {
                 warm_up_cycles: 10,
                 interleave_block: 5,
                 contended_for: Duration::from_millis(300),
+                contended_windows: 2,
                 warm_up_for: Duration::from_millis(100),
                 sessions: vec![2, 4],
                 distinct_locks: vec![10],
@@ -140,6 +146,7 @@ impl Options {
                 "--contended-ms",
                 number("--contended-secs", 3) * 1000,
             )),
+            contended_windows: number("--contended-windows", 4) as u32,
             warm_up_for: Duration::from_millis(number("--warm-up-ms", number("--warm-up-secs", 2) * 1000)),
             sessions: list("--sessions", &[2, 8, 32, 128]),
             distinct_locks: list("--distinct-locks", &[10, 100, 1_000, 10_000]),
@@ -615,6 +622,138 @@ async fn raw_contended(
         tasks.push(tokio::spawn(async move { log.contend(raw).await }));
     }
     log.measure(tasks, frameworks, warm_up, duration).await
+}
+
+/// One side of an interleaved contended run: its contenders cycle only while its gate is open,
+/// and an acquisition counts if it returned with the gate open.
+struct GatedSide {
+    open: tokio::sync::watch::Sender<bool>,
+    stop: AtomicBool,
+    contenders: usize,
+    /// Contenders waiting at the closed gate.
+    parked: AtomicU64,
+    acquisitions: AtomicU64,
+}
+
+impl GatedSide {
+    fn new(contenders: usize) -> Arc<Self> {
+        Arc::new(GatedSide {
+            open: tokio::sync::watch::Sender::new(false),
+            stop: AtomicBool::new(false),
+            contenders,
+            parked: AtomicU64::new(0),
+            acquisitions: AtomicU64::new(0),
+        })
+    }
+
+    /// One contender's loop: wait at the gate while it is closed, else acquire and release.
+    async fn contend(&self, mut contender: impl Contender) {
+        let mut open = self.open.subscribe();
+        loop {
+            if !*open.borrow_and_update() {
+                self.parked.fetch_add(1, Ordering::SeqCst);
+                let _ = open.wait_for(|open| *open).await;
+                self.parked.fetch_sub(1, Ordering::SeqCst);
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            let held = contender.acquire().await;
+            if *open.borrow() {
+                self.acquisitions.fetch_add(1, Ordering::Relaxed);
+            }
+            contender.release(held).await;
+        }
+    }
+
+    /// Opens the gate for `window`, then closes it and waits until every contender is parked (the
+    /// queue drained: none of it is timed): (acquisitions, time open, CPU time while open).
+    async fn run(&self, window: Duration) -> (u64, Duration, Duration) {
+        let (first, cpu, started) =
+            (self.acquisitions.load(Ordering::Relaxed), support::cpu_time(), Instant::now());
+        self.open.send_replace(true);
+        tokio::time::sleep(window).await;
+        self.open.send_replace(false);
+        let (took, cpu) = (started.elapsed(), support::cpu_time() - cpu);
+        let acquisitions = self.acquisitions.load(Ordering::Relaxed) - first;
+        while self.parked.load(Ordering::SeqCst) < self.contenders as u64 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        (acquisitions, took, cpu)
+    }
+
+    /// Lets the parked contenders go and end.
+    fn finish(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.open.send_replace(true);
+    }
+}
+
+/// Ours and the raw hand-off floor, `sessions` contenders each on a lock of its own (`{path}-ours`,
+/// `{path}-floor`), in alternating windows: each side's contenders cycle only while its window
+/// is open, and the other side's queue has drained before it opens, so both are timed across the
+/// same stretch of the machine's time with the lock to themselves. `warm_up` is split between
+/// the sides untimed; `duration` is each side's timed total, in `windows` windows (which side goes
+/// first alternates). Returns (ours, floor): acquisitions/s and CPU µs per acquisition.
+async fn contended_interleaved(
+    connect_string: &str,
+    path: &str,
+    sessions: usize,
+    warm_up: Duration,
+    duration: Duration,
+    windows: u32,
+) -> (Measured, Measured) {
+    let (ours_path, floor_path) = (format!("{path}-ours"), format!("{path}-floor"));
+    let (ours, floor) = (GatedSide::new(sessions), GatedSide::new(sessions));
+    let ours_frameworks = start_frameworks(connect_string, sessions).await;
+    let floor_frameworks = start_frameworks(connect_string, sessions).await;
+    let first = bare_client(&floor_frameworks[0]).await;
+    first.mkdir(&floor_path, &anyone(CreateMode::Persistent)).await.expect("the bench directory");
+    let mut tasks = Vec::new();
+    for framework in &ours_frameworks {
+        let (mutex, side) = (Mutex::new(framework, &ours_path).expect("mutex"), ours.clone());
+        tasks.push(tokio::spawn(async move { side.contend(mutex).await }));
+    }
+    for (contender, framework) in floor_frameworks.iter().enumerate() {
+        let (client, side) = (bare_client(framework).await, floor.clone());
+        let raw = RawContender {
+            client,
+            dir: floor_path.clone(),
+            prefix: protected_prefix(&floor_path, contender),
+        };
+        tasks.push(tokio::spawn(async move { side.contend(raw).await }));
+    }
+    ours.run(warm_up / 2).await;
+    floor.run(warm_up / 2).await;
+    let window = duration / windows.max(1);
+    let (mut ours_total, mut floor_total) =
+        ((0, Duration::ZERO, Duration::ZERO), (0, Duration::ZERO, Duration::ZERO));
+    let add = |total: &mut (u64, Duration, Duration), (count, took, cpu): (u64, Duration, Duration)| {
+        *total = (total.0 + count, total.1 + took, total.2 + cpu);
+    };
+    for index in 0..windows.max(1) {
+        if index % 2 == 0 {
+            add(&mut ours_total, ours.run(window).await);
+            add(&mut floor_total, floor.run(window).await);
+        } else {
+            add(&mut floor_total, floor.run(window).await);
+            add(&mut ours_total, ours.run(window).await);
+        }
+    }
+    ours.finish();
+    floor.finish();
+    for task in tasks {
+        task.await.expect("contender");
+    }
+    for framework in ours_frameworks.iter().chain(&floor_frameworks) {
+        framework.close().await;
+    }
+    let measured = |(count, took, cpu): (u64, Duration, Duration)| Measured {
+        ops: count as f64 / took.as_secs_f64(),
+        cpu_us: (count > 0).then(|| cpu.as_secs_f64() * 1e6 / count as f64),
+        ..Default::default()
+    };
+    (measured(ours_total), measured(floor_total))
 }
 
 /// `(warm-up, timed)` cycles per lock of a distinct-locks run.
@@ -1104,6 +1243,7 @@ fn print_and_emit(
         );
         let (param, unit, latency) = match *scenario {
             "contended" => (Some("sessions"), "acquisitions/s", "handoff"),
+            "contended-interleaved" => (Some("sessions"), "acquisitions/s", "cycle"),
             "distinct" | "distinct-interleaved" => (Some("locks"), "cycles/s", "cycle"),
             _ => (None, "cycles/s", "cycle"),
         };
@@ -1170,10 +1310,12 @@ fn print_and_emit(
             get("contended", "floor", sessions),
         );
         println!(
-            "  {sessions:>3} sessions acquisitions/s: ours / Curator {}, ours / raw floor {}, Curator / raw floor {}",
+            "  {sessions:>3} sessions acquisitions/s: ours / Curator {}, ours / raw floor {}, Curator / raw floor {}; \
+             interleaved windows, ours / raw floor {}",
             ratio(ours, theirs),
             ratio(ours, floor),
-            ratio(theirs, floor)
+            ratio(theirs, floor),
+            ratio(get("contended-interleaved", "ours", sessions), get("contended-interleaved", "floor", sessions)),
         );
     }
     for &locks in &options.distinct_locks {
@@ -1275,6 +1417,18 @@ async fn main() {
                 };
                 results.push("contended", client, sessions, measured);
             }
+            let path = format!("/bench/contended-interleaved-{sessions}-{round}");
+            let (ours, floor) = contended_interleaved(
+                &connect,
+                &path,
+                sessions,
+                options.warm_up_for,
+                options.contended_for,
+                options.contended_windows,
+            )
+            .await;
+            results.push("contended-interleaved", "ours", sessions, ours);
+            results.push("contended-interleaved", "floor", sessions, floor);
         }
         for &locks in &options.distinct_locks {
             for client in rotated(&["floor", "ours", "curator"], round) {

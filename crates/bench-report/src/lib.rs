@@ -307,6 +307,15 @@ fn cpu_us(value: f64) -> String {
     format!("{value:.1}")
 }
 
+/// A cell of CPU µs per operation, ours / the floor's, from their records.
+fn cpu_pair(ours: Option<&Record>, floor: Option<&Record>) -> String {
+    let cpu_of = |found: Option<&Record>| found.and_then(|found| found.number("cpu_us_per_op"));
+    match (cpu_of(ours), cpu_of(floor)) {
+        (Some(ours), Some(floor)) => format!("{} / {}", cpu_us(ours), cpu_us(floor)),
+        _ => "–".to_owned(),
+    }
+}
+
 fn times(value: f64) -> String {
     format!("{value:.2}")
 }
@@ -439,11 +448,14 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         let _ = writeln!(
             out,
             "| sessions | ours acq/s | Curator acq/s | floor acq/s | ours / floor | ours / Curator | Curator / floor | \
-             hand-off p50/p99 µs, ours | hand-off, Curator | hand-off, floor |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             hand-off p50/p99 µs, ours | hand-off, Curator | hand-off, floor | ours / floor, interleaved windows | \
+             CPU µs per acquisition, interleaved, ours / floor |\n\
+             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for value in sessions {
             let [ours, curator, floor] =
                 ["ours", "curator", "floor"].map(|client| record("contended", client, Some(value)));
+            let interleaved = |client: &str| record("contended-interleaved", client, Some(value));
             let rate = |found: Option<&Record>| found.and_then(Record::ops);
             let hand_off = |found: Option<&Record>| match found
                 .map(|found| (found.number("p50_us"), found.number("p99_us")))
@@ -453,7 +465,7 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             };
             let _ = writeln!(
                 out,
-                "| {value:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {value:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 cell(rate(ours), format_rate),
                 cell(rate(curator), format_rate),
                 cell(rate(floor), format_rate),
@@ -463,6 +475,8 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
                 hand_off(ours),
                 hand_off(curator),
                 hand_off(floor),
+                ratio_cell(interleaved("ours"), interleaved("floor")),
+                cpu_pair(interleaved("ours"), interleaved("floor")),
             );
         }
         let _ = writeln!(
@@ -471,7 +485,11 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
              side: ours and the floor in this process, Curator's contenders in one JVM with `System.nanoTime`). It \
              can be negative: the next holder's watch event may be read before the releaser's delete reply. The \
              raw floor is our lock's protocol on bare calls: protected ephemeral-sequential create and list \
-             pipelined, watch the predecessor, no re-list when the predecessor was first.\n"
+             pipelined, watch the predecessor, no re-list when the predecessor was first. Interleaved windows: \
+             ours and the floor, each with N sessions on a lock of its own, cycle in alternating windows (which \
+             goes first alternates), each opening only once the other's queue has drained, so that a drift of \
+             the machine falls on both alike; CPU is our process's user + system time while a side's window was \
+             open, per acquisition.\n"
         );
     }
 
@@ -491,12 +509,6 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             let rate = |client: &str| ops("distinct", client, Some(value));
             let found = |client: &str| record("distinct", client, Some(value));
             let interleaved = |client: &str| record("distinct-interleaved", client, Some(value));
-            let cpu_of = |found: Option<&Record>| found.and_then(|found| found.number("cpu_us_per_op"));
-            let cpu_pair = |ours: Option<&Record>, floor: Option<&Record>| match (cpu_of(ours), cpu_of(floor))
-            {
-                (Some(ours), Some(floor)) => format!("{} / {}", cpu_us(ours), cpu_us(floor)),
-                _ => "–".to_owned(),
-            };
             let threads =
                 record("distinct", "curator", Some(value)).and_then(|found| found.number("threads"));
             let per_lock = |field: &str| {

@@ -95,3 +95,19 @@ fn the_distinct_locks_table_shows_the_interleaved_passes_of_the_same_run() {
         report.lines().find(|line| line.starts_with("| 1,000 |")).expect("the 1,000 distinct locks row");
     assert!(row.ends_with(&expected), "interleaved ours / floor and CPU {expected} at the end of {row}");
 }
+
+#[test]
+fn the_contended_table_shows_the_interleaved_windows_of_the_same_run() {
+    let (run, report) = rendered_fixture();
+    let record = |client: &str| run.find("locks", "contended-interleaved", client, Some(8.0));
+    let rate = |client: &str| record(client).and_then(|record| record.ops()).expect("an interleaved rate");
+    let paired = paired_ratio(record("ours"), record("floor")).expect("rounds that pair up");
+    let expected = format!("| {:.2} ({paired:.2}) | 400.0 / 380.0 |", rate("ours") / rate("floor"));
+    let row = report.lines().find(|line| line.starts_with("| 8 |")).expect("the 8 sessions row");
+    assert!(row.ends_with(&expected), "interleaved ours / floor and CPU {expected} at the end of {row}");
+    let without = report.lines().find(|line| line.starts_with("| 32 |")).expect("the 32 sessions row");
+    assert!(
+        without.ends_with("| – | – |"),
+        "no interleaved windows measured at 32 in the fixture: {without}"
+    );
+}
