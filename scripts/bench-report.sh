@@ -35,9 +35,9 @@ if [[ -n "${ZK_CONNECT:-}" ]]; then
 fi
 unset ZKR_BENCH_JSON
 
-# Fixed settings. Full: 5 interleaved rounds per bench (medians of 5), about 20 minutes on a quiet
-# 2-core machine (3 rounds took 799 s there; the locks scale part, run once, about 3 minutes), 30
-# on a slow day. Each distinct-locks point runs at least 20,000 timed cycles: with 3,000 the
+# Fixed settings. Full: 5 interleaved rounds per bench (medians of 5), about 40 minutes on a
+# 2-core machine (2,397 s at 7311d72, the locks bench 1,886 s of it; its scale part, run once,
+# about 3 minutes). Each distinct-locks point runs at least 20,000 timed cycles: with 3,000 the
 # 1,000-lock point lasted about half a second, shorter than this machine's stalls.
 if [[ $mode == quick ]]; then
     locks=(--rounds 1 --cycles 200 --warm-up-cycles 200 --contended-ms 600 --warm-up-ms 300
