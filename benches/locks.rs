@@ -38,7 +38,7 @@
 //!   drained: both meet the same stretch of the machine's time, with the lock to themselves;
 //! - `distinct-N` for each of `--distinct-locks` (10 … 10,000): N locks on distinct paths cycled
 //!   concurrently by one process, `--distinct-cycles` each (3), or more where that makes fewer
-//!   than `--distinct-min-total` (3,000) in all (ours: N tasks on one session; Curator: a thread per lock on one
+//!   than `--distinct-min-total` (3,000) in all, rounded up to even (ours: N tasks on one session; Curator: a thread per lock on one
 //!   client, at most `--curator-max-threads`, the pool used is printed), with the raw floor for
 //!   the same concurrency. Each client first cycles the same locks untimed, at least once each
 //!   and `--distinct-warm-up-total` (3,000) cycles in all: the locks' directories exist, Curator's
@@ -97,9 +97,11 @@ struct Options {
 
 impl Options {
     /// Cycles per lock with `locks` distinct locks: `--distinct-cycles`, or more where that many
-    /// locks would make fewer than `--distinct-min-total` cycles in all.
+    /// locks would make fewer than `--distinct-min-total` cycles in all; rounded up to an even
+    /// number, so that in `distinct-interleaved` each client goes first in as many passes.
     fn distinct_cycles_for(&self, locks: usize) -> usize {
-        self.distinct_cycles.max(self.distinct_min_total.div_ceil(locks.max(1)))
+        let cycles = self.distinct_cycles.max(self.distinct_min_total.div_ceil(locks.max(1)));
+        cycles + cycles % 2
     }
 
     /// Untimed cycles per lock before a distinct-locks run: at least one, and
@@ -676,7 +678,13 @@ impl GatedSide {
         self.open.send_replace(false);
         let (took, cpu) = (started.elapsed(), support::cpu_time() - cpu);
         let acquisitions = self.acquisitions.load(Ordering::Relaxed) - first;
+        // A contender that failed (its task panicked) never parks: fail loudly, not hang.
+        let drained_by = Instant::now() + Duration::from_secs(60);
         while self.parked.load(Ordering::SeqCst) < self.contenders as u64 {
+            assert!(
+                Instant::now() < drained_by,
+                "the contenders did not all park within 60 s of their window"
+            );
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         (acquisitions, took, cpu)
