@@ -733,13 +733,14 @@ async fn contended_interleaved(
     }
     ours.run(warm_up / 2).await;
     floor.run(warm_up / 2).await;
-    let window = duration / windows.max(1);
+    let windows = windows.max(1);
+    let window = duration / windows;
     let (mut ours_total, mut floor_total) =
         ((0, Duration::ZERO, Duration::ZERO), (0, Duration::ZERO, Duration::ZERO));
     let add = |total: &mut (u64, Duration, Duration), (count, took, cpu): (u64, Duration, Duration)| {
         *total = (total.0 + count, total.1 + took, total.2 + cpu);
     };
-    for index in 0..windows.max(1) {
+    for index in 0..windows {
         if index % 2 == 0 {
             add(&mut ours_total, ours.run(window).await);
             add(&mut floor_total, floor.run(window).await);

@@ -530,10 +530,7 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
                 ratio_cell(found("curator"), found("floor")),
                 cell(threads, format_rate),
                 cpu_pair(found("ours"), found("floor")),
-                match (interleaved("ours"), interleaved("floor")) {
-                    (Some(ours), Some(floor)) => ratio_cell(Some(ours), Some(floor)),
-                    _ => "–".to_owned(),
-                },
+                ratio_cell(interleaved("ours"), interleaved("floor")),
                 cpu_pair(interleaved("ours"), interleaved("floor")),
             );
         }

@@ -187,6 +187,7 @@ impl Drop for Pipelined<'_> {
 mod tests {
     use super::*;
     use crate::driver::StandardDriver;
+    use zk_recipes_testing::within;
 
     #[tokio::test]
     async fn the_locks_of_one_framework_directory_and_driver_share_one_pipelined_flag() {
@@ -211,8 +212,8 @@ mod tests {
         drop(first);
         assert!(same_lock.start().is_some(), "the mark goes with the enqueue that took it");
 
-        framework.close().await;
-        other_framework.close().await;
+        within("close", framework.close()).await;
+        within("close", other_framework.close()).await;
     }
 
     #[tokio::test]
@@ -228,6 +229,6 @@ mod tests {
         assert!(size < 2_500, "dead entries are pruned: {size} left");
         let _held = live.start().expect("the live flag survives the pruning");
         assert!(PipelinedFlag::of(&framework, "/prune/live", &driver).start().is_none());
-        framework.close().await;
+        within("close", framework.close()).await;
     }
 }
