@@ -153,6 +153,17 @@ impl Wanted {
     }
 }
 
+/// Whether a call's operation may itself make retrying calls of the framework, which then run one
+/// try each, within the outer call's budget and deadline (see [`Framework::retry`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Nesting {
+    /// It may (an operation the caller wrote): its tries run in the call's retry scope.
+    Possible,
+    /// It never does (the framework's own operations, which only send requests): no scope is
+    /// set, which saves a task-local swap on every poll of the call.
+    Never,
+}
+
 tokio::task_local! {
     /// Set while a top-level [`Framework::retry`] runs: nested calls share its budget and deadline.
     static RETRY_SCOPE: Option<Instant>;
@@ -422,7 +433,7 @@ impl Framework {
     {
         // Not an `async fn`, which would keep its arguments twice in its state: every call of the
         // framework runs in this future.
-        self.retry_loop(deadline.into(), Sessions::Current, operation)
+        self.retry_loop(deadline.into(), Sessions::Current, Nesting::Possible, operation)
     }
 
     /// As [`retry`](Self::retry), but when the session is lost the operation starts over on the next
@@ -438,13 +449,14 @@ impl Framework {
         Fut: Future<Output = Result<T>> + 'a,
         T: 'a,
     {
-        self.retry_loop(deadline.into(), Sessions::StartingOver, operation)
+        self.retry_loop(deadline.into(), Sessions::StartingOver, Nesting::Possible, operation)
     }
 
     pub(crate) async fn retry_loop<T, F, Fut>(
         &self,
         deadline: Deadline,
         sessions: Sessions,
+        nesting: Nesting,
         mut operation: F,
     ) -> Result<T>
     where
@@ -463,57 +475,57 @@ impl Framework {
             return self.finish_error(running.await);
         }
         let policy = self.core().config.retry_policy.clone();
-        let scope = deadline.instant();
-        RETRY_SCOPE
-            .scope(scope, async move {
-                let mut retry_count = 0u32;
-                let mut wanted = sessions.first_wanted();
-                loop {
-                    // Each step in a scope of its own, so the loop's state keeps only what it
-                    // still needs across each await: every call of the framework carries it.
-                    let (err, generation) = 'attempt: {
-                        let session = match self.ready_session(wanted) {
-                            Some(session) => session,
-                            // Boxed: waiting for a connection is rare, and its future is large.
-                            None => match Box::pin(self.session_for_try(wanted, deadline)).await {
-                                Ok(session) => session,
-                                Err(err) => break 'attempt (err, 0),
-                            },
-                        };
-                        // The session is moved into the operation in a block of its own, so the
-                        // loop's state does not keep a copy of it across the await.
-                        let (generation, running) = {
-                            let session = session;
-                            let generation = session.generation();
-                            // Boxed: the operation's future (often kilobytes) is not moved again
-                            // by every wrapper around this loop.
-                            (generation, deadline.run(Box::pin(operation(session))))
-                        };
-                        match running.await {
-                            Ok(value) => return Ok(value),
-                            Err(err) => (err, generation),
-                        }
+        let tries = async move {
+            let mut retry_count = 0u32;
+            let mut wanted = sessions.first_wanted();
+            loop {
+                // Each step in a scope of its own, so the loop's state keeps only what it
+                // still needs across each await: every call of the framework carries it.
+                let (err, generation) = 'attempt: {
+                    let session = match self.ready_session(wanted) {
+                        Some(session) => session,
+                        // Boxed: waiting for a connection is rare, and its future is large.
+                        None => match Box::pin(self.session_for_try(wanted, deadline)).await {
+                            Ok(session) => session,
+                            Err(err) => break 'attempt (err, 0),
+                        },
                     };
-                    let retry_on_new_session = matches!(sessions, Sessions::StartingOver)
-                        && err.is_session_lost()
-                        && !self.is_closed();
-                    if !(err.is_retryable() || retry_on_new_session) {
-                        return self.finish_error(Err(err));
-                    }
-                    let Some(sleep) = policy.allow_retry(retry_count, deadline.elapsed()) else {
-                        debug!(retry_count, error = %err, "retry budget spent");
-                        return self.finish_error(Err(err));
+                    // The session is moved into the operation in a block of its own, so the
+                    // loop's state does not keep a copy of it across the await.
+                    let (generation, running) = {
+                        let session = session;
+                        let generation = session.generation();
+                        // Boxed: the operation's future (often kilobytes) is not moved again
+                        // by every wrapper around this loop.
+                        (generation, deadline.run(Box::pin(operation(session))))
                     };
-                    debug!(retry_count, sleep = %crate::ReadableDuration(sleep), error = %err, "retrying");
-                    retry_count += 1;
-                    if retry_on_new_session {
-                        wanted = Wanted::After(generation);
+                    match running.await {
+                        Ok(value) => return Ok(value),
+                        Err(err) => (err, generation),
                     }
-                    // Boxed: a retry's pause is rare, and a timer is large.
-                    Box::pin(deadline.sleep(sleep)).await?;
+                };
+                let retry_on_new_session =
+                    matches!(sessions, Sessions::StartingOver) && err.is_session_lost() && !self.is_closed();
+                if !(err.is_retryable() || retry_on_new_session) {
+                    return self.finish_error(Err(err));
                 }
-            })
-            .await
+                let Some(sleep) = policy.allow_retry(retry_count, deadline.elapsed()) else {
+                    debug!(retry_count, error = %err, "retry budget spent");
+                    return self.finish_error(Err(err));
+                };
+                debug!(retry_count, sleep = %crate::ReadableDuration(sleep), error = %err, "retrying");
+                retry_count += 1;
+                if retry_on_new_session {
+                    wanted = Wanted::After(generation);
+                }
+                // Boxed: a retry's pause is rare, and a timer is large.
+                Box::pin(deadline.sleep(sleep)).await?;
+            }
+        };
+        match nesting {
+            Nesting::Possible => RETRY_SCOPE.scope(deadline.instant(), tries).await,
+            Nesting::Never => tries.await,
+        }
     }
 
     /// The current session if a try may run on it right now (as [`session_for_try`] would return

@@ -2,8 +2,8 @@
 //! protected ephemeral-sequential create.
 
 use std::fmt;
-use std::fmt::Write as _;
 use std::future::Future;
+use std::sync::Arc;
 
 use futures::future::{Either, TryFutureExt};
 
@@ -14,7 +14,7 @@ use zookeeper_client::{CheckWriteError, CreateMode, MultiWriteResult, Stat};
 use crate::cleanup::CleanupTask;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
-use crate::framework::{Framework, Sessions};
+use crate::framework::{Framework, Nesting, Sessions};
 use crate::path;
 use crate::session::Session;
 
@@ -265,10 +265,10 @@ impl Framework {
             let created = match request.anchor {
                 // A fresh node: after a lost session, start over on the next one (as
                 // `retry_across_sessions`, whose wrapper would only add to the state).
-                None => self.retry_loop(deadline, Sessions::StartingOver, try_once).await,
+                None => self.retry_loop(deadline, Sessions::StartingOver, Nesting::Never, try_once).await,
                 // Built on an existing node: on its session, or not at all. Boxed: rare.
                 Some(anchor) => {
-                    match Box::pin(self.retry_on_session(anchor.generation, deadline, try_once)).await {
+                    match Box::pin(self.retry_own_on_session(anchor.generation, deadline, try_once)).await {
                         Err(Error::SessionLost) => Err(Error::NodeLost { path: anchor.path.to_owned() }),
                         other => other,
                     }
@@ -366,11 +366,15 @@ impl<'a> ProtectedCreate<'a> {
 ///
 /// ```
 /// use zk_recipes_framework::zookeeper_client::SessionId;
-/// use zk_recipes_framework::NodeMarker;
+/// use zk_recipes_framework::{path, NodeMarker};
 ///
 /// let marker = NodeMarker::SessionId { prefix: "x-".into() };
 /// assert_eq!(marker.render(SessionId(72_057_600_000_000_001)), "x-72057600000000001-");
-/// assert!(NodeMarker::Protected.render(SessionId(1)).starts_with("_c_"));
+/// let protected = NodeMarker::Protected.render(SessionId(1));
+/// assert!(protected.starts_with("_c_") && protected.ends_with('-'));
+/// let name = format!("{protected}lock-0000000001");
+/// let id = uuid::Uuid::parse_str(path::protected_id(&name).unwrap()).unwrap();
+/// assert_eq!(id.get_version_num(), 4);
 /// assert_eq!(NodeMarker::UuidHex.render(SessionId(1)).len(), 32);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,16 +398,7 @@ impl NodeMarker {
     /// The marker for a create on the session `session_id`.
     pub fn render(&self, session_id: zookeeper_client::SessionId) -> String {
         match self {
-            // Written into a string of the right size: one allocation per create.
-            NodeMarker::Protected => {
-                let mut buffer = uuid::Uuid::encode_buffer();
-                let id = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buffer);
-                let mut prefix = String::with_capacity(path::PROTECTED_PREFIX_LEN);
-                prefix.push_str(path::PROTECTED_MARKER);
-                prefix.push_str(id);
-                prefix.push('-');
-                prefix
-            }
+            NodeMarker::Protected => fresh_protected_prefix(&mut [0; path::PROTECTED_PREFIX_LEN]).to_owned(),
             NodeMarker::UuidHex => {
                 let mut buffer = uuid::Uuid::encode_buffer();
                 uuid::Uuid::new_v4().simple().encode_lower(&mut buffer).to_owned()
@@ -411,6 +406,25 @@ impl NodeMarker {
             NodeMarker::SessionId { prefix } => format!("{prefix}{}-", session_id.0),
         }
     }
+
+    /// As [`render`](Self::render), shared by a protected create's tries: Curator's marker is
+    /// written on the stack and copied once, into the shared string (one allocation per create).
+    fn render_shared(&self, session_id: zookeeper_client::SessionId) -> Arc<str> {
+        match self {
+            NodeMarker::Protected => Arc::from(fresh_protected_prefix(&mut [0; path::PROTECTED_PREFIX_LEN])),
+            other => Arc::from(other.render(session_id)),
+        }
+    }
+}
+
+/// Writes a fresh `_c_<uuid>-` into `buffer`, and returns it.
+fn fresh_protected_prefix(buffer: &mut [u8; path::PROTECTED_PREFIX_LEN]) -> &str {
+    let (marker, rest) = buffer.split_at_mut(path::PROTECTED_MARKER.len());
+    let (id, separator) = rest.split_at_mut(uuid::fmt::Hyphenated::LENGTH);
+    marker.copy_from_slice(path::PROTECTED_MARKER.as_bytes());
+    uuid::Uuid::new_v4().hyphenated().encode_lower(id);
+    separator.copy_from_slice(b"-");
+    std::str::from_utf8(buffer).expect("the marker, a UUID and a hyphen are ASCII")
 }
 
 /// How a create makes missing parents (Curator's `creatingParentsIfNeeded` /
@@ -493,7 +507,23 @@ impl Framework {
         Fut: Future<Output = Result<T>> + 'a,
         T: 'a,
     {
-        self.retry_loop(deadline.into(), Sessions::Only(generation), operation)
+        self.retry_loop(deadline.into(), Sessions::Only(generation), Nesting::Possible, operation)
+    }
+
+    /// As [`retry_on_session`](Self::retry_on_session), for the framework's own operations, which
+    /// never make retrying calls themselves (no retry scope is set for them).
+    fn retry_own_on_session<'a, T, F, Fut>(
+        &'a self,
+        generation: u64,
+        deadline: Deadline,
+        operation: F,
+    ) -> impl Future<Output = Result<T>> + 'a
+    where
+        F: FnMut(Session) -> Fut + 'a,
+        Fut: Future<Output = Result<T>> + 'a,
+        T: 'a,
+    {
+        self.retry_loop(deadline, Sessions::Only(generation), Nesting::Never, operation)
     }
 
     /// `path`'s children, listed on the session of `generation`; `None` if `path` does not exist.
@@ -506,7 +536,7 @@ impl Framework {
         path: &'a str,
         deadline: impl Into<Deadline>,
     ) -> impl Future<Output = Result<Option<Vec<String>>>> + Send + 'a {
-        self.retry_on_session(generation, deadline, move |session| async move {
+        self.retry_own_on_session(generation, deadline.into(), move |session| async move {
             match session.client().list_children(path).await {
                 Ok(children) => Ok(Some(children)),
                 Err(zookeeper_client::Error::NoNode) => Ok(None),
@@ -528,7 +558,7 @@ impl Framework {
         path: &'a str,
         deadline: impl Into<Deadline>,
     ) -> impl Future<Output = Result<Option<(Stat, zookeeper_client::OneshotWatcher)>>> + Send + 'a {
-        self.retry_on_session(generation, deadline, move |session| async move {
+        self.retry_own_on_session(generation, deadline.into(), move |session| async move {
             match session.client().get_and_watch_data(path).await {
                 Ok((_, stat, watcher)) => Ok(Some((stat, watcher))),
                 Err(zookeeper_client::Error::NoNode) => Ok(None),
@@ -605,8 +635,9 @@ pub(crate) async fn delete_tree(session: &Session, root: &str) -> Result<()> {
 struct ProtectedAttempt<'a> {
     framework: Framework,
     parent: &'a str,
-    /// The prefix of the current try and the session generation it belongs to.
-    current: Option<(String, u64)>,
+    /// The prefix of the current try and the session generation it belongs to (shared with the
+    /// try that uses it: one allocation per prefix).
+    current: Option<(Arc<str>, u64)>,
     /// Whether a create with the current prefix may have reached the server.
     maybe_created: bool,
     /// Whether the node outlives its session (persistent, container, TTL): then the prefix is
@@ -625,7 +656,7 @@ impl<'a> ProtectedAttempt<'a> {
     /// (so look before creating): the same prefix on the same session, a fresh one on a new
     /// session for an ephemeral node (whatever the old one created is handed to the cleanup
     /// worker); a node that outlives its session keeps its prefix and is looked for.
-    fn prefix_for(&mut self, session: &Session) -> (String, bool) {
+    fn prefix_for(&mut self, session: &Session) -> (Arc<str>, bool) {
         match &self.current {
             Some((prefix, generation)) if *generation == session.generation() || self.outlives_session => {
                 let search_first = self.maybe_created;
@@ -634,7 +665,7 @@ impl<'a> ProtectedAttempt<'a> {
             }
             _ => {
                 self.hand_over_unknown();
-                let prefix = self.marker.render(session.id());
+                let prefix = self.marker.render_shared(session.id());
                 self.current = Some((prefix.clone(), session.generation()));
                 // Set before the create is sent: a drop from here on may leave a node.
                 self.maybe_created = true;
@@ -650,10 +681,10 @@ impl<'a> ProtectedAttempt<'a> {
 
     fn hand_over_unknown(&mut self) {
         if let (true, Some((prefix, _))) = (self.maybe_created, self.current.take()) {
-            self.framework
-                .core()
-                .cleanup
-                .submit(CleanupTask::Protected { parent: self.parent.to_owned(), prefix });
+            self.framework.core().cleanup.submit(CleanupTask::Protected {
+                parent: self.parent.to_owned(),
+                prefix: prefix.to_string(),
+            });
         }
         self.maybe_created = false;
     }
@@ -668,6 +699,8 @@ impl Drop for ProtectedAttempt<'_> {
 /// A node a protected create made.
 struct Created {
     path: String,
+    /// Where the node's name starts in `path`.
+    name_start: usize,
     stat: Stat,
     sequence: Option<i32>,
     /// The parent's children listed right behind the create, when asked for and holding our node.
@@ -691,7 +724,7 @@ async fn create_or_find(
             return Ok(found);
         }
     }
-    let node_path = protected_node_path(parent, prefix, name);
+    let (node_path, name_start) = protected_node_path(parent, prefix, name);
     if let Some(anchor) = anchor {
         return Box::pin(create_while_exists(session, anchor, parent, &node_path, name, data, mode)).await;
     }
@@ -720,20 +753,20 @@ async fn create_or_find(
     let sequential = matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential);
     let (path, sequence) = if sequential {
         let mut path = node_path;
-        write!(path, "{sequence}").expect("writing to a String does not fail");
+        path::push_sequence(&mut path, sequence.into_i64());
         (path, i32::try_from(sequence.into_i64()).ok())
     } else {
         (node_path, None)
     };
     let siblings = listed
         .and_then(|listed| listed.ok())
-        .filter(|children| children.iter().any(|child| child == path::name(&path)));
-    Ok(Created { path, stat, sequence, siblings })
+        .filter(|children| children.iter().any(|child| *child == path[name_start..]));
+    Ok(Created { path, name_start, stat, sequence, siblings })
 }
 
 /// `<parent>/<prefix><name>` (as [`path::join`] makes it), with room for the sequence number the
-/// server may append: one allocation for the node's path.
-fn protected_node_path(parent: &str, prefix: &str, name: &str) -> String {
+/// server may append: one allocation for the node's path. Also where the node's name starts in it.
+fn protected_node_path(parent: &str, prefix: &str, name: &str) -> (String, usize) {
     /// A sequence number's width (ZooKeeper's `%010d`; 19 digits past `i32::MAX`).
     const SEQUENCE_ROOM: usize = 19;
     let parent = parent.trim_end_matches('/');
@@ -741,7 +774,7 @@ fn protected_node_path(parent: &str, prefix: &str, name: &str) -> String {
     for part in [parent, "/", prefix, name] {
         node_path.push_str(part);
     }
-    node_path
+    (node_path, parent.len() + 1)
 }
 
 /// What the server answered to a create, and to the listing sent behind it (if asked for).
@@ -829,7 +862,7 @@ async fn create_while_exists(
         stat
     };
     let sequence = path::sequence_after(path::name(&path), name);
-    Ok(Created { path, stat, sequence, siblings: None })
+    Ok(Created { name_start: name_start(&path), path, stat, sequence, siblings: None })
 }
 
 /// Our node from an earlier try of this session, if the server has it.
@@ -853,7 +886,8 @@ async fn find_protected(
             Ok(Some(stat)) if !ephemeral || session.owns(stat.ephemeral_owner) => {
                 debug!(path = %child_path, "found our protected node after a connection loss");
                 let sequence = path::sequence_after(child, &format!("{prefix}{name}"));
-                return Ok(Some(Created { path: child_path, stat, sequence, siblings: None }));
+                let name_start = child_path.len() - child.len();
+                return Ok(Some(Created { path: child_path, name_start, stat, sequence, siblings: None }));
             }
             Ok(_) => {}
             Err(err) => return Err(err.into()),
@@ -879,6 +913,8 @@ async fn find_protected(
 pub struct OwnedNode {
     framework: Framework,
     path: String,
+    /// Where the node's name starts in `path`.
+    name_start: usize,
     stat: Stat,
     sequence: Option<i32>,
     session_id: zookeeper_client::SessionId,
@@ -892,10 +928,11 @@ pub struct OwnedNode {
 
 impl OwnedNode {
     fn new(framework: Framework, created: Created, session: &Session) -> Self {
-        let Created { path, stat, sequence, .. } = created;
+        let Created { path, name_start, stat, sequence, .. } = created;
         Self {
             framework,
             path,
+            name_start,
             stat,
             sequence,
             session_id: session.id(),
@@ -915,6 +952,7 @@ impl OwnedNode {
     ) -> Self {
         Self {
             framework,
+            name_start: name_start(&path),
             path,
             stat,
             sequence: None,
@@ -932,7 +970,7 @@ impl OwnedNode {
 
     /// The node's name (the last path segment).
     pub fn name(&self) -> &str {
-        path::name(&self.path)
+        &self.path[self.name_start..]
     }
 
     /// The sequence number the server appended.
@@ -978,7 +1016,7 @@ impl OwnedNode {
         let path = self.path.as_str();
         let result = self
             .framework
-            .retry_on_session(self.generation, deadline, |session| {
+            .retry_own_on_session(self.generation, deadline, |session| {
                 let mark = self.mark.as_deref();
                 async move {
                     match mark {
@@ -1075,6 +1113,11 @@ impl Drop for OwnedNode {
             self.framework.core().cleanup.submit(task);
         }
     }
+}
+
+/// Where the last name of `path` starts (as [`path::name`] finds it).
+fn name_start(path: &str) -> usize {
+    path.len() - path::name(path).len()
 }
 
 /// Deletes `path` on `session` if it is that session's ephemeral node holding `mark`, at the

@@ -13,6 +13,8 @@
 //! assert_eq!(path::sequence_after("lock-0000000042", "lock-"), Some(42));
 //! ```
 
+use std::fmt::Write as _;
+
 /// Why a path is not a valid ZooKeeper path (the rules of ZooKeeper's `PathUtils.validatePath`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -79,16 +81,40 @@ fn validate_with(path: &str, sequential: bool) -> Result<(), PathError> {
     if path.ends_with('/') && !sequential {
         return Err(PathError::TrailingSlash);
     }
-    // One pass (every call of the framework validates its paths): each name is checked when the
-    // `/` after it, or the end, is reached; the first fault by position is reported, as
-    // ZooKeeper's own `PathUtils` does.
+    // Every call of the framework validates its paths. In the usual path, printable ASCII, only
+    // a name can be at fault: one scan for the characters, then the names in order.
+    let bytes = path.as_bytes();
+    if bytes.iter().all(|&byte| (b' '..=b'~').contains(&byte)) {
+        let mut names = path[1..].split('/');
+        if sequential {
+            // The server appends digits to the last name, so "/a/" and "/a/." are fine there.
+            names.next_back();
+        }
+        let mut name_start = 1;
+        for name in names {
+            check_name(name, name_start)?;
+            name_start += name.len() + 1;
+        }
+        return Ok(());
+    }
+    // Otherwise one pass over the bytes: each name is checked when the `/` after it, or the end,
+    // is reached; the first fault by position is reported, as ZooKeeper's own `PathUtils` does.
+    // An ASCII byte is its own character; only a character that starts with a non-ASCII byte is
+    // decoded (its other bytes are never `/`).
     let mut name_start = 1;
-    for (index, character) in path.char_indices().skip(1) {
-        if character == '/' {
+    for (index, &byte) in bytes.iter().enumerate().skip(1) {
+        if byte == b'/' {
             check_name(&path[name_start..index], name_start)?;
             name_start = index + 1;
-        } else if is_refused_character(character) {
-            return Err(PathError::InvalidCharacter { character, index });
+        } else if byte.is_ascii() {
+            if is_refused_ascii(byte) {
+                return Err(PathError::InvalidCharacter { character: char::from(byte), index });
+            }
+        } else if path.is_char_boundary(index) {
+            let character = path[index..].chars().next().expect("a character starts here");
+            if is_refused_character(character) {
+                return Err(PathError::InvalidCharacter { character, index });
+            }
         }
     }
     // A sequential create appends digits to the last name, so "/a/" and "/a/." are fine there.
@@ -111,6 +137,11 @@ fn check_name(name: &str, index: usize) -> Result<(), PathError> {
 /// Whether `text` holds a character ZooKeeper refuses in a path (see [`validate`]).
 pub(crate) fn has_refused_character(text: &str) -> bool {
     text.chars().any(is_refused_character)
+}
+
+/// The ASCII characters ZooKeeper refuses in a path: the control characters.
+fn is_refused_ascii(byte: u8) -> bool {
+    byte < 0x20 || byte == 0x7f
 }
 
 /// The characters ZooKeeper refuses in a path. Java sees text as UTF-16, and refuses every
@@ -203,6 +234,29 @@ pub fn parse_sequence(text: &str) -> Option<i32> {
     text.parse().ok()
 }
 
+/// Appends `sequence` as ZooKeeper prints it after a sequential node's name: `%010d` within the
+/// 32-bit range (`0000000042`, `-000000003`), 19 digits past it (ZOOKEEPER-4706). The usual case,
+/// a number from 0 to `i32::MAX`, is written without the formatting machinery: every lock
+/// acquire names its node this way.
+pub(crate) fn push_sequence(path: &mut String, sequence: i64) {
+    match u32::try_from(sequence) {
+        Ok(value) if sequence <= i64::from(i32::MAX) => {
+            let mut digits = [b'0'; 10];
+            let mut rest = value;
+            for digit in digits.iter_mut().rev() {
+                // `rest % 10` is below 10, so the cast keeps it whole.
+                *digit = b'0' + (rest % 10) as u8;
+                rest /= 10;
+            }
+            path.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
+        }
+        _ if sequence <= i64::from(i32::MAX) => {
+            write!(path, "{sequence:010}").expect("writing to a String does not fail");
+        }
+        _ => write!(path, "{sequence:019}").expect("writing to a String does not fail"),
+    }
+}
+
 /// The sequence number in `name` after the last occurrence of `marker` (the name the creator asked
 /// for, such as `lock-`), as Curator sorts lock nodes.
 ///
@@ -265,6 +319,103 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sequences_are_printed_as_zookeeper_prints_them() {
+        let cases: &[(i64, &str)] = &[
+            (0, "0000000000"),
+            (7, "0000000007"),
+            (42, "0000000042"),
+            (999_999_999, "0999999999"),
+            (1_000_000_000, "1000000000"),
+            (i64::from(i32::MAX), "2147483647"),
+            (-3, "-000000003"),
+            (i64::from(i32::MIN), "-2147483648"),
+            (i64::from(i32::MAX) + 1, "0000000002147483648"),
+        ];
+        for &(sequence, printed) in cases {
+            let mut path = String::from("/a/lock-");
+            push_sequence(&mut path, sequence);
+            assert_eq!(path, format!("/a/lock-{printed}"), "sequence {sequence}");
+            assert_eq!(parse_sequence(printed).map(i64::from), i32::try_from(sequence).ok().map(i64::from));
+        }
+    }
+
+    #[test]
+    fn byte_validation_agrees_with_validating_character_by_character() {
+        // The rules applied to each character in turn: the form the byte loop must agree with.
+        fn by_characters(path: &str, sequential: bool) -> Result<(), PathError> {
+            if path.is_empty() {
+                return Err(PathError::Empty);
+            }
+            if !path.starts_with('/') {
+                return Err(PathError::NotAbsolute);
+            }
+            if path.len() == 1 {
+                return Ok(());
+            }
+            if path.ends_with('/') && !sequential {
+                return Err(PathError::TrailingSlash);
+            }
+            let mut name_start = 1;
+            for (index, character) in path.char_indices().skip(1) {
+                if character == '/' {
+                    check_name(&path[name_start..index], name_start)?;
+                    name_start = index + 1;
+                } else if is_refused_character(character) {
+                    return Err(PathError::InvalidCharacter { character, index });
+                }
+            }
+            if sequential {
+                Ok(())
+            } else {
+                check_name(&path[name_start..], name_start)
+            }
+        }
+        let characters = [
+            'a',
+            '/',
+            '.',
+            '-',
+            '\u{0}',
+            '\u{1f}',
+            '\u{20}',
+            '\u{7e}',
+            '\u{7f}',
+            '\u{80}',
+            '\u{9f}',
+            '\u{a0}',
+            'ü',
+            '\u{7ff}',
+            '\u{800}',
+            '\u{d7ff}',
+            '\u{e000}',
+            '\u{f8ff}',
+            '\u{f900}',
+            '\u{ffef}',
+            '\u{fff0}',
+            '\u{ffff}',
+            '\u{10000}',
+            '😀',
+        ];
+        let mut checked = 0;
+        for first in characters {
+            for second in characters {
+                for third in characters {
+                    let path: String = ['/', first, second, third].into_iter().collect();
+                    for sequential in [false, true] {
+                        assert_eq!(
+                            validate_with(&path, sequential),
+                            by_characters(&path, sequential),
+                            "path {path:?}, sequential {sequential}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 2 * characters.len().pow(3));
+    }
+
+    #[test]
     fn validation_follows_zookeepers_rules() {
         let cases: &[(&str, Result<(), PathError>)] = &[
             ("/", Ok(())),
@@ -291,6 +442,10 @@ mod tests {
             ("/a//\u{0}", Err(PathError::EmptyName { index: 3 })),
             ("/\u{0}//a", Err(PathError::InvalidCharacter { character: '\u{0}', index: 1 })),
             ("/../\u{0}", Err(PathError::RelativeName { index: 1 })),
+            // Non-ASCII characters at their byte offsets: C1 controls are refused, others not.
+            ("/ü\u{85}", Err(PathError::InvalidCharacter { character: '\u{85}', index: 3 })),
+            ("/ü/é/\u{9f}x", Err(PathError::InvalidCharacter { character: '\u{9f}', index: 7 })),
+            ("/\u{a0}/\u{f900}/\u{ffef}", Ok(())),
         ];
         for (path, expected) in cases {
             assert_eq!(&validate(path), expected, "path {path:?}");
