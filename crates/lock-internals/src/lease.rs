@@ -62,7 +62,7 @@ pub struct HeldLease {
     node: OwnedNode,
     fencing_token: i64,
     /// Times the hold and counts its loss (for leases a lock's acquire made).
-    timer: Option<Box<crate::metrics::HoldTimer>>,
+    timer: Option<crate::metrics::HoldTimer>,
 }
 
 impl HeldLease {
@@ -76,7 +76,7 @@ impl HeldLease {
     /// With the lock's metrics: hold time when released or dropped, and the loss counted once
     /// (see [`crate::LockMetrics`]).
     pub fn timed(mut self, timer: crate::metrics::HoldTimer) -> Self {
-        self.timer = Some(Box::new(timer));
+        self.timer = Some(timer);
         self
     }
 
