@@ -474,7 +474,8 @@ impl Framework {
             let running = deadline.run(Box::pin(operation(session)));
             return self.finish_error(running.await);
         }
-        let policy = self.core().config.retry_policy.clone();
+        // Borrowed, not cloned: a clone would touch the policy's shared count on every call.
+        let policy = self.retry_policy();
         let tries = async move {
             let mut retry_count = 0u32;
             let mut wanted = sessions.first_wanted();

@@ -243,7 +243,7 @@ impl Framework {
         }
         Either::Right(async move {
             let attempt = Mutex::new(ProtectedAttempt::new(
-                self.clone(),
+                self,
                 request.parent,
                 request.marker,
                 !request.is_ephemeral(),
@@ -633,7 +633,9 @@ pub(crate) async fn delete_tree(session: &Session, root: &str) -> Result<()> {
 
 /// What a protected create knows across its tries.
 struct ProtectedAttempt<'a> {
-    framework: Framework,
+    /// Borrowed from the create, not cloned: a clone would touch the framework's shared count
+    /// twice per create.
+    framework: &'a Framework,
     parent: &'a str,
     /// The prefix of the current try and the session generation it belongs to (shared with the
     /// try that uses it: one allocation per prefix).
@@ -648,7 +650,12 @@ struct ProtectedAttempt<'a> {
 }
 
 impl<'a> ProtectedAttempt<'a> {
-    fn new(framework: Framework, parent: &'a str, marker: &'a NodeMarker, outlives_session: bool) -> Self {
+    fn new(
+        framework: &'a Framework,
+        parent: &'a str,
+        marker: &'a NodeMarker,
+        outlives_session: bool,
+    ) -> Self {
         Self { framework, parent, current: None, maybe_created: false, outlives_session, marker }
     }
 
