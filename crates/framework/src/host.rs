@@ -7,13 +7,21 @@ use std::net::{SocketAddr, ToSocketAddrs};
 /// preferred (Java's default); IPv6 in Java's long form (`fd00:0:0:0:0:0:0:1`, with `%<scope>`
 /// when scoped); empty when the host name does not resolve (Curator's fallback).
 ///
+/// Resolved once per process, as Curator resolves it once per JVM (a static of
+/// `CuratorFrameworkFactory`): making ten thousand locks costs one name lookup, not ten thousand.
+///
 /// ```
 /// let address = zk_recipes_framework::local_address();
 /// let text = std::str::from_utf8(&address).unwrap();
 /// assert!(text.is_empty() || text.split('%').next().unwrap().parse::<std::net::IpAddr>().is_ok());
 /// ```
 pub fn local_address() -> Vec<u8> {
-    resolve_host_name().map(|address| java_host_address(&address)).unwrap_or_default().into_bytes()
+    static ADDRESS: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    ADDRESS
+        .get_or_init(|| {
+            resolve_host_name().map(|address| java_host_address(&address)).unwrap_or_default().into_bytes()
+        })
+        .clone()
 }
 
 fn resolve_host_name() -> Option<SocketAddr> {
