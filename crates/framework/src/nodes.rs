@@ -268,7 +268,9 @@ impl Framework {
                 None => self.retry_loop(deadline, Sessions::StartingOver, Nesting::Never, try_once).await,
                 // Built on an existing node: on its session, or not at all. Boxed: rare.
                 Some(anchor) => {
-                    match Box::pin(self.retry_own_on_session(anchor.generation, deadline, try_once)).await {
+                    let on_its_session = Sessions::Only(anchor.generation);
+                    match Box::pin(self.retry_loop(deadline, on_its_session, Nesting::Never, try_once)).await
+                    {
                         Err(Error::SessionLost) => Err(Error::NodeLost { path: anchor.path.to_owned() }),
                         other => other,
                     }
@@ -510,22 +512,6 @@ impl Framework {
         self.retry_loop(deadline.into(), Sessions::Only(generation), Nesting::Possible, operation)
     }
 
-    /// As [`retry_on_session`](Self::retry_on_session), for the framework's own operations, which
-    /// never make retrying calls themselves (no retry scope is set for them).
-    fn retry_own_on_session<'a, T, F, Fut>(
-        &'a self,
-        generation: u64,
-        deadline: Deadline,
-        operation: F,
-    ) -> impl Future<Output = Result<T>> + 'a
-    where
-        F: FnMut(Session) -> Fut + 'a,
-        Fut: Future<Output = Result<T>> + 'a,
-        T: 'a,
-    {
-        self.retry_loop(deadline, Sessions::Only(generation), Nesting::Never, operation)
-    }
-
     /// `path`'s children, listed on the session of `generation`; `None` if `path` does not exist.
     ///
     /// # Errors
@@ -536,13 +522,18 @@ impl Framework {
         path: &'a str,
         deadline: impl Into<Deadline>,
     ) -> impl Future<Output = Result<Option<Vec<String>>>> + Send + 'a {
-        self.retry_own_on_session(generation, deadline.into(), move |session| async move {
-            match session.client().list_children(path).await {
-                Ok(children) => Ok(Some(children)),
-                Err(zookeeper_client::Error::NoNode) => Ok(None),
-                Err(err) => Err(err.into()),
-            }
-        })
+        self.retry_loop(
+            deadline.into(),
+            Sessions::Only(generation),
+            Nesting::Never,
+            move |session| async move {
+                match session.client().list_children(path).await {
+                    Ok(children) => Ok(Some(children)),
+                    Err(zookeeper_client::Error::NoNode) => Ok(None),
+                    Err(err) => Err(err.into()),
+                }
+            },
+        )
     }
 
     /// A data watch on `path` (get-data, not exists: no watch is left on a missing node), set on
@@ -558,13 +549,18 @@ impl Framework {
         path: &'a str,
         deadline: impl Into<Deadline>,
     ) -> impl Future<Output = Result<Option<(Stat, zookeeper_client::OneshotWatcher)>>> + Send + 'a {
-        self.retry_own_on_session(generation, deadline.into(), move |session| async move {
-            match session.client().get_and_watch_data(path).await {
-                Ok((_, stat, watcher)) => Ok(Some((stat, watcher))),
-                Err(zookeeper_client::Error::NoNode) => Ok(None),
-                Err(err) => Err(err.into()),
-            }
-        })
+        self.retry_loop(
+            deadline.into(),
+            Sessions::Only(generation),
+            Nesting::Never,
+            move |session| async move {
+                match session.client().get_and_watch_data(path).await {
+                    Ok((_, stat, watcher)) => Ok(Some((stat, watcher))),
+                    Err(zookeeper_client::Error::NoNode) => Ok(None),
+                    Err(err) => Err(err.into()),
+                }
+            },
+        )
     }
 }
 
@@ -1023,7 +1019,7 @@ impl OwnedNode {
         let path = self.path.as_str();
         let result = self
             .framework
-            .retry_own_on_session(self.generation, deadline, |session| {
+            .retry_loop(deadline, Sessions::Only(self.generation), Nesting::Never, |session| {
                 let mark = self.mark.as_deref();
                 async move {
                     match mark {

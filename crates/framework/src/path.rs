@@ -68,7 +68,8 @@ pub fn validate_sequential(path: &str) -> Result<(), PathError> {
     validate_with(path, true)
 }
 
-fn validate_with(path: &str, sequential: bool) -> Result<(), PathError> {
+/// The checks of a path as a whole, before its names: `Ok(false)` for the root, which has none.
+fn check_outline(path: &str, sequential: bool) -> Result<bool, PathError> {
     if path.is_empty() {
         return Err(PathError::Empty);
     }
@@ -76,10 +77,17 @@ fn validate_with(path: &str, sequential: bool) -> Result<(), PathError> {
         return Err(PathError::NotAbsolute);
     }
     if path.len() == 1 {
-        return Ok(());
+        return Ok(false);
     }
     if path.ends_with('/') && !sequential {
         return Err(PathError::TrailingSlash);
+    }
+    Ok(true)
+}
+
+fn validate_with(path: &str, sequential: bool) -> Result<(), PathError> {
+    if !check_outline(path, sequential)? {
+        return Ok(());
     }
     // Every call of the framework validates its paths. In the usual path, printable ASCII, only
     // a name can be at fault: one scan for the characters, then the names in order.
@@ -341,19 +349,10 @@ mod tests {
 
     #[test]
     fn byte_validation_agrees_with_validating_character_by_character() {
-        // The rules applied to each character in turn: the form the byte loop must agree with.
+        // The rules applied to each character in turn: the form the scans must agree with.
         fn by_characters(path: &str, sequential: bool) -> Result<(), PathError> {
-            if path.is_empty() {
-                return Err(PathError::Empty);
-            }
-            if !path.starts_with('/') {
-                return Err(PathError::NotAbsolute);
-            }
-            if path.len() == 1 {
+            if !check_outline(path, sequential)? {
                 return Ok(());
-            }
-            if path.ends_with('/') && !sequential {
-                return Err(PathError::TrailingSlash);
             }
             let mut name_start = 1;
             for (index, character) in path.char_indices().skip(1) {
