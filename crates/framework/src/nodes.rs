@@ -702,8 +702,6 @@ impl Drop for ProtectedAttempt<'_> {
 /// A node a protected create made.
 struct Created {
     path: String,
-    /// Where the node's name starts in `path`.
-    name_start: usize,
     stat: Stat,
     sequence: Option<i32>,
     /// The parent's children listed right behind the create, when asked for and holding our node.
@@ -764,7 +762,7 @@ async fn create_or_find(
     let siblings = listed
         .and_then(|listed| listed.ok())
         .filter(|children| children.iter().any(|child| *child == path[name_start..]));
-    Ok(Created { path, name_start, stat, sequence, siblings })
+    Ok(Created { path, stat, sequence, siblings })
 }
 
 /// `<parent>/<prefix><name>` (as [`path::join`] makes it), with room for the sequence number the
@@ -865,7 +863,7 @@ async fn create_while_exists(
         stat
     };
     let sequence = path::sequence_after(path::name(&path), name);
-    Ok(Created { name_start: name_start(&path), path, stat, sequence, siblings: None })
+    Ok(Created { path, stat, sequence, siblings: None })
 }
 
 /// Our node from an earlier try of this session, if the server has it.
@@ -889,8 +887,7 @@ async fn find_protected(
             Ok(Some(stat)) if !ephemeral || session.owns(stat.ephemeral_owner) => {
                 debug!(path = %child_path, "found our protected node after a connection loss");
                 let sequence = path::sequence_after(child, &format!("{prefix}{name}"));
-                let name_start = child_path.len() - child.len();
-                return Ok(Some(Created { path: child_path, name_start, stat, sequence, siblings: None }));
+                return Ok(Some(Created { path: child_path, stat, sequence, siblings: None }));
             }
             Ok(_) => {}
             Err(err) => return Err(err.into()),
@@ -916,7 +913,8 @@ async fn find_protected(
 pub struct OwnedNode {
     framework: Framework,
     path: String,
-    /// Where the node's name starts in `path`.
+    /// Where the node's name starts in `path`, found once: recipes ask for the name on every
+    /// listing.
     name_start: usize,
     stat: Stat,
     sequence: Option<i32>,
@@ -931,11 +929,11 @@ pub struct OwnedNode {
 
 impl OwnedNode {
     fn new(framework: Framework, created: Created, session: &Session) -> Self {
-        let Created { path, name_start, stat, sequence, .. } = created;
+        let Created { path, stat, sequence, .. } = created;
         Self {
             framework,
+            name_start: name_start(&path),
             path,
-            name_start,
             stat,
             sequence,
             session_id: session.id(),

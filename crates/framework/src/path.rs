@@ -247,22 +247,19 @@ pub fn parse_sequence(text: &str) -> Option<i32> {
 /// a number from 0 to `i32::MAX`, is written without the formatting machinery: every lock
 /// acquire names its node this way.
 pub(crate) fn push_sequence(path: &mut String, sequence: i64) {
-    match u32::try_from(sequence) {
-        Ok(value) if sequence <= i64::from(i32::MAX) => {
-            let mut digits = [b'0'; 10];
-            let mut rest = value;
-            for digit in digits.iter_mut().rev() {
-                // `rest % 10` is below 10, so the cast keeps it whole.
-                *digit = b'0' + (rest % 10) as u8;
-                rest /= 10;
-            }
-            path.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
-        }
-        _ if sequence <= i64::from(i32::MAX) => {
-            write!(path, "{sequence:010}").expect("writing to a String does not fail");
-        }
-        _ => write!(path, "{sequence:019}").expect("writing to a String does not fail"),
+    let within_32_bits = sequence <= i64::from(i32::MAX);
+    if !within_32_bits || sequence < 0 {
+        let width = if within_32_bits { 10 } else { 19 };
+        write!(path, "{sequence:0width$}").expect("writing to a String does not fail");
+        return;
     }
+    let mut digits = [b'0'; 10];
+    let mut rest = sequence;
+    for digit in digits.iter_mut().rev() {
+        *digit = b"0123456789"[(rest % 10) as usize];
+        rest /= 10;
+    }
+    path.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
 }
 
 /// The sequence number in `name` after the last occurrence of `marker` (the name the creator asked
@@ -395,7 +392,6 @@ mod tests {
             '\u{10000}',
             '😀',
         ];
-        let mut checked = 0;
         for first in characters {
             for second in characters {
                 for third in characters {
@@ -406,12 +402,10 @@ mod tests {
                             by_characters(&path, sequential),
                             "path {path:?}, sequential {sequential}"
                         );
-                        checked += 1;
                     }
                 }
             }
         }
-        assert_eq!(checked, 2 * characters.len().pow(3));
     }
 
     #[test]
