@@ -57,6 +57,7 @@ pub mod metrics;
 mod nodelay;
 mod nodes;
 pub mod path;
+mod random_ids;
 pub mod retry;
 mod session;
 mod state;
