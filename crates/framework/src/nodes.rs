@@ -737,11 +737,20 @@ async fn create_or_find(
     let parent_mode = parents.filter(|_| !parent_known && parent != "/");
     let (mut created, mut listed) = send_create(session, request, &node_path, parent_mode).await;
     if let (Err(zookeeper_client::Error::NoNode), Some(parents)) = (&created, parents) {
-        // The parent is missing (a grandparent too, or its container was reaped): the listing
-        // is worthless. Make the parents, then the create and the listing again.
+        // The parent is missing, so the listing is worthless. Most often its container was
+        // reaped: its create goes ahead of ours and the listing again, in one pipeline. If it
+        // was sent already, or fails again, an ancestor further up is missing too: the parents
+        // are made one by one, then the create and the listing again.
         known_parents.forget(parent);
         parent_known = false;
+        let parent_was_sent = parent_mode.is_some();
         let again = Box::pin(async {
+            if !parent_was_sent && parent != "/" {
+                let answers = send_create(session, request, &node_path, Some(parents)).await;
+                if !matches!(answers.0, Err(zookeeper_client::Error::NoNode)) {
+                    return Ok(answers);
+                }
+            }
             ensure_parents(session, parent, parents).await?;
             Ok::<_, Error>(send_create(session, request, &node_path, None).await)
         });

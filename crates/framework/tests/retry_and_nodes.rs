@@ -607,11 +607,26 @@ async fn a_first_create_under_a_new_parent_sends_the_parent_ahead_in_one_pipelin
     assert_eq!(listing.expect("listing"), vec![node.name().to_owned()]);
     within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
 
-    // The parent goes behind our back (a reaped container): the create makes it again.
+    // The parent goes behind our back (a reaped container): the create makes it again, its create
+    // sent ahead of ours: the failed create, the parent's, ours.
     within("delete parent", framework.delete_recursive("/first-use/lock-a", Deadline::after(STEP)))
         .await
         .expect("delete parent");
+    let before = transactions(&server).await;
     let (node, listing) = create("/first-use/lock-a").await;
+    assert_eq!(transactions(&server).await - before, 3, "the failed create, the parent's and ours");
+    assert_eq!(listing.expect("listing"), vec![node.name().to_owned()]);
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+
+    // A known parent and its own parent both gone (containers reaped in turn): the parent's create
+    // fails as well, and the parents are made from the top.
+    let (node, _) = create("/first-use/reaped/lock-c").await;
+    within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
+    within("delete parents", framework.delete_recursive("/first-use/reaped", Deadline::after(STEP)))
+        .await
+        .expect("delete parents");
+    let (node, listing) = create("/first-use/reaped/lock-c").await;
+    assert_eq!(node.path().rsplit_once('/').expect("a parent").0, "/first-use/reaped/lock-c");
     assert_eq!(listing.expect("listing"), vec![node.name().to_owned()]);
     within("delete", node.delete(Deadline::after(STEP))).await.expect("delete");
 
