@@ -45,7 +45,12 @@
 //!   threads are started and its JVM has compiled its hot paths before the clock starts;
 //!   `distinct-interleaved-N`: ours and the floor on N locks each, the same cycles, timed in
 //!   alternating passes (every lock once per pass), so that both meet the same stretch of the
-//!   machine's time;
+//!   machine's time. Our lock directories are containers, as Curator's: the server reaps one it
+//!   finds empty (every 60 s, up to 10,000 a minute), and the lock's next create fails and makes it
+//!   again (a failed create and listing, one round trip more). The floor's directories are
+//!   persistent. For ours both scenarios report the share of timed cycles that made a reaped
+//!   directory again (median, then per round), from the parent's children version: each create
+//!   or delete of a child bumps it, and between two looks only the reaper deletes a directory;
 //! - scale (once, after the rounds; `--no-scale` skips it): `waiters-N` for each of `--waiters`:
 //!   N waiters (tasks, one `Mutex` each) queued on one held lock of one session: resident memory
 //!   per waiter (VmRSS delta / N), then the holder releases and the waiters drain one by one:
@@ -172,6 +177,9 @@ struct Measured {
     p99_us: Option<f64>,
     /// Our process's CPU time per operation, where measured (scenarios of one client in this process).
     cpu_us: Option<f64>,
+    /// Of the cycles, the share that found its lock directory reaped by the server (an emptied
+    /// container) and made it again, where measured (our side of the distinct-locks scenarios).
+    remade_dirs: Option<f64>,
 }
 
 fn from_latencies(mut latencies: Vec<Duration>, total: Duration) -> Measured {
@@ -184,7 +192,7 @@ fn from_latencies(mut latencies: Vec<Duration>, total: Duration) -> Measured {
         ops: latencies.len() as f64 / total.as_secs_f64(),
         p50_us: Some(at(0.5)),
         p99_us: Some(at(0.99)),
-        cpu_us: None,
+        ..Default::default()
     }
 }
 
@@ -198,7 +206,7 @@ fn curator_measured(line: &str) -> Measured {
         ops: support::field(line, "ops").unwrap_or_else(|| panic!("no ops= in {line:?}")),
         p50_us: support::field(line, "p50_us").or_else(|| support::field(line, "handoff_p50_us")),
         p99_us: support::field(line, "p99_us").or_else(|| support::field(line, "handoff_p99_us")),
-        cpu_us: None,
+        ..Default::default()
     }
 }
 
@@ -505,7 +513,7 @@ impl HoldLog {
             framework.close().await;
         }
         let (p50_us, p99_us) = self.hand_off_quantiles();
-        Measured { ops, p50_us, p99_us, cpu_us: None }
+        Measured { ops, p50_us, p99_us, ..Default::default() }
     }
 }
 
@@ -772,6 +780,11 @@ type DistinctCycles = (usize, usize);
 trait DistinctLocks: Send + Sync + 'static {
     /// How many locks.
     fn len(&self) -> usize;
+    /// The node whose children are the locks' directories, where they are containers the server
+    /// reaps once emptied (and the lock makes again), with a client to look at it.
+    fn reapable_dirs(&self) -> Option<(&Client, &str)> {
+        None
+    }
     /// One lock + release of lock `index`.
     fn cycle(&self, index: usize) -> impl Future<Output = ()> + Send + '_;
 }
@@ -799,13 +812,43 @@ async fn distinct_pass<L: DistinctLocks>(locks: &Arc<L>, count: usize) -> Durati
 /// our process's CPU time per cycle.
 async fn cycle_distinct<L: DistinctLocks>(locks: Arc<L>, (warm_up, cycles): DistinctCycles) -> Measured {
     distinct_pass(&locks, warm_up).await;
+    let dirs = DirectoryLook::take(&*locks).await;
     let cpu = support::cpu_time();
     let took = distinct_pass(&locks, cycles).await;
+    let cpu = support::cpu_time() - cpu;
     let total = (locks.len() * cycles) as f64;
     Measured {
         ops: total / took.as_secs_f64(),
-        cpu_us: Some((support::cpu_time() - cpu).as_secs_f64() * 1e6 / total),
+        cpu_us: Some(cpu.as_secs_f64() * 1e6 / total),
+        remade_dirs: DirectoryLook::remade_since(dirs, &*locks).await.map(|remade| remade as f64 / total),
         ..Default::default()
+    }
+}
+
+/// The parent of reapable lock directories, as one look saw it: how often its children changed,
+/// how many it had.
+#[derive(Clone, Copy)]
+struct DirectoryLook {
+    children_version: i32,
+    children: i32,
+}
+
+impl DirectoryLook {
+    /// A look at `locks`' directories' parent, if they are reapable (untimed: one request).
+    async fn take<L: DistinctLocks>(locks: &L) -> Option<Self> {
+        let (client, parent) = locks.reapable_dirs()?;
+        let stat = client.check_stat(parent).await.expect("stat").expect("the lock directories' parent");
+        Some(DirectoryLook { children_version: stat.cversion, children: stat.num_children })
+    }
+
+    /// How many directories the locks made again since `before`. Between two looks only the
+    /// server's reaper deletes a directory and only a lock makes one, and each bumps the parent's
+    /// children version: (version change − directories fewer) / 2.
+    async fn remade_since<L: DistinctLocks>(before: Option<Self>, locks: &L) -> Option<u64> {
+        let (before, after) = (before?, Self::take(locks).await?);
+        let changes = i64::from(after.children_version) - i64::from(before.children_version);
+        let fewer = i64::from(before.children) - i64::from(after.children);
+        Some(u64::try_from((changes - fewer) / 2).expect("no fewer creates than nothing"))
     }
 }
 
@@ -824,6 +867,7 @@ async fn distinct_interleaved(
     let floor = RawDistinct::new(framework, &format!("{base}-floor"), locks).await;
     distinct_pass(&ours, warm_up).await;
     distinct_pass(&floor, warm_up).await;
+    let ours_dirs = DirectoryLook::take(&*ours).await;
     // (time, CPU time) of each client's passes.
     let (mut ours_spent, mut floor_spent) =
         ((Duration::ZERO, Duration::ZERO), (Duration::ZERO, Duration::ZERO));
@@ -847,11 +891,18 @@ async fn distinct_interleaved(
         cpu_us: Some(cpu.as_secs_f64() * 1e6 / total),
         ..Default::default()
     };
-    (measured(ours_spent), measured(floor_spent))
+    let remade = DirectoryLook::remade_since(ours_dirs, &*ours).await;
+    let ours_measured =
+        Measured { remade_dirs: remade.map(|remade| remade as f64 / total), ..measured(ours_spent) };
+    (ours_measured, measured(floor_spent))
 }
 
-/// Our mutexes on `locks` distinct paths under `base`.
-struct OursDistinct(Vec<Mutex>);
+/// Our mutexes on `locks` distinct paths under `base`, and a bare client to look at `base`.
+struct OursDistinct {
+    mutexes: Vec<Mutex>,
+    client: Client,
+    base: String,
+}
 
 impl OursDistinct {
     async fn new(framework: &Framework, base: &str, locks: usize) -> Arc<Self> {
@@ -861,17 +912,21 @@ impl OursDistinct {
         let mutexes = (0..locks)
             .map(|index| Mutex::new(framework, &format!("{base}/lock-{index}")).expect("mutex"))
             .collect();
-        Arc::new(OursDistinct(mutexes))
+        Arc::new(OursDistinct { mutexes, client: bare_client(framework).await, base: base.to_owned() })
     }
 }
 
 impl DistinctLocks for OursDistinct {
     fn len(&self) -> usize {
-        self.0.len()
+        self.mutexes.len()
+    }
+
+    fn reapable_dirs(&self) -> Option<(&Client, &str)> {
+        Some((&self.client, &self.base))
     }
 
     async fn cycle(&self, index: usize) {
-        cycle_ours(&self.0[index]).await;
+        cycle_ours(&self.mutexes[index]).await;
     }
 }
 
@@ -978,6 +1033,7 @@ struct Series {
     p50: Vec<f64>,
     p99: Vec<f64>,
     cpu: Vec<f64>,
+    remade_dirs: Vec<f64>,
 }
 
 impl Series {
@@ -986,10 +1042,15 @@ impl Series {
         self.p50.extend(measured.p50_us);
         self.p99.extend(measured.p99_us);
         self.cpu.extend(measured.cpu_us);
+        self.remade_dirs.extend(measured.remade_dirs);
     }
 
     fn cpu(&self) -> Option<f64> {
         (!self.cpu.is_empty()).then(|| support::median(&self.cpu))
+    }
+
+    fn remade_dirs(&self) -> Option<f64> {
+        (!self.remade_dirs.is_empty()).then(|| support::median(&self.remade_dirs))
     }
 
     fn ops(&self) -> f64 {
@@ -1264,6 +1325,10 @@ fn print_and_emit(
         if let Some(cpu) = series.cpu() {
             fields["cpu_us_per_op"] = json!(cpu);
         }
+        if let Some(remade) = series.remade_dirs() {
+            fields["remade_dirs_per_cycle"] = json!(remade);
+            fields["remade_dirs_per_round"] = json!(series.remade_dirs);
+        }
         if let Some(param) = param {
             fields["param"] = json!(param);
             fields["value"] = json!(value);
@@ -1333,14 +1398,26 @@ fn print_and_emit(
             get("distinct", "curator", locks),
             get("distinct", "floor", locks),
         );
+        let interleaved = get("distinct-interleaved", "ours", locks);
+        // The median, then each round's.
+        let remade = |series: &Series| {
+            let percent = |share: f64| format!("{:.1}%", share * 100.0);
+            let rounds: Vec<String> = series.remade_dirs.iter().copied().map(percent).collect();
+            series
+                .remade_dirs()
+                .map_or("?".to_owned(), |share| format!("{} ({})", percent(share), rounds.join(", ")))
+        };
         println!(
             "  {locks:>6} distinct locks: ours / Curator {}, ours / raw floor {}, Curator / raw floor {} \
-             (Curator: {} threads); interleaved passes, ours / raw floor {}",
+             (Curator: {} threads); interleaved passes, ours / raw floor {}; ours' cycles that made a reaped \
+             lock directory again: {} back to back, {} interleaved",
             ratio(ours, theirs),
             ratio(ours, floor),
             ratio(theirs, floor),
             curator_threads.get(&locks).map_or("?".to_owned(), ToString::to_string),
-            ratio(get("distinct-interleaved", "ours", locks), get("distinct-interleaved", "floor", locks)),
+            ratio(interleaved, get("distinct-interleaved", "floor", locks)),
+            remade(ours),
+            remade(interleaved),
         );
     }
 }

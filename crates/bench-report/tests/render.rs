@@ -85,12 +85,21 @@ fn the_readme_shows_a_plot_the_report_draws() {
 }
 
 /// Asserts that the report's row starting with `row_start` ends with the interleaved cells of
-/// `scenario` at `value`: ours / floor (ratio of medians, then per round), then `cpu`.
-fn assert_interleaved_cells(run: &Run, report: &str, scenario: &str, value: f64, row_start: &str, cpu: &str) {
+/// `scenario` at `value`: ours / floor (ratio of medians, then per round), then `cpu`, then
+/// `after` (cells the row has past them).
+fn assert_interleaved_cells(
+    run: &Run,
+    report: &str,
+    scenario: &str,
+    value: f64,
+    row_start: &str,
+    cpu: &str,
+    after: &str,
+) {
     let record = |client: &str| run.find("locks", scenario, client, Some(value));
     let rate = |client: &str| record(client).and_then(|record| record.ops()).expect("an interleaved rate");
     let paired = paired_ratio(record("ours"), record("floor")).expect("rounds that pair up");
-    let expected = format!("| {:.2} ({paired:.2}) | {cpu} |", rate("ours") / rate("floor"));
+    let expected = format!("| {:.2} ({paired:.2}) | {cpu} |{after}", rate("ours") / rate("floor"));
     let row = report.lines().find(|line| line.starts_with(row_start)).expect("the row");
     assert!(row.ends_with(&expected), "interleaved ours / floor and CPU {expected} at the end of {row}");
 }
@@ -98,13 +107,27 @@ fn assert_interleaved_cells(run: &Run, report: &str, scenario: &str, value: f64,
 #[test]
 fn the_distinct_locks_table_shows_the_interleaved_passes_of_the_same_run() {
     let (run, report) = rendered_fixture();
-    assert_interleaved_cells(&run, &report, "distinct-interleaved", 1000.0, "| 1,000 |", "50.0 / 40.0");
+    // The last cell: our cycles that made a reaped lock directory again, back to back / interleaved.
+    assert_interleaved_cells(
+        &run,
+        &report,
+        "distinct-interleaved",
+        1000.0,
+        "| 1,000 |",
+        "50.0 / 40.0",
+        " 1.2% / 3.1% |",
+    );
+    let unmeasured = report.lines().find(|line| line.starts_with("| 100 |")).expect("the 100 locks row");
+    assert!(
+        unmeasured.ends_with("| – / – |"),
+        "no reaped directories measured at 100 in the fixture: {unmeasured}"
+    );
 }
 
 #[test]
 fn the_contended_table_shows_the_interleaved_windows_of_the_same_run() {
     let (run, report) = rendered_fixture();
-    assert_interleaved_cells(&run, &report, "contended-interleaved", 8.0, "| 8 |", "400.0 / 380.0");
+    assert_interleaved_cells(&run, &report, "contended-interleaved", 8.0, "| 8 |", "400.0 / 380.0", "");
     let without = report.lines().find(|line| line.starts_with("| 32 |")).expect("the 32 sessions row");
     assert!(
         without.ends_with("| – | – |"),
