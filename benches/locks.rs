@@ -581,8 +581,8 @@ async fn ours_contended(
 }
 
 /// The sequence number of a lock node name (`…-lock-0000000042`).
-fn sequence_of(name: &str) -> &str {
-    name.rsplit('-').next().unwrap_or(name)
+fn sequence_of(name: &str) -> i64 {
+    name.rsplit('-').next().and_then(|sequence| sequence.parse().ok()).unwrap_or(i64::MAX)
 }
 
 /// The raw hand-off floor: our lock's protocol on bare calls. Create (protected, ephemeral
@@ -597,7 +597,8 @@ async fn raw_lock(client: &Client, dir: &str, prefix: &str) -> String {
     let ours = format!("{prefix}{sequence}");
     let our_name = ours.rsplit('/').next().expect("a name").to_owned();
     loop {
-        children.sort_by(|a, b| sequence_of(a).cmp(sequence_of(b)));
+        // Each name parsed once, not at every comparison (as our lock's sort does).
+        children.sort_by_cached_key(|child| sequence_of(child));
         let index = children.iter().position(|child| *child == our_name).expect("our node is listed");
         if index == 0 {
             return ours;
