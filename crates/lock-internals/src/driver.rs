@@ -163,11 +163,34 @@ pub fn sort_children_by(mut children: Vec<String>, key: impl Fn(&str) -> &str) -
 }
 
 /// The text after the last occurrence of `lock_name`, or the whole name without it.
+///
+/// ```
+/// use zk_recipes_lock_internals::sort_key;
+///
+/// assert_eq!(sort_key("_c_0f3e-lock-lock-0000000007", "lock-"), "0000000007");
+/// assert_eq!(sort_key("no-marker", "lock-"), "no-marker");
+/// ```
 pub fn sort_key<'a>(child: &'a str, lock_name: &str) -> &'a str {
-    match child.rfind(lock_name) {
+    match last_occurrence(child, lock_name) {
         Some(index) => &child[index + lock_name.len()..],
         None => child,
     }
+}
+
+/// Where the last occurrence of `needle` starts in `haystack` (as `str::rfind`): a plain scan
+/// from the end. Lock names are a few bytes and sit near the end of a contender's name, where
+/// `rfind`'s searcher spends more on its set-up than this spends on the whole scan.
+fn last_occurrence(haystack: &str, needle: &str) -> Option<usize> {
+    let (haystack, needle) = (haystack.as_bytes(), needle.as_bytes());
+    let last_start = haystack.len().checked_sub(needle.len())?;
+    let Some(&first) = needle.first() else {
+        return Some(haystack.len());
+    };
+    // The first byte alone rules out most places; a match of a valid UTF-8 needle starts on a
+    // character boundary of the haystack.
+    (0..=last_start)
+        .rev()
+        .find(|&start| haystack[start] == first && &haystack[start..start + needle.len()] == needle)
 }
 
 #[cfg(test)]
@@ -218,6 +241,28 @@ pub(crate) mod tests {
         let expected: Vec<String> =
             (0..128).map(|sequence| format!("_c_{sequence}-lock-{sequence:010}")).collect();
         assert_eq!(sorted, expected);
+    }
+
+    #[test]
+    fn the_last_occurrence_is_found_as_rfind_finds_it() {
+        for haystack in [
+            "",
+            "lock-",
+            "_c_a-lock-0000000001",
+            "lock-lock-",
+            "x-lock-lock-1",
+            "no-marker",
+            "é-lock-ü",
+            "lo",
+        ] {
+            for needle in ["", "lock-", "-", "__READ__", "lock-lock-", "ü", "é-lock-ü-longer"] {
+                assert_eq!(
+                    last_occurrence(haystack, needle),
+                    haystack.rfind(needle),
+                    "{needle:?} in {haystack:?}"
+                );
+            }
+        }
     }
 
     #[test]
