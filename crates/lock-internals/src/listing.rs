@@ -7,8 +7,11 @@
 //! as much transient memory. Here an acquire joins the next *round*: one listing, sent after
 //! every acquire in the round asked for it (so it holds every node they created before asking,
 //! as ZooKeeper runs one session's requests in order), and sorted once. A round runs while the
-//! previous one is in flight, so a lone acquire waits for nobody.
+//! previous one is in flight, so a lone acquire waits for nobody. An acquire that finds no round
+//! going lists on its own, on its own task (most listings: a waiter listing again after its
+//! wake); acquires that ask meanwhile gather for the round after it.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
@@ -131,16 +134,91 @@ pub(crate) async fn sorted_children(
         driver: driver_identity(driver),
     };
     let (sender, receiver) = oneshot::channel();
-    let start = {
+    let joined = {
         let mut rounds = ROUNDS.lock();
-        let entry = rounds.entry(key.clone()).or_default();
-        entry.waiting.push(sender);
-        !std::mem::replace(&mut entry.running, true)
+        match rounds.entry(key) {
+            // Nobody lists: list alone, here. Whoever asks meanwhile waits for the next round.
+            Entry::Vacant(vacant) => {
+                let key = vacant.key().clone();
+                vacant.insert(Rounds { waiting: Vec::new(), running: true });
+                Joined::Alone(key)
+            }
+            Entry::Occupied(mut occupied) => {
+                let entry = occupied.get_mut();
+                entry.waiting.push(sender);
+                if std::mem::replace(&mut entry.running, true) {
+                    Joined::Round
+                } else {
+                    Joined::FirstOfRound(occupied.key().clone())
+                }
+            }
+        }
     };
-    if start {
-        tokio::spawn(run_rounds(key, framework.clone(), driver.clone()));
+    match joined {
+        Joined::Alone(key) => return list_alone(key, framework, driver).await,
+        Joined::FirstOfRound(key) => {
+            tokio::spawn(run_rounds(key, framework.clone(), driver.clone()));
+        }
+        Joined::Round => {}
     }
     receiver.await.unwrap_or(Err(FrameworkError::Closed))
+}
+
+/// How a caller of [`sorted_children`] found its key.
+enum Joined {
+    /// Nobody was listing: the caller lists alone.
+    Alone(Key),
+    /// Others wait for a round, and nobody runs rounds: the caller starts a task for them.
+    FirstOfRound(Key),
+    /// Rounds are running: the caller waits for the next.
+    Round,
+}
+
+/// One listing for one caller, who found no round going and marked `key` as running: on the
+/// caller's task, without a task or channel of its own. Afterwards, or if the caller gives up,
+/// whoever asked meanwhile gets the rounds that follow.
+async fn list_alone(key: Key, framework: &Framework, driver: &Arc<dyn LockDriver>) -> Listed {
+    let hand_over = HandOver { key: Some(key), framework, driver };
+    let key = hand_over.key.as_ref().expect("set until dropped");
+    let listed = framework.children_on_session(key.generation, &key.dir, Deadline::never()).await;
+    drop(hand_over);
+    listed.map(|children| children.map(|children| sort(children, driver)))
+}
+
+/// Ends a lone listing (see [`list_alone`]): runs rounds for whoever asked meanwhile, or forgets
+/// the key if nobody did.
+struct HandOver<'a> {
+    key: Option<Key>,
+    framework: &'a Framework,
+    driver: &'a Arc<dyn LockDriver>,
+}
+
+impl Drop for HandOver<'_> {
+    fn drop(&mut self) {
+        let Some(key) = self.key.take() else { return };
+        let mut rounds = ROUNDS.lock();
+        let Some(entry) = rounds.get_mut(&key) else { return };
+        if entry.waiting.is_empty() {
+            rounds.remove(&key);
+            return;
+        }
+        drop(rounds);
+        // A listing is dropped in a runtime, but for its own shutdown: then nobody is left to
+        // answer, and the waiters' receivers end with the map's entry.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(run_rounds(key, self.framework.clone(), self.driver.clone()));
+            }
+            Err(_) => {
+                ROUNDS.lock().remove(&key);
+            }
+        }
+    }
+}
+
+/// The children in the driver's order, shared by everyone in a round.
+fn sort(children: Vec<String>, driver: &Arc<dyn LockDriver>) -> SortedChildren {
+    Arc::new(sort_children_by(children, |child| driver.sort_key(child)))
 }
 
 /// Runs rounds for `key` until nobody waits: each takes everyone waiting, lists once, sorts once
@@ -164,9 +242,7 @@ async fn run_rounds(key: Key, framework: Framework, driver: Arc<dyn LockDriver>)
             listed = listing => listed,
             _ = everyone_gone => continue,
         };
-        let listed = listed.map(|children| {
-            children.map(|children| Arc::new(sort_children_by(children, |child| driver.sort_key(child))))
-        });
+        let listed = listed.map(|children| children.map(|children| sort(children, &driver)));
         for sender in round {
             let _ = sender.send(listed.clone());
         }
@@ -187,7 +263,8 @@ impl Drop for Pipelined<'_> {
 mod tests {
     use super::*;
     use crate::driver::StandardDriver;
-    use zk_recipes_testing::within;
+    use std::time::Duration;
+    use zk_recipes_testing::{eventually, within, within_for, FaultProxy, TestingServer, SERVER_START, STEP};
 
     #[tokio::test]
     async fn the_locks_of_one_framework_directory_and_driver_share_one_pipelined_flag() {
@@ -214,6 +291,51 @@ mod tests {
 
         within("close", framework.close()).await;
         within("close", other_framework.close()).await;
+    }
+
+    /// A caller that lists alone and gives up while its listing is in flight leaves whoever asked
+    /// meanwhile to a round of their own: they get their listing, and the key is forgotten after.
+    #[tokio::test]
+    async fn a_lone_listing_given_up_midway_hands_whoever_asked_meanwhile_to_a_round() {
+        const DIR: &str = "/listing-hand-over/lock";
+        let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+        let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+        let framework = Framework::builder(proxy.connect_string())
+            .session_timeout(Duration::from_secs(20))
+            .start()
+            .expect("framework");
+        within("connect", framework.block_until_connected(STEP)).await.expect("connected");
+        within("the directory", framework.ensure_path(&format!("{DIR}/x-lock-0000000001"), STEP))
+            .await
+            .expect("the directory");
+        let driver: Arc<dyn LockDriver> = Arc::new(StandardDriver::new("lock-"));
+        let generation = framework.current().generation;
+        let key = Key {
+            framework: framework.instance(),
+            generation,
+            dir: DIR.to_owned(),
+            driver: driver_identity(&driver),
+        };
+        let waiting = || ROUNDS.lock().get(&key).map(|rounds| rounds.waiting.len());
+        let list = || {
+            let (framework, driver) = (framework.clone(), driver.clone());
+            tokio::spawn(async move { sorted_children(&framework, generation, DIR, &driver).await })
+        };
+
+        proxy.black_hole(Duration::from_secs(120));
+        let alone = list();
+        eventually("the lone listing marks its key", || async { waiting() == Some(0) }).await;
+        let asked_meanwhile = list();
+        eventually("the second caller waits for a round", || async { waiting() == Some(1) }).await;
+        alone.abort();
+        let aborted = within("the abort", alone).await;
+        assert!(aborted.is_err_and(|err| err.is_cancelled()), "the lone listing was given up");
+        proxy.heal();
+
+        let listed = within("the round", asked_meanwhile).await.expect("task").expect("listed");
+        assert_eq!(listed.as_deref().map(Vec::as_slice), Some(&["x-lock-0000000001".to_owned()][..]));
+        eventually("the key is forgotten", || async { waiting().is_none() }).await;
+        within("close", framework.close()).await;
     }
 
     #[tokio::test]
