@@ -290,9 +290,9 @@ impl LockInternals {
     /// Asks the driver about the sorted `children`; also our index among them.
     fn decide(&self, node: &OwnedNode, children: &[String]) -> Result<(Decision, usize)> {
         let lost = || LockError::NodeLost { path: node.path().to_owned() };
-        let decision =
-            self.driver.gets_the_lock(children, node.name(), self.max_leases).map_err(|_| lost())?;
-        let position = children.iter().position(|child| child == node.name()).ok_or_else(lost)?;
+        let name = node.name();
+        let decision = self.driver.gets_the_lock(children, name, self.max_leases).map_err(|_| lost())?;
+        let position = children.iter().position(|child| child == name).ok_or_else(lost)?;
         Ok((decision, position))
     }
 
