@@ -40,14 +40,11 @@ struct Key {
 }
 
 /// The acquires waiting for the next round of one key.
-#[derive(Default)]
-struct Rounds {
-    waiting: Vec<oneshot::Sender<Listed>>,
-    /// A task is running rounds for this key.
-    running: bool,
-}
+type Waiting = Vec<oneshot::Sender<Listed>>;
 
-static ROUNDS: LazyLock<Mutex<HashMap<Key, Rounds>>> = LazyLock::new(Default::default);
+/// The keys someone lists for (a lone caller, or a task running rounds), with who waits for the
+/// next round: a key is here exactly while its listings run.
+static ROUNDS: LazyLock<Mutex<HashMap<Key, Waiting>>> = LazyLock::new(Default::default);
 
 /// Each lock's "a pipelined enqueue is in flight" flag, by framework, directory (its hash: no
 /// allocation per lock) and driver, so that every `LockInternals` of one lock (clones, or
@@ -133,53 +130,43 @@ pub(crate) async fn sorted_children(
         dir: dir.to_owned(),
         driver: driver_identity(driver),
     };
-    let (sender, receiver) = oneshot::channel();
     let joined = {
         let mut rounds = ROUNDS.lock();
         match rounds.entry(key) {
             // Nobody lists: list alone, here. Whoever asks meanwhile waits for the next round.
             Entry::Vacant(vacant) => {
                 let key = vacant.key().clone();
-                vacant.insert(Rounds { waiting: Vec::new(), running: true });
+                vacant.insert(Waiting::new());
                 Joined::Alone(key)
             }
+            // Someone lists: wait for the next round, which they run.
             Entry::Occupied(mut occupied) => {
-                let entry = occupied.get_mut();
-                entry.waiting.push(sender);
-                if std::mem::replace(&mut entry.running, true) {
-                    Joined::Round
-                } else {
-                    Joined::FirstOfRound(occupied.key().clone())
-                }
+                let (sender, receiver) = oneshot::channel();
+                occupied.get_mut().push(sender);
+                Joined::Round(receiver)
             }
         }
     };
     match joined {
-        Joined::Alone(key) => return list_alone(key, framework, driver).await,
-        Joined::FirstOfRound(key) => {
-            tokio::spawn(run_rounds(key, framework.clone(), driver.clone()));
-        }
-        Joined::Round => {}
+        Joined::Alone(key) => list_alone(key, framework, driver).await,
+        Joined::Round(receiver) => receiver.await.unwrap_or(Err(FrameworkError::Closed)),
     }
-    receiver.await.unwrap_or(Err(FrameworkError::Closed))
 }
 
 /// How a caller of [`sorted_children`] found its key.
 enum Joined {
     /// Nobody was listing: the caller lists alone.
     Alone(Key),
-    /// Others wait for a round, and nobody runs rounds: the caller starts a task for them.
-    FirstOfRound(Key),
-    /// Rounds are running: the caller waits for the next.
-    Round,
+    /// Someone lists: the caller waits for the next round's answer.
+    Round(oneshot::Receiver<Listed>),
 }
 
-/// One listing for one caller, who found no round going and marked `key` as running: on the
-/// caller's task, without a task or channel of its own. Afterwards, or if the caller gives up,
+/// One listing for one caller, who found nobody listing for `key` and put it in [`ROUNDS`]: on
+/// the caller's task, without a task or channel of its own. Afterwards, or if the caller gives up,
 /// whoever asked meanwhile gets the rounds that follow.
 async fn list_alone(key: Key, framework: &Framework, driver: &Arc<dyn LockDriver>) -> Listed {
-    let hand_over = HandOver { key: Some(key), framework, driver };
-    let key = hand_over.key.as_ref().expect("set until dropped");
+    let hand_over = HandOver { key, framework, driver };
+    let key = &hand_over.key;
     let listed = framework.children_on_session(key.generation, &key.dir, Deadline::never()).await;
     drop(hand_over);
     listed.map(|children| children.map(|children| sort(children, driver)))
@@ -188,29 +175,27 @@ async fn list_alone(key: Key, framework: &Framework, driver: &Arc<dyn LockDriver
 /// Ends a lone listing (see [`list_alone`]): runs rounds for whoever asked meanwhile, or forgets
 /// the key if nobody did.
 struct HandOver<'a> {
-    key: Option<Key>,
+    key: Key,
     framework: &'a Framework,
     driver: &'a Arc<dyn LockDriver>,
 }
 
 impl Drop for HandOver<'_> {
     fn drop(&mut self) {
-        let Some(key) = self.key.take() else { return };
         let mut rounds = ROUNDS.lock();
-        let Some(entry) = rounds.get_mut(&key) else { return };
-        if entry.waiting.is_empty() {
-            rounds.remove(&key);
+        if rounds.get(&self.key).map_or(true, Vec::is_empty) {
+            rounds.remove(&self.key);
             return;
         }
         drop(rounds);
-        // A listing is dropped in a runtime, but for its own shutdown: then nobody is left to
-        // answer, and the waiters' receivers end with the map's entry.
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn(run_rounds(key, self.framework.clone(), self.driver.clone()));
+                runtime.spawn(run_rounds(self.key.clone(), self.framework.clone(), self.driver.clone()));
             }
+            // Outside a runtime (its shutdown) nobody can run rounds: dropping the key's waiters
+            // ends their receivers, and their listings with `Closed`.
             Err(_) => {
-                ROUNDS.lock().remove(&key);
+                ROUNDS.lock().remove(&self.key);
             }
         }
     }
@@ -227,13 +212,13 @@ async fn run_rounds(key: Key, framework: Framework, driver: Arc<dyn LockDriver>)
     loop {
         let mut round = {
             let mut rounds = ROUNDS.lock();
-            let entry = rounds.get_mut(&key).expect("the key of a running round stays until it ends");
-            entry.waiting.retain(|sender| !sender.is_closed());
-            if entry.waiting.is_empty() {
+            let waiting = rounds.get_mut(&key).expect("the key of a running round stays until it ends");
+            waiting.retain(|sender| !sender.is_closed());
+            if waiting.is_empty() {
                 rounds.remove(&key);
                 return;
             }
-            std::mem::take(&mut entry.waiting)
+            std::mem::take(waiting)
         };
         // Sent now: after every acquire of this round asked (and so after its create).
         let listing = framework.children_on_session(key.generation, &key.dir, Deadline::never());
@@ -316,7 +301,7 @@ mod tests {
             dir: DIR.to_owned(),
             driver: driver_identity(&driver),
         };
-        let waiting = || ROUNDS.lock().get(&key).map(|rounds| rounds.waiting.len());
+        let waiting = || ROUNDS.lock().get(&key).map(Vec::len);
         let list = || {
             let (framework, driver) = (framework.clone(), driver.clone());
             tokio::spawn(async move { sorted_children(&framework, generation, DIR, &driver).await })
