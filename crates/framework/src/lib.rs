@@ -43,6 +43,7 @@
 
 mod acl;
 mod api;
+mod batch;
 mod builder;
 mod cleanup;
 mod conditional;

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use tracing::debug;
 use zookeeper_client::{CheckWriteError, CreateMode, MultiWriteResult, Stat};
 
+use crate::batch;
 use crate::cleanup::CleanupTask;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
@@ -763,8 +764,8 @@ async fn create_or_find(
     let sequential = matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential);
     let (path, sequence) = if sequential {
         let mut path = node_path;
-        path::push_sequence(&mut path, sequence.into_i64());
-        (path, i32::try_from(sequence.into_i64()).ok())
+        path::push_sequence(&mut path, sequence);
+        (path, i32::try_from(sequence).ok())
     } else {
         (node_path, None)
     };
@@ -787,16 +788,17 @@ fn protected_node_path(parent: &str, prefix: &str, name: &str) -> (String, usize
     (node_path, parent.len() + 1)
 }
 
-/// What the server answered to a create, and to the listing sent behind it (if asked for).
-type CreateAnswers = (
-    std::result::Result<(Stat, zookeeper_client::CreateSequence), zookeeper_client::Error>,
-    Option<std::result::Result<Vec<String>, zookeeper_client::Error>>,
-);
+/// What the server answered to a create (its stat and sequence), and to the listing sent behind it
+/// (if asked for).
+type CreateAnswers = (batch::CreateAnswer, batch::ListingAnswer);
 
 /// Sends, back to back, the parent's create (when `parent_mode` is set), the create of
 /// `node_path` and the listing of the parent (when the request asks for it), and waits for their
 /// answers. The server runs them in order: the parent's create fails with NodeExists when the
 /// parent is there, and its outcome shows in the node create's.
+///
+/// On a session with many creates at once, a create without a parent ahead of it and with the
+/// framework's ACL waits for the session's next batch instead ([`batch`]).
 async fn send_create(
     session: &Session,
     request: &ProtectedCreate<'_>,
@@ -804,6 +806,23 @@ async fn send_create(
     parent_mode: Option<ParentMode>,
 ) -> CreateAnswers {
     let parent = request.parent;
+    let batchable =
+        parent_mode.is_none() && request.acl.is_none() && request.data.len() <= batch::MAX_QUEUED_DATA;
+    let _slot = match batchable {
+        false => None,
+        true => match session.batcher().create_turn(session, || batch::QueuedCreate {
+            path: node_path.to_owned(),
+            data: request.data.to_vec(),
+            mode: request.mode,
+            ttl: request.ttl,
+            list: request.list_siblings.then(|| parent.to_owned()),
+        }) {
+            batch::Turn::Now(slot) => slot,
+            batch::Turn::Queued(answer) => {
+                return answer.await.unwrap_or((Err(zookeeper_client::Error::ConnectionLoss), None))
+            }
+        },
+    };
     // Boxed: only the first create under a parent sends it.
     let parent_create = parent_mode.map(|mode| {
         let options = session.create_options_for(parent, mode.create_mode());
@@ -818,7 +837,7 @@ async fn send_create(
     if let Some(parent_create) = parent_create {
         let _ = parent_create.await;
     }
-    let created = create.as_mut().await;
+    let created = create.as_mut().await.map(|(stat, sequence)| (stat, sequence.into_i64()));
     let listed = match listing.as_mut().as_pin_mut() {
         Some(listing) => Some(listing.await),
         None => None,
@@ -1030,7 +1049,7 @@ impl OwnedNode {
                 let mark = self.mark.as_deref();
                 async move {
                     match mark {
-                        None => match session.client().delete(path, None).await {
+                        None => match batch::delete(&session, path).await {
                             Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(true),
                             Err(err) => Err(Error::from(err)),
                         },

@@ -6,6 +6,7 @@ use std::time::Duration;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, SessionId};
 
 use crate::acl::AclProvider;
+use crate::batch::Batcher;
 
 /// One ZooKeeper session of the framework, cheap to clone.
 ///
@@ -34,11 +35,23 @@ struct SessionParts {
     client: Client,
     generation: u64,
     acl: Arc<dyn AclProvider>,
+    /// This session's creates and deletes sent together when it has many at once.
+    batcher: Batcher,
 }
 
 impl Session {
-    pub(crate) fn new(client: Client, generation: u64, acl: Arc<dyn AclProvider>) -> Self {
-        Self { inner: Arc::new(SessionParts { client, generation, acl }) }
+    pub(crate) fn new(
+        client: Client,
+        generation: u64,
+        acl: Arc<dyn AclProvider>,
+        batch_writes: bool,
+    ) -> Self {
+        let batcher = Batcher::new(batch_writes);
+        Self { inner: Arc::new(SessionParts { client, generation, acl, batcher }) }
+    }
+
+    pub(crate) fn batcher(&self) -> &Batcher {
+        &self.inner.batcher
     }
 
     /// The zookeeper-client handle (paths are relative to the framework's namespace).

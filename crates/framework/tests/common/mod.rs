@@ -4,7 +4,8 @@
 mod shared;
 
 pub use shared::{
-    builder, children, close_all, lost_then_reconnected, on_server, proxied, step, until_state,
+    builder, children, close_all, lost_then_reconnected, on_server, proxied, server_and_framework, step,
+    until_state,
 };
 pub use zk_recipes_testing::{eventually, init_tracing, within, within_for, SERVER_START, STEP};
 

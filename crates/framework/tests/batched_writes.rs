@@ -1,0 +1,246 @@
+//! A session's creates and deletes sent together when it has many at once
+//! (`FrameworkBuilder::batch_writes`), against a real ZooKeeper: each caller still gets its own
+//! node, stat, listing and outcome, through failed operations, lost replies and cancellations.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use futures::future::join_all;
+use zk_recipes_framework::{Framework, OwnedNode};
+use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
+
+/// The server's count of packets received so far.
+async fn packets_received(server: &TestingServer) -> u64 {
+    let counters = within("mntr", server.mntr()).await.expect("mntr");
+    counters["zk_packets_received"].parse().expect("a count")
+}
+
+/// `count` parents under `base`, made (and so known to the framework) before anything else.
+async fn parents(framework: &Framework, base: &str, count: usize) -> Vec<String> {
+    let parents: Vec<String> = (0..count).map(|index| format!("{base}/lock-{index}")).collect();
+    for parent in &parents {
+        within("ensure path", framework.ensure_path(parent, step())).await.expect("parent");
+    }
+    parents
+}
+
+/// Protected creates with listings, all started at once: the `index`th under `parents[index %
+/// parents.len()]`.
+async fn create_many(
+    framework: &Framework,
+    parents: &[String],
+    count: usize,
+) -> Vec<(OwnedNode, Option<Vec<String>>)> {
+    let creates = (0..count).map(|index| {
+        let parent = &parents[index % parents.len()];
+        framework.create_protected_and_list(parent, "lock-", b"", step())
+    });
+    within("creates", join_all(creates)).await.into_iter().map(|created| created.expect("created")).collect()
+}
+
+/// Every child of every parent.
+async fn all_children(framework: &Framework, parents: &[String]) -> Vec<String> {
+    let mut all = Vec::new();
+    for parent in parents {
+        all.extend(children(framework, parent).await.into_iter().map(|child| format!("{parent}/{child}")));
+    }
+    all
+}
+
+#[tokio::test]
+async fn many_creates_and_deletes_at_once_go_together_and_each_gets_its_own_node_stat_and_listing() {
+    init_tracing();
+    const COUNT: usize = 200;
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let batched = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let one_by_one = builder(&server.connect_string(), Duration::from_secs(10))
+        .batch_writes(false)
+        .start()
+        .expect("framework");
+    let mut packets = Vec::new();
+    for (framework, base) in [(&batched, "/batched-many/on"), (&one_by_one, "/batched-many/off")] {
+        let parents = parents(framework, base, 10).await;
+        let session = within("session", framework.session(step())).await.expect("session");
+        let before = packets_received(&server).await;
+        let created = create_many(framework, &parents, COUNT).await;
+        let after_creates = packets_received(&server).await;
+
+        let names: BTreeSet<&str> = created.iter().map(|(node, _)| node.path()).collect();
+        assert_eq!(names.len(), COUNT, "a node of its own for each create");
+        let mut listed = 0;
+        for (node, siblings) in &created {
+            let stat = within("stat", session.client().check_stat(node.path())).await.expect("stat");
+            let stat = stat.unwrap_or_else(|| panic!("{} is on the server", node.path()));
+            assert_eq!(node.stat().czxid, stat.czxid, "{}: the stat of the node created", node.path());
+            assert_eq!(stat.ephemeral_owner, session.id().0, "{}: ephemeral, ours", node.path());
+            assert_eq!(
+                node.sequence(),
+                zk_recipes_framework::path::sequence_after(node.name(), "lock-"),
+                "{}",
+                node.path()
+            );
+            if let Some(siblings) = siblings {
+                listed += 1;
+                assert!(
+                    siblings.iter().any(|sibling| sibling == node.name()),
+                    "the listing holds {}",
+                    node.name()
+                );
+            }
+        }
+        assert!(
+            listed >= parents.len(),
+            "at least the first create of each parent got its listing: {listed}"
+        );
+        assert_eq!(all_children(framework, &parents).await.len(), COUNT, "nothing more was created");
+
+        let before_deletes = packets_received(&server).await;
+        let deletes = created.into_iter().map(|(node, _)| node.delete(step()));
+        for deleted in within("deletes", join_all(deletes)).await {
+            deleted.expect("deleted");
+        }
+        let after_deletes = packets_received(&server).await;
+        assert_eq!(all_children(framework, &parents).await, Vec::<String>::new(), "every node is gone");
+        packets.push((after_creates - before, after_deletes - before_deletes));
+    }
+    let (batched_packets, one_by_one_packets) = (packets[0], packets[1]);
+    // One by one, each create and its listing are requests of their own, and each delete is: the
+    // control shows the count tells the two apart.
+    assert!(
+        one_by_one_packets.0 >= 2 * COUNT as u64 && one_by_one_packets.1 >= COUNT as u64,
+        "one by one: {one_by_one_packets:?} packets for {COUNT} creates and deletes"
+    );
+    assert!(
+        batched_packets.0 < COUNT as u64 / 4 && batched_packets.1 < COUNT as u64 / 4,
+        "batched: {batched_packets:?} packets for {COUNT} creates and deletes"
+    );
+    close_all([batched, one_by_one]).await;
+}
+
+#[tokio::test]
+async fn a_batch_whose_delete_finds_its_node_gone_still_deletes_every_other_node() {
+    init_tracing();
+    const COUNT: usize = 60;
+    let (_server, framework) = server_and_framework().await;
+    let parents = parents(&framework, "/batched-gone", 1).await;
+    let created: Vec<OwnedNode> =
+        create_many(&framework, &parents, COUNT).await.into_iter().map(|(node, _)| node).collect();
+    // The last node is deleted behind our back: its delete, queued behind the others, fails the
+    // multi it is in.
+    let gone = created.last().expect("a node").path().to_owned();
+    let session = within("session", framework.session(step())).await.expect("session");
+    within("delete behind our back", session.client().delete(&gone, None)).await.expect("deleted");
+    let deletes = created.into_iter().map(|node| node.delete(step()));
+    for deleted in within("deletes", join_all(deletes)).await {
+        deleted.expect("a node already gone counts as deleted");
+    }
+    assert_eq!(children(&framework, &parents[0]).await, Vec::<String>::new(), "every node is gone");
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn a_batch_with_a_reaped_parent_makes_that_parent_again_and_creates_the_rest() {
+    init_tracing();
+    const COUNT: usize = 50;
+    let (_server, framework) = server_and_framework().await;
+    let parents = parents(&framework, "/batched-reaped", 5).await;
+    // The framework knows every parent; the last one goes behind its back (as the server reaps an
+    // empty container), so its creates fail in whatever multi they are in.
+    let session = within("session", framework.session(step())).await.expect("session");
+    within("delete a parent", session.client().delete(&parents[4], None)).await.expect("deleted");
+    let created = create_many(&framework, &parents, COUNT).await;
+    let mut on_server = all_children(&framework, &parents).await;
+    on_server.sort();
+    let mut ours: Vec<String> = created.iter().map(|(node, _)| node.path().to_owned()).collect();
+    ours.sort();
+    assert_eq!(on_server, ours, "exactly one node per create, the reaped parent's included");
+    drop(created);
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn a_batch_whose_reply_is_lost_leaves_each_create_once_and_each_delete_done() {
+    init_tracing();
+    const COUNT: usize = 50;
+    let (_server, proxy, framework, observer) = proxied(Duration::from_secs(10)).await;
+    let parents = parents(&framework, "/batched-cut", 5).await;
+    // The server applies the first multi of creates; its reply is dropped and the connection
+    // closed. Each create then looks for its node by its marker on the same session.
+    let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/batched-cut"));
+    let created = create_many(&framework, &parents, COUNT).await;
+    let cut = within("cut", cut).await.expect("a multi's reply was cut");
+    assert_eq!(cut.server_error, 0, "the server applied it");
+    assert!(cut.ops.len() > 1, "it was a batch: {:?}", cut.ops);
+    let mut on_server = all_children(&observer, &parents).await;
+    on_server.sort();
+    let mut ours: Vec<String> = created.iter().map(|(node, _)| node.path().to_owned()).collect();
+    ours.sort();
+    assert_eq!(on_server, ours, "exactly one node per create");
+
+    let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/batched-cut"));
+    let deletes = created.into_iter().map(|(node, _)| node.delete(step()));
+    for deleted in within("deletes", join_all(deletes)).await {
+        deleted.expect("deleted");
+    }
+    let cut = within("cut", cut).await.expect("a multi's reply was cut");
+    assert!(cut.ops.len() > 1 && cut.ops.iter().all(|(op, _)| *op == 2), "a batch of deletes: {:?}", cut.ops);
+    assert_eq!(all_children(&observer, &parents).await, Vec::<String>::new(), "every node is gone");
+    close_all([framework, observer]).await;
+}
+
+#[tokio::test]
+async fn creates_given_up_while_queued_or_in_flight_leave_no_node() {
+    init_tracing();
+    const COUNT: usize = 300;
+    let (_server, framework) = server_and_framework().await;
+    let parents = parents(&framework, "/batched-given-up", 10).await;
+    let done = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..COUNT)
+        .map(|index| {
+            let (framework, parent, done) =
+                (framework.clone(), parents[index % parents.len()].clone(), done.clone());
+            tokio::spawn(async move {
+                let node = framework.create_protected(&parent, "lock-", b"", step()).await.expect("created");
+                done.fetch_add(1, Ordering::SeqCst);
+                // Held until the task is aborted.
+                std::future::pending::<()>().await;
+                drop(node);
+            })
+        })
+        .collect();
+    // Some creates are answered, the rest are queued or in a batch on the wire: give all up.
+    eventually("a first create answered", || async { done.load(Ordering::SeqCst) > 0 }).await;
+    for task in &tasks {
+        task.abort();
+    }
+    let _ = within("aborted", join_all(tasks)).await;
+    assert!(done.load(Ordering::SeqCst) < COUNT, "some creates were given up before their answer");
+    eventually("no node left", || async { all_children(&framework, &parents).await.is_empty() }).await;
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn a_lone_create_and_delete_are_plain_requests() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let parents = parents(&framework, "/batched-lone", 1).await;
+    // A plain create's reply is cut: a batch would be a multi, which this does not match.
+    let cut = proxy.cut_after_next_reply(RequestMatch::create().under("/batched-lone/lock-0/"));
+    let node =
+        within("create", framework.create_protected(&parents[0], "lock-", b"", Duration::from_secs(10)))
+            .await;
+    let node = node.expect("found again after the lost reply");
+    assert_eq!(within("cut", cut).await.expect("cut").op_code, 15, "a plain create2");
+    let cut = proxy.cut_after_next_reply(RequestMatch::delete().under("/batched-lone/lock-0/"));
+    within("delete", node.delete(step())).await.expect("deleted");
+    assert_eq!(within("cut", cut).await.expect("cut").op_code, 2, "a plain delete");
+    assert_eq!(children(&framework, &parents[0]).await, Vec::<String>::new());
+    within("close", framework.close()).await;
+}
