@@ -548,9 +548,10 @@ fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         }
         let _ = writeln!(
             out,
-            "\nOurs: a task per lock on one session. Curator: a thread per lock on one client (JVM `-Xss256k`), as \
+            "\nOurs: a task per lock on one session, which sends its many creates and releases together as \
+             multis (`FrameworkBuilder::batch_writes`, on by default; docs/framework.md). Curator: a thread per lock on one client (JVM `-Xss256k`), as \
              many as the driver was allowed (the Curator threads column). The floor: the same create + list + delete on bare \
-             calls at the same concurrency. CPU: our process's user + system time over the timed part, per \
+             calls at the same concurrency, each a request of its own (the protocol as Curator and a single lock of ours send it). CPU: our process's user + system time over the timed part, per \
              cycle (the server and Curator's driver are processes of their own). Each client first cycles the same locks untimed: their directories exist, \
              Curator's threads run and its JVM has compiled its hot paths before the clock starts (a run without that \
              column timed Curator's start-up too). Interleaved passes: ours and the floor on locks of their own, \
