@@ -13,7 +13,12 @@
 //!   own answer;
 //! - a create in a multi is answered without its `Stat` by servers before 3.7.2 / 3.8.2
 //!   (ZOOKEEPER-4026), so the stat is read in one multi-read behind the batch, with the listings
-//!   the creates asked for.
+//!   the creates asked for (and with `exists` where the multi-read cannot give it);
+//! - a create whose node is made but whose stat or sequence is not known is answered with a
+//!   connection loss, so its caller finds the node by its marker: never an answer that would have
+//!   it forget a node it made;
+//! - a caller gone before its batch is sent is left out; a node made for one gone meanwhile goes
+//!   to the cleanup worker.
 //!
 //! Every batch runs on the session it was queued on, and only there: a caller that must stay on
 //! its node's session (a release) gets that session's answer, or its loss.
@@ -27,6 +32,7 @@ use tokio::sync::{oneshot, Notify};
 use tracing::trace;
 use zookeeper_client::{CreateMode, MultiReadResult, MultiWriteError, MultiWriteResult, Stat};
 
+use crate::cleanup::{CleanupSender, CleanupTask};
 use crate::session::Session;
 
 /// How many creates and deletes a session sends on their own before the next ones wait for a
@@ -40,8 +46,8 @@ const MAX_BATCH_BYTES: usize = 256 * 1024;
 /// A create with more data than this is never queued: it goes on its own.
 pub(crate) const MAX_QUEUED_DATA: usize = 16 * 1024;
 /// How long a batch waits for a request in flight to be answered before it goes anyway: a
-/// caller that stops polling its request (without dropping it) delays the next batches by this,
-/// never for ever.
+/// caller that stops polling its request (without dropping it) delays the next batches by this
+/// much, not for ever. On a link slower than this, batches go about this often.
 const SLOT_WAIT: Duration = Duration::from_millis(10);
 
 /// What the server answered to a create: its stat and sequence (`-1` when not sequential).
@@ -55,6 +61,11 @@ pub(crate) struct Batcher {
     enabled: bool,
     state: Mutex<State>,
     slot_freed: Notify,
+    /// Where a node made for a caller that is gone goes, to be deleted.
+    cleanup: CleanupSender,
+    /// The framework's runtime, which runs the batches (`None` outside a runtime: then every
+    /// request goes on its own).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 #[derive(Debug, Default)]
@@ -79,29 +90,31 @@ pub(crate) struct QueuedCreate {
 
 #[derive(Debug)]
 enum Queued {
-    Create(QueuedCreate, oneshot::Sender<(CreateAnswer, ListingAnswer)>),
+    /// A create, the size of its ACL on the wire, and where to answer.
+    Create(QueuedCreate, usize, oneshot::Sender<(CreateAnswer, ListingAnswer)>),
     Delete(String, oneshot::Sender<Result<(), zookeeper_client::Error>>),
 }
 
 impl Queued {
     fn is_cancelled(&self) -> bool {
         match self {
-            Queued::Create(_, reply) => reply.is_closed(),
+            Queued::Create(_, _, reply) => reply.is_closed(),
             Queued::Delete(_, reply) => reply.is_closed(),
         }
     }
 
+    /// About what it adds to a multi's request.
     fn size(&self) -> usize {
-        const OVERHEAD: usize = 64;
+        const OVERHEAD: usize = 32;
         match self {
-            Queued::Create(create, _) => OVERHEAD + create.path.len() + create.data.len(),
+            Queued::Create(create, acl, _) => OVERHEAD + create.path.len() + create.data.len() + acl,
             Queued::Delete(path, _) => OVERHEAD + path.len(),
         }
     }
 
     fn fail(self, err: zookeeper_client::Error) {
         match self {
-            Queued::Create(_, reply) => drop(reply.send((Err(err), None))),
+            Queued::Create(_, _, reply) => drop(reply.send((Err(err), None))),
             Queued::Delete(_, reply) => drop(reply.send(Err(err))),
         }
     }
@@ -132,8 +145,10 @@ pub(crate) enum Turn<'a, T> {
 }
 
 impl Batcher {
-    pub(crate) fn new(enabled: bool) -> Self {
-        Self { enabled, state: Mutex::new(State::default()), slot_freed: Notify::new() }
+    /// A session's batcher (off unless `enabled`); must be made within the framework's runtime.
+    pub(crate) fn new(enabled: bool, cleanup: CleanupSender) -> Self {
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        Self { enabled, state: Mutex::new(State::default()), slot_freed: Notify::new(), cleanup, runtime }
     }
 
     /// The turn of a create on `session`.
@@ -142,7 +157,12 @@ impl Batcher {
         session: &Session,
         create: impl FnOnce() -> QueuedCreate,
     ) -> Turn<'a, (CreateAnswer, ListingAnswer)> {
-        self.turn(session, |reply| Queued::Create(create(), reply))
+        self.turn(session, |reply| {
+            let create = create();
+            let acl = session.acl_for_path(&create.path);
+            let acl_size = acl.iter().map(|acl| 12 + acl.scheme().len() + acl.id().len()).sum();
+            Queued::Create(create, acl_size, reply)
+        })
     }
 
     /// The turn of a delete of `path` on `session`.
@@ -159,25 +179,23 @@ impl Batcher {
         session: &Session,
         queued: impl FnOnce(oneshot::Sender<T>) -> Queued,
     ) -> Turn<'a, T> {
-        if !self.enabled {
+        let Some(runtime) = self.runtime.as_ref().filter(|_| self.enabled) else {
             return Turn::Now(None);
-        }
-        let mut state = self.state.lock();
-        if state.in_flight < DIRECT_LIMIT && state.queued.is_empty() {
-            state.in_flight += 1;
-            return Turn::Now(Some(Slot(self)));
-        }
-        // A batch runs on a task of its own: without a runtime, the request goes on its own.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            state.in_flight += 1;
-            return Turn::Now(Some(Slot(self)));
         };
-        let (reply, answer) = oneshot::channel();
-        state.queued.push(queued(reply));
-        if !state.batch_waiting {
-            state.batch_waiting = true;
-            runtime.spawn(run_batch(session.clone()));
-        }
+        let answer = {
+            let mut state = self.state.lock();
+            if state.in_flight < DIRECT_LIMIT && state.queued.is_empty() {
+                state.in_flight += 1;
+                return Turn::Now(Some(Slot(self)));
+            }
+            let (reply, answer) = oneshot::channel();
+            state.queued.push(queued(reply));
+            if std::mem::replace(&mut state.batch_waiting, true) {
+                return Turn::Queued(answer);
+            }
+            answer
+        };
+        runtime.spawn(run_batch(PendingBatch { session: session.clone(), armed: true }));
         Turn::Queued(answer)
     }
 
@@ -202,28 +220,36 @@ impl Batcher {
         }
     }
 
-    /// Takes the next batch off the queue (dropping what its callers gave up), and starts the
+    /// Takes the next batch off the queue (leaving out what its callers gave up), and starts the
     /// batch after it if more is queued.
     fn take_batch(&self, session: &Session) -> Vec<Queued> {
-        let mut state = self.state.lock();
-        state.queued.retain(|queued| !queued.is_cancelled());
-        let mut bytes = 0;
-        let mut taken = 0;
-        for queued in &state.queued {
-            let size = queued.size();
-            if taken > 0 && (taken == MAX_OPERATIONS || bytes + size > MAX_BATCH_BYTES) {
-                break;
+        let (batch, more) = {
+            let mut state = self.state.lock();
+            state.queued.retain(|queued| !queued.is_cancelled());
+            let mut bytes = 0;
+            let mut taken = 0;
+            for queued in &state.queued {
+                let size = queued.size();
+                if taken > 0 && (taken == MAX_OPERATIONS || bytes + size > MAX_BATCH_BYTES) {
+                    break;
+                }
+                taken += 1;
+                bytes += size;
             }
-            taken += 1;
-            bytes += size;
-        }
-        let batch: Vec<Queued> = state.queued.drain(..taken).collect();
-        if state.queued.is_empty() {
-            state.batch_waiting = false;
-        } else {
-            tokio::spawn(run_batch(session.clone()));
+            let batch: Vec<Queued> = state.queued.drain(..taken).collect();
+            let more = !state.queued.is_empty();
+            state.batch_waiting = more;
+            (batch, more)
+        };
+        if more {
+            tokio::spawn(run_batch(PendingBatch { session: session.clone(), armed: true }));
         }
         batch
+    }
+
+    /// Hands a node made for a caller that is gone to the cleanup worker.
+    fn clean_up(&self, path: String) {
+        self.cleanup.submit(CleanupTask::Node { path });
     }
 }
 
@@ -235,42 +261,44 @@ pub(crate) async fn delete(session: &Session, path: &str) -> Result<(), zookeepe
     }
 }
 
+/// A batch task, from its spawning until it has taken the queue. Dropped before that (its future
+/// never ran, or its runtime shut down), it fails the queued calls with a connection loss, which
+/// their retries handle, and lets the next call start a batch again: nothing waits for a batch
+/// that will not come.
+struct PendingBatch {
+    session: Session,
+    armed: bool,
+}
+
+impl Drop for PendingBatch {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let queued = {
+            let mut state = self.session.batcher().state.lock();
+            state.batch_waiting = false;
+            std::mem::take(&mut state.queued)
+        };
+        for queued in queued {
+            queued.fail(zookeeper_client::Error::ConnectionLoss);
+        }
+    }
+}
+
 /// One batch: waits for a slot, takes what is queued, sends it, answers each caller.
-async fn run_batch(session: Session) {
+async fn run_batch(mut pending: PendingBatch) {
+    let session = pending.session.clone();
     let batcher = session.batcher();
-    let mut waiting = StillWaiting { batcher, armed: true };
     let _slot = batcher.slot_for_batch().await;
     let batch = batcher.take_batch(&session);
-    waiting.armed = false;
+    pending.armed = false;
     match batch.len() {
         0 => {}
         1 => one_by_one(&session, batch).await,
         operations => {
             trace!(operations, "sending a batch of writes as one multi");
             send_multi(&session, batch).await;
-        }
-    }
-}
-
-/// A batch task dropped before it took the queue (its runtime shut down): the queued calls fail
-/// with a connection loss, which their retries handle, and the next call starts a batch again.
-struct StillWaiting<'a> {
-    batcher: &'a Batcher,
-    armed: bool,
-}
-
-impl Drop for StillWaiting<'_> {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let queued = {
-            let mut state = self.batcher.state.lock();
-            state.batch_waiting = false;
-            std::mem::take(&mut state.queued)
-        };
-        for queued in queued {
-            queued.fail(zookeeper_client::Error::ConnectionLoss);
         }
     }
 }
@@ -289,7 +317,7 @@ async fn send_multi(session: &Session, batch: Vec<Queued>) {
     let mut sent = Vec::with_capacity(batch.len());
     for queued in batch {
         let added = match &queued {
-            Queued::Create(create, _) => {
+            Queued::Create(create, _, _) => {
                 writer.add_create(&create.path, &create.data, &options_of(session, create))
             }
             Queued::Delete(path, _) => writer.add_delete(path, None),
@@ -317,12 +345,13 @@ async fn send_multi(session: &Session, batch: Vec<Queued>) {
     }
 }
 
-/// What one create of a successful multi still needs: its stat read, its parent listed.
+/// A create of a successful multi, and what it still needs: its stat read, its parent listed.
 struct CreatedInBatch {
     create: QueuedCreate,
     reply: oneshot::Sender<(CreateAnswer, ListingAnswer)>,
     path: String,
-    stat: Stat,
+    /// Its stat, once known.
+    stat: Option<Stat>,
     /// Where its stat is in the multi-read's answers.
     stat_read: Option<usize>,
     /// Where its listing is in the multi-read's answers (the first create of a parent only).
@@ -332,21 +361,24 @@ struct CreatedInBatch {
 async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWriteResult>) {
     let mut reader = session.client().new_multi_reader();
     let mut reads = 0;
+    let mut next_read = || {
+        reads += 1;
+        reads - 1
+    };
     let mut listed: HashSet<String> = HashSet::new();
     let mut created = Vec::new();
     for (queued, result) in sent.into_iter().zip(results) {
         match (queued, result) {
-            (Queued::Create(create, reply), MultiWriteResult::Create { path, stat }) => {
-                let stat_read = stat.is_invalid() && reader.add_get_data(&path).is_ok();
-                let stat_read = stat_read.then(|| {
-                    reads += 1;
-                    reads - 1
-                });
+            (Queued::Create(create, _, reply), MultiWriteResult::Create { path, stat }) => {
+                let stat = (!stat.is_invalid()).then_some(stat);
+                let stat_read = match stat {
+                    None if reader.add_get_data(&path).is_ok() => Some(next_read()),
+                    _ => None,
+                };
                 let listing_read = match &create.list {
                     Some(parent) if !listed.contains(parent) && reader.add_get_children(parent).is_ok() => {
                         listed.insert(parent.clone());
-                        reads += 1;
-                        Some(reads - 1)
+                        Some(next_read())
                     }
                     _ => None,
                 };
@@ -362,60 +394,73 @@ async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWr
     if created.is_empty() {
         return;
     }
+    // A failed multi-read (a server before 3.6 has none) leaves every read to be done on its own.
     let mut answers: Vec<Option<MultiReadResult>> = match reads {
         0 => Vec::new(),
         _ => match reader.commit().await {
-            Ok(answers) => answers.into_iter().map(Some).collect(),
-            Err(err) => {
-                // The creates were applied, but their stats are not known: a create whose stat is
-                // missing gets the error, and finds its node again by its marker.
-                for created in created {
-                    let answer = match created.stat_read {
-                        Some(_) => Err(err.clone()),
-                        None => Ok((created.stat, sequence_of(&created.create, &created.path))),
-                    };
-                    let _ = created.reply.send((answer, None));
-                }
-                return;
-            }
+            Ok(answers) if answers.len() == reads => answers.into_iter().map(Some).collect(),
+            _ => (0..reads).map(|_| None).collect(),
         },
     };
-    for created in created {
-        let sequence = sequence_of(&created.create, &created.path);
-        let mut stat = created.stat;
-        if let Some(MultiReadResult::Data { stat: read, .. }) =
-            created.stat_read.and_then(|at| answers[at].take())
+    for created in &mut created {
+        if let Some(MultiReadResult::Data { stat, .. }) = created.stat_read.and_then(|at| answers[at].take())
         {
-            stat = read;
+            created.stat = Some(stat);
         }
+    }
+    // A stat the multi-read did not give (no READ permission, a failed multi-read) is read on its
+    // own: `exists` needs no permission.
+    let client = session.client();
+    let stats = created.iter().map(|created| {
+        let missing = created.stat.is_none().then(|| client.check_stat(&created.path));
+        async move {
+            match missing {
+                Some(check) => check.await.ok().flatten(),
+                None => None,
+            }
+        }
+    });
+    let stats = join_all(stats).await;
+    let batcher = session.batcher();
+    for (mut created, read) in created.into_iter().zip(stats) {
         let listing = match created.listing_read.and_then(|at| answers[at].take()) {
             Some(MultiReadResult::Children { children }) => Some(Ok(children)),
             Some(MultiReadResult::Error { err }) => Some(Err(err)),
             _ => None,
         };
-        let _ = created.reply.send((Ok((stat, sequence)), listing));
+        // The node is there. Without its stat or sequence the caller gets a connection loss, and
+        // finds it again by its marker: never an answer that would have it forget the node.
+        let answer = match (created.stat.or(read), sequence_of(&created.create, &created.path)) {
+            (Some(stat), Some(sequence)) => Ok((stat, sequence)),
+            _ => Err(zookeeper_client::Error::ConnectionLoss),
+        };
+        if created.reply.send((answer, listing)).is_err() {
+            batcher.clean_up(std::mem::take(&mut created.path));
+        }
     }
 }
 
-/// The sequence the server appended to a queued create's path (`-1` for a plain node).
-fn sequence_of(create: &QueuedCreate, created_path: &str) -> i64 {
+/// The sequence the server appended to a queued create's path (`-1` for a plain node); `None` if
+/// the path does not have one where it should.
+fn sequence_of(create: &QueuedCreate, created_path: &str) -> Option<i64> {
     let sequential =
         matches!(create.mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential);
-    match created_path.get(create.path.len()..) {
-        Some(digits) if sequential => digits.parse().unwrap_or(-1),
-        _ => -1,
+    if !sequential {
+        return Some(-1);
     }
+    created_path.strip_prefix(create.path.as_str())?.parse().ok()
 }
 
 /// Sends every request of a batch on its own, pipelined (creates first, then the listings behind
-/// them), and answers each caller.
+/// them), and answers each caller. A create whose caller is gone is not sent.
 async fn one_by_one(session: &Session, batch: Vec<Queued>) {
     let client = session.client();
     let mut creates = Vec::new();
     let mut deletes = Vec::new();
     for queued in batch {
         match queued {
-            Queued::Create(create, reply) => creates.push((create, reply)),
+            Queued::Create(_, _, reply) if reply.is_closed() => {}
+            Queued::Create(create, _, reply) => creates.push((create, reply)),
             Queued::Delete(path, reply) => deletes.push((path, reply)),
         }
     }
@@ -438,8 +483,17 @@ async fn one_by_one(session: &Session, batch: Vec<Queued>) {
         })
         .collect();
     let (created, deleted, listed) = futures::join!(join_all(created), join_all(deleted), join_all(listed));
-    for (((_, reply), answer), listing) in creates.into_iter().zip(created).zip(listed) {
-        let _ = reply.send((answer.map(|(stat, sequence)| (stat, sequence.into_i64())), listing));
+    for (((mut create, reply), answer), listing) in creates.into_iter().zip(created).zip(listed) {
+        let answer = answer.map(|(stat, sequence)| (stat, sequence.into_i64()));
+        let made = answer.as_ref().ok().map(|(_, sequence)| *sequence);
+        if reply.send((answer, listing)).is_err() {
+            if let Some(sequence) = made {
+                if matches!(create.mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential) {
+                    crate::path::push_sequence(&mut create.path, sequence);
+                }
+                session.batcher().clean_up(create.path);
+            }
+        }
     }
     for ((_, reply), answer) in deletes.into_iter().zip(deleted) {
         let _ = reply.send(answer);

@@ -207,14 +207,24 @@ impl FrameworkBuilder {
     /// `true`).
     ///
     /// While a session has two of the recipes' creates or deletes unanswered (protected creates,
-    /// lock releases, [`OwnedNode::delete`](crate::OwnedNode::delete)), the next ones wait and go
+    /// lock releases: [`OwnedNode::delete`](crate::OwnedNode::delete)), the next ones wait and go
     /// to the server as one multi when one of those is answered; the listings and stats they need
     /// follow in one multi-read. The nodes are the same as when sent one by one, so other clients
     /// (Curator among them) see no difference but the grouping. A server spends most of a small
     /// write on the request, not the node: many locks cycled on one session run several times
     /// faster (see `docs/benchmarks.md`). A request alone is sent at once, as without batching.
     ///
-    /// Needs ZooKeeper 3.6 or later (multi-read). Turn it off for older servers.
+    /// Needs ZooKeeper 3.6 or later (multi-read): a 3.5 server closes the connection on a
+    /// multi-read, so there every batch costs a reconnection (the creates still end right, found
+    /// again by their markers). Turn it off for such servers. See `docs/framework.md`, "Many
+    /// writes at once".
+    ///
+    /// ```no_run
+    /// # fn demo() -> zk_recipes_framework::Result<()> {
+    /// // A ZooKeeper 3.5 ensemble: every create and delete as a request of its own.
+    /// let framework = zk_recipes_framework::Framework::builder("zk1:2181").batch_writes(false).start()?;
+    /// # Ok(()) }
+    /// ```
     pub fn batch_writes(mut self, enabled: bool) -> Self {
         self.batch_writes = enabled;
         self

@@ -81,11 +81,34 @@ impl CleanupQueue {
 
     /// Hands `task` to the worker. Never blocks, never needs a runtime.
     pub(crate) fn submit(&self, task: CleanupTask) {
-        self.pending.count.fetch_add(1, Ordering::AcqRel);
-        if self.sender.send(task).is_err() {
-            // The worker is gone: the framework is closed and its session with it.
-            self.pending.finish_one();
-        }
+        submit(&self.sender, &self.pending, task);
+    }
+
+    /// A sending side of its own, for a session's batcher (which has no framework handle).
+    pub(crate) fn sender(&self) -> CleanupSender {
+        CleanupSender { sender: self.sender.clone(), pending: self.pending.clone() }
+    }
+}
+
+/// A clone of the queue's sending side: see [`CleanupQueue::sender`].
+#[derive(Debug, Clone)]
+pub(crate) struct CleanupSender {
+    sender: mpsc::UnboundedSender<CleanupTask>,
+    pending: Arc<Pending>,
+}
+
+impl CleanupSender {
+    /// As [`CleanupQueue::submit`].
+    pub(crate) fn submit(&self, task: CleanupTask) {
+        submit(&self.sender, &self.pending, task);
+    }
+}
+
+fn submit(sender: &mpsc::UnboundedSender<CleanupTask>, pending: &Pending, task: CleanupTask) {
+    pending.count.fetch_add(1, Ordering::AcqRel);
+    if sender.send(task).is_err() {
+        // The worker is gone: the framework is closed and its session with it.
+        pending.finish_one();
     }
 }
 

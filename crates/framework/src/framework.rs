@@ -660,7 +660,12 @@ async fn supervise(core: Arc<Core>) {
         }
         generation += 1;
         ::metrics::counter!(crate::metrics::names::SESSIONS_CREATED).increment(1);
-        let session = Session::new(client, generation, core.acl.clone(), core.config.batch_writes);
+        let session = Session::new(
+            client,
+            generation,
+            core.acl.clone(),
+            crate::batch::Batcher::new(core.config.batch_writes, core.cleanup.sender()),
+        );
         let first_state = match session.client().state() {
             SessionState::ConnectedReadOnly => ConnectionState::ReadOnly,
             _ if generation == 1 => ConnectionState::Connected,

@@ -40,18 +40,17 @@ struct SessionParts {
 }
 
 impl Session {
-    pub(crate) fn new(
-        client: Client,
-        generation: u64,
-        acl: Arc<dyn AclProvider>,
-        batch_writes: bool,
-    ) -> Self {
-        let batcher = Batcher::new(batch_writes);
+    pub(crate) fn new(client: Client, generation: u64, acl: Arc<dyn AclProvider>, batcher: Batcher) -> Self {
         Self { inner: Arc::new(SessionParts { client, generation, acl, batcher }) }
     }
 
     pub(crate) fn batcher(&self) -> &Batcher {
         &self.inner.batcher
+    }
+
+    /// The ACL the framework's provider gives a node at `path`.
+    pub(crate) fn acl_for_path(&self, path: &str) -> &[zookeeper_client::Acl] {
+        self.inner.acl.acl_for_path(path)
     }
 
     /// The zookeeper-client handle (paths are relative to the framework's namespace).

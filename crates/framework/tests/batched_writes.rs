@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use common::*;
 use futures::future::join_all;
-use zk_recipes_framework::{Framework, OwnedNode};
+use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission};
+use zk_recipes_framework::{AclProvider, Framework, OwnedNode};
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
 /// The server's count of packets received so far.
@@ -221,6 +222,88 @@ async fn creates_given_up_while_queued_or_in_flight_leave_no_node() {
     let _ = within("aborted", join_all(tasks)).await;
     assert!(done.load(Ordering::SeqCst) < COUNT, "some creates were given up before their answer");
     eventually("no node left", || async { all_children(&framework, &parents).await.is_empty() }).await;
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn creates_given_up_while_their_failed_batch_is_sent_again_leave_no_node() {
+    init_tracing();
+    const COUNT: usize = 300;
+    for attempt in 0..5 {
+        let (_server, framework) = server_and_framework().await;
+        let parents = parents(&framework, &format!("/batched-given-up-failed-{attempt}"), 10).await;
+        // A parent gone behind our back fails each multi it is in: the batch is sent again one by
+        // one, after its callers may have given up (and their cleanup looked for their nodes).
+        let session = within("session", framework.session(step())).await.expect("session");
+        within("delete a parent", session.client().delete(&parents[9], None)).await.expect("deleted");
+        let done = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..COUNT)
+            .map(|index| {
+                let (framework, done) = (framework.clone(), done.clone());
+                let parent = parents[index % parents.len()].clone();
+                tokio::spawn(async move {
+                    let node = framework.create_protected(&parent, "lock-", b"", step()).await;
+                    done.fetch_add(1, Ordering::SeqCst);
+                    std::future::pending::<()>().await;
+                    drop(node);
+                })
+            })
+            .collect();
+        eventually("a first create answered", || async { done.load(Ordering::SeqCst) > 0 }).await;
+        for task in &tasks {
+            task.abort();
+        }
+        let _ = within("aborted", join_all(tasks)).await;
+        eventually("no node left", || async { all_children(&framework, &parents).await.is_empty() }).await;
+        within("close", framework.close()).await;
+    }
+}
+
+/// Nodes named `_c_…` get an ACL without READ; everything else is open.
+#[derive(Debug)]
+struct NoReadOnProtectedNodes {
+    open: Vec<Acl>,
+    no_read: Vec<Acl>,
+}
+
+impl AclProvider for NoReadOnProtectedNodes {
+    fn default_acl(&self) -> &[Acl] {
+        &self.open
+    }
+
+    fn acl_for_path(&self, path: &str) -> &[Acl] {
+        match zk_recipes_framework::path::name(path).starts_with("_c_") {
+            true => &self.no_read,
+            false => &self.open,
+        }
+    }
+}
+
+#[tokio::test]
+async fn batched_creates_get_their_stat_even_without_read_permission_on_their_nodes() {
+    init_tracing();
+    const COUNT: usize = 100;
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let all_but_read = Permission::WRITE | Permission::CREATE | Permission::DELETE | Permission::ADMIN;
+    let provider = NoReadOnProtectedNodes {
+        open: vec![Acl::new(Permission::ALL, AuthId::anyone())],
+        no_read: vec![Acl::new(all_but_read, AuthId::anyone())],
+    };
+    let framework = builder(&server.connect_string(), Duration::from_secs(10))
+        .acl_provider(provider)
+        .start()
+        .expect("framework");
+    let parents = parents(&framework, "/batched-no-read", 5).await;
+    let session = within("session", framework.session(step())).await.expect("session");
+    let created = create_many(&framework, &parents, COUNT).await;
+    for (node, _) in &created {
+        // `exists` needs no permission; reading the data does.
+        let stat =
+            within("stat", session.client().check_stat(node.path())).await.expect("stat").expect("there");
+        assert_eq!(node.stat().czxid, stat.czxid, "{}: the stat of the node created", node.path());
+        assert_eq!(stat.ephemeral_owner, session.id().0);
+    }
+    drop(created);
     within("close", framework.close()).await;
 }
 
