@@ -112,12 +112,22 @@ impl Queued {
         }
     }
 
-    fn fail(self, err: zookeeper_client::Error) {
+    /// Answers with `err`. A create whose caller is gone may have made its node (the outcome of a
+    /// lost reply is unknown): whatever carries its name goes to the cleanup worker.
+    fn fail(self, err: zookeeper_client::Error, batcher: &Batcher) {
         match self {
-            Queued::Create(_, _, reply) => drop(reply.send((Err(err), None))),
+            Queued::Create(create, _, reply) => {
+                if reply.send((Err(err), None)).is_err() {
+                    batcher.clean_up_unknown(&create);
+                }
+            }
             Queued::Delete(_, reply) => drop(reply.send(Err(err))),
         }
     }
+}
+
+fn is_sequential(mode: CreateMode) -> bool {
+    matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential)
 }
 
 /// A place among the requests a session has in flight, given back when dropped.
@@ -182,19 +192,24 @@ impl Batcher {
         let Some(runtime) = self.runtime.as_ref().filter(|_| self.enabled) else {
             return Turn::Now(None);
         };
-        let answer = {
+        {
             let mut state = self.state.lock();
             if state.in_flight < DIRECT_LIMIT && state.queued.is_empty() {
                 state.in_flight += 1;
                 return Turn::Now(Some(Slot(self)));
             }
-            let (reply, answer) = oneshot::channel();
-            state.queued.push(queued(reply));
+        }
+        // Made outside the lock (it copies the data and asks the ACL provider). Meanwhile a slot
+        // may have come free: the batch then takes it at once.
+        let (reply, answer) = oneshot::channel();
+        let queued = queued(reply);
+        {
+            let mut state = self.state.lock();
+            state.queued.push(queued);
             if std::mem::replace(&mut state.batch_waiting, true) {
                 return Turn::Queued(answer);
             }
-            answer
-        };
+        }
         runtime.spawn(run_batch(PendingBatch { session: session.clone(), armed: true }));
         Turn::Queued(answer)
     }
@@ -241,8 +256,8 @@ impl Batcher {
             state.batch_waiting = more;
             (batch, more)
         };
-        if more {
-            tokio::spawn(run_batch(PendingBatch { session: session.clone(), armed: true }));
+        if let (true, Some(runtime)) = (more, &self.runtime) {
+            runtime.spawn(run_batch(PendingBatch { session: session.clone(), armed: true }));
         }
         batch
     }
@@ -250,6 +265,13 @@ impl Batcher {
     /// Hands a node made for a caller that is gone to the cleanup worker.
     fn clean_up(&self, path: String) {
         self.cleanup.submit(CleanupTask::Node { path });
+    }
+
+    /// Hands whatever a create of a caller that is gone may have made to the cleanup worker: the
+    /// children of its parent whose names start with its own (its marker makes it unique).
+    fn clean_up_unknown(&self, create: &QueuedCreate) {
+        let (parent, prefix) = crate::path::split(&create.path);
+        self.cleanup.submit(CleanupTask::Protected { parent: parent.to_owned(), prefix: prefix.to_owned() });
     }
 }
 
@@ -280,8 +302,9 @@ impl Drop for PendingBatch {
             state.batch_waiting = false;
             std::mem::take(&mut state.queued)
         };
+        let batcher = self.session.batcher();
         for queued in queued {
-            queued.fail(zookeeper_client::Error::ConnectionLoss);
+            queued.fail(zookeeper_client::Error::ConnectionLoss, batcher);
         }
     }
 }
@@ -291,6 +314,9 @@ async fn run_batch(mut pending: PendingBatch) {
     let session = pending.session.clone();
     let batcher = session.batcher();
     let _slot = batcher.slot_for_batch().await;
+    // Until every caller of the batch is answered (or its node handed to the cleanup worker),
+    // `Framework::wait_for_cleanups` waits for the batch too.
+    let _settling = batcher.cleanup.settling();
     let batch = batcher.take_batch(&session);
     pending.armed = false;
     match batch.len() {
@@ -324,7 +350,7 @@ async fn send_multi(session: &Session, batch: Vec<Queued>) {
         };
         match added {
             Ok(()) => sent.push(queued),
-            Err(err) => queued.fail(err),
+            Err(err) => queued.fail(err, session.batcher()),
         }
     }
     match writer.commit().await {
@@ -338,8 +364,15 @@ async fn send_multi(session: &Session, batch: Vec<Queued>) {
         // Nothing is known of the batch: each caller handles the error as its own (a create looks
         // for its node by its marker, a delete tries again on the same session).
         Err(MultiWriteError::RequestFailed { source }) => {
+            // A create's node may be there (a reply lost on the way): answered as a connection
+            // loss, whatever the error, so that its caller looks for it.
+            let batcher = session.batcher();
             for queued in sent {
-                queued.fail(source.clone());
+                let err = match &queued {
+                    Queued::Create(..) => zookeeper_client::Error::ConnectionLoss,
+                    Queued::Delete(..) => source.clone(),
+                };
+                queued.fail(err, batcher);
             }
         }
     }
@@ -386,8 +419,14 @@ async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWr
             }
             (Queued::Delete(_, reply), MultiWriteResult::Delete) => drop(reply.send(Ok(()))),
             (queued, other) => {
-                let message = format!("a batched write answered {other:?}");
-                queued.fail(zookeeper_client::Error::UnexpectedError(message));
+                // The multi was applied: a create's node is there, so its caller looks for it.
+                let err = match &queued {
+                    Queued::Create(..) => zookeeper_client::Error::ConnectionLoss,
+                    Queued::Delete(..) => zookeeper_client::Error::UnexpectedError(format!(
+                        "a batched delete answered {other:?}"
+                    )),
+                };
+                queued.fail(err, session.batcher());
             }
         }
     }
@@ -487,11 +526,14 @@ async fn one_by_one(session: &Session, batch: Vec<Queued>) {
         let answer = answer.map(|(stat, sequence)| (stat, sequence.into_i64()));
         let made = answer.as_ref().ok().map(|(_, sequence)| *sequence);
         if reply.send((answer, listing)).is_err() {
-            if let Some(sequence) = made {
-                if matches!(create.mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential) {
-                    crate::path::push_sequence(&mut create.path, sequence);
+            match made {
+                Some(sequence) => {
+                    if is_sequential(create.mode) {
+                        crate::path::push_sequence(&mut create.path, sequence);
+                    }
+                    session.batcher().clean_up(create.path);
                 }
-                session.batcher().clean_up(create.path);
+                None => session.batcher().clean_up_unknown(&create),
             }
         }
     }

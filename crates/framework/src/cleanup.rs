@@ -102,6 +102,12 @@ impl CleanupSender {
     pub(crate) fn submit(&self, task: CleanupTask) {
         submit(&self.sender, &self.pending, task);
     }
+
+    /// As [`CleanupQueue::settling`].
+    pub(crate) fn settling(&self) -> SettlingGuard {
+        self.pending.count.fetch_add(1, Ordering::AcqRel);
+        SettlingGuard { pending: self.pending.clone() }
+    }
 }
 
 fn submit(sender: &mpsc::UnboundedSender<CleanupTask>, pending: &Pending, task: CleanupTask) {

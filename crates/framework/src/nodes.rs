@@ -806,8 +806,12 @@ async fn send_create(
     parent_mode: Option<ParentMode>,
 ) -> CreateAnswers {
     let parent = request.parent;
-    let batchable =
-        parent_mode.is_none() && request.acl.is_none() && request.data.len() <= batch::MAX_QUEUED_DATA;
+    // Not the ZooKeeper recipe's marker: a session's nodes under one parent share it, so a create
+    // answered with a connection loss could take another of them for its own.
+    let batchable = parent_mode.is_none()
+        && request.acl.is_none()
+        && request.data.len() <= batch::MAX_QUEUED_DATA
+        && !matches!(request.marker, NodeMarker::SessionId { .. });
     let _slot = match batchable {
         false => None,
         true => match session.batcher().create_turn(session, || batch::QueuedCreate {

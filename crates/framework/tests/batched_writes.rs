@@ -221,7 +221,8 @@ async fn creates_given_up_while_queued_or_in_flight_leave_no_node() {
     }
     let _ = within("aborted", join_all(tasks)).await;
     assert!(done.load(Ordering::SeqCst) < COUNT, "some creates were given up before their answer");
-    eventually("no node left", || async { all_children(&framework, &parents).await.is_empty() }).await;
+    within("cleanups", framework.wait_for_cleanups(step())).await.expect("cleanups settle");
+    assert_eq!(all_children(&framework, &parents).await, Vec::<String>::new(), "no node left");
     within("close", framework.close()).await;
 }
 
@@ -254,7 +255,9 @@ async fn creates_given_up_while_their_failed_batch_is_sent_again_leave_no_node()
             task.abort();
         }
         let _ = within("aborted", join_all(tasks)).await;
-        eventually("no node left", || async { all_children(&framework, &parents).await.is_empty() }).await;
+        // Once the cleanups have settled, batches still answering included, nothing is left.
+        within("cleanups", framework.wait_for_cleanups(step())).await.expect("cleanups settle");
+        assert_eq!(all_children(&framework, &parents).await, Vec::<String>::new(), "no node left");
         within("close", framework.close()).await;
     }
 }
