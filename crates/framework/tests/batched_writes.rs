@@ -194,19 +194,18 @@ async fn a_batch_whose_reply_is_lost_leaves_each_create_once_and_each_delete_don
     close_all([framework, observer]).await;
 }
 
-#[tokio::test]
-async fn creates_given_up_while_queued_or_in_flight_leave_no_node() {
-    init_tracing();
-    const COUNT: usize = 300;
-    let (_server, framework) = server_and_framework().await;
-    let parents = parents(&framework, "/batched-given-up", 10).await;
+/// Starts `count` protected creates under `parents`, each in a task that holds its node; gives
+/// them all up once the first is answered (the rest queued, or in a batch on the wire); then,
+/// once the cleanups have settled (batches still answering included), asserts that nothing is
+/// left. Returns how many were answered.
+async fn give_up_creates(framework: &Framework, parents: &[String], count: usize) -> usize {
     let done = Arc::new(AtomicUsize::new(0));
-    let tasks: Vec<_> = (0..COUNT)
+    let tasks: Vec<_> = (0..count)
         .map(|index| {
-            let (framework, parent, done) =
-                (framework.clone(), parents[index % parents.len()].clone(), done.clone());
+            let (framework, done) = (framework.clone(), done.clone());
+            let parent = parents[index % parents.len()].clone();
             tokio::spawn(async move {
-                let node = framework.create_protected(&parent, "lock-", b"", step()).await.expect("created");
+                let node = framework.create_protected(&parent, "lock-", b"", step()).await;
                 done.fetch_add(1, Ordering::SeqCst);
                 // Held until the task is aborted.
                 std::future::pending::<()>().await;
@@ -214,22 +213,30 @@ async fn creates_given_up_while_queued_or_in_flight_leave_no_node() {
             })
         })
         .collect();
-    // Some creates are answered, the rest are queued or in a batch on the wire: give all up.
     eventually("a first create answered", || async { done.load(Ordering::SeqCst) > 0 }).await;
     for task in &tasks {
         task.abort();
     }
     let _ = within("aborted", join_all(tasks)).await;
-    assert!(done.load(Ordering::SeqCst) < COUNT, "some creates were given up before their answer");
     within("cleanups", framework.wait_for_cleanups(step())).await.expect("cleanups settle");
-    assert_eq!(all_children(&framework, &parents).await, Vec::<String>::new(), "no node left");
+    assert_eq!(all_children(framework, parents).await, Vec::<String>::new(), "no node left");
+    done.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn creates_given_up_while_queued_or_in_flight_leave_no_node() {
+    init_tracing();
+    const COUNT: usize = 300;
+    let (_server, framework) = server_and_framework().await;
+    let parents = parents(&framework, "/batched-given-up", 10).await;
+    let answered = give_up_creates(&framework, &parents, COUNT).await;
+    assert!(answered < COUNT, "some creates were given up before their answer");
     within("close", framework.close()).await;
 }
 
 #[tokio::test]
 async fn creates_given_up_while_their_failed_batch_is_sent_again_leave_no_node() {
     init_tracing();
-    const COUNT: usize = 300;
     for attempt in 0..5 {
         let (_server, framework) = server_and_framework().await;
         let parents = parents(&framework, &format!("/batched-given-up-failed-{attempt}"), 10).await;
@@ -237,27 +244,7 @@ async fn creates_given_up_while_their_failed_batch_is_sent_again_leave_no_node()
         // one, after its callers may have given up (and their cleanup looked for their nodes).
         let session = within("session", framework.session(step())).await.expect("session");
         within("delete a parent", session.client().delete(&parents[9], None)).await.expect("deleted");
-        let done = Arc::new(AtomicUsize::new(0));
-        let tasks: Vec<_> = (0..COUNT)
-            .map(|index| {
-                let (framework, done) = (framework.clone(), done.clone());
-                let parent = parents[index % parents.len()].clone();
-                tokio::spawn(async move {
-                    let node = framework.create_protected(&parent, "lock-", b"", step()).await;
-                    done.fetch_add(1, Ordering::SeqCst);
-                    std::future::pending::<()>().await;
-                    drop(node);
-                })
-            })
-            .collect();
-        eventually("a first create answered", || async { done.load(Ordering::SeqCst) > 0 }).await;
-        for task in &tasks {
-            task.abort();
-        }
-        let _ = within("aborted", join_all(tasks)).await;
-        // Once the cleanups have settled, batches still answering included, nothing is left.
-        within("cleanups", framework.wait_for_cleanups(step())).await.expect("cleanups settle");
-        assert_eq!(all_children(&framework, &parents).await, Vec::<String>::new(), "no node left");
+        give_up_creates(&framework, &parents, 300).await;
         within("close", framework.close()).await;
     }
 }
