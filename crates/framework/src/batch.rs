@@ -126,7 +126,8 @@ impl Queued {
     }
 }
 
-fn is_sequential(mode: CreateMode) -> bool {
+/// Whether the server appends a sequence to a node created in `mode`.
+pub(crate) fn is_sequential(mode: CreateMode) -> bool {
     matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential)
 }
 
@@ -482,9 +483,7 @@ async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWr
 /// The sequence the server appended to a queued create's path (`-1` for a plain node); `None` if
 /// the path does not have one where it should.
 fn sequence_of(create: &QueuedCreate, created_path: &str) -> Option<i64> {
-    let sequential =
-        matches!(create.mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential);
-    if !sequential {
+    if !is_sequential(create.mode) {
         return Some(-1);
     }
     created_path.strip_prefix(create.path.as_str())?.parse().ok()

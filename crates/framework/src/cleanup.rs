@@ -35,9 +35,8 @@ pub(crate) enum CleanupTask {
 /// The sending side, owned by the framework core.
 #[derive(Debug)]
 pub(crate) struct CleanupQueue {
-    sender: mpsc::UnboundedSender<CleanupTask>,
+    sending: CleanupSender,
     receiver: parking_lot::Mutex<Option<mpsc::UnboundedReceiver<CleanupTask>>>,
-    pending: Arc<Pending>,
 }
 
 #[derive(Debug, Default)]
@@ -68,25 +67,25 @@ impl Drop for SettlingGuard {
 impl CleanupQueue {
     pub(crate) fn new() -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
-        Self { sender, receiver: parking_lot::Mutex::new(Some(receiver)), pending: Arc::default() }
+        let sending = CleanupSender { sender, pending: Arc::default() };
+        Self { sending, receiver: parking_lot::Mutex::new(Some(receiver)) }
     }
 
     /// Counts a background task that may still create a node to clean up (an exclusive create
     /// whose caller may be gone) as pending until the guard is dropped, so that
     /// [`Framework::wait_for_cleanups`] waits for it too.
     pub(crate) fn settling(&self) -> SettlingGuard {
-        self.pending.count.fetch_add(1, Ordering::AcqRel);
-        SettlingGuard { pending: self.pending.clone() }
+        self.sending.settling()
     }
 
     /// Hands `task` to the worker. Never blocks, never needs a runtime.
     pub(crate) fn submit(&self, task: CleanupTask) {
-        submit(&self.sender, &self.pending, task);
+        self.sending.submit(task);
     }
 
     /// A sending side of its own, for a session's batcher (which has no framework handle).
     pub(crate) fn sender(&self) -> CleanupSender {
-        CleanupSender { sender: self.sender.clone(), pending: self.pending.clone() }
+        self.sending.clone()
     }
 }
 
@@ -100,21 +99,17 @@ pub(crate) struct CleanupSender {
 impl CleanupSender {
     /// As [`CleanupQueue::submit`].
     pub(crate) fn submit(&self, task: CleanupTask) {
-        submit(&self.sender, &self.pending, task);
+        self.pending.count.fetch_add(1, Ordering::AcqRel);
+        if self.sender.send(task).is_err() {
+            // The worker is gone: the framework is closed and its session with it.
+            self.pending.finish_one();
+        }
     }
 
     /// As [`CleanupQueue::settling`].
     pub(crate) fn settling(&self) -> SettlingGuard {
         self.pending.count.fetch_add(1, Ordering::AcqRel);
         SettlingGuard { pending: self.pending.clone() }
-    }
-}
-
-fn submit(sender: &mpsc::UnboundedSender<CleanupTask>, pending: &Pending, task: CleanupTask) {
-    pending.count.fetch_add(1, Ordering::AcqRel);
-    if sender.send(task).is_err() {
-        // The worker is gone: the framework is closed and its session with it.
-        pending.finish_one();
     }
 }
 
@@ -137,7 +132,7 @@ impl Framework {
 
     /// How many background deletions are not finished yet.
     pub fn pending_cleanups(&self) -> usize {
-        self.core().cleanup.pending.count.load(Ordering::Acquire)
+        self.core().cleanup.sending.pending.count.load(Ordering::Acquire)
     }
 
     /// Waits until every background deletion handed over so far has finished, and every
@@ -148,7 +143,7 @@ impl Framework {
     /// [`Error::Timeout`] if they have not by `deadline`.
     pub async fn wait_for_cleanups(&self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
-        let pending = self.core().cleanup.pending.clone();
+        let pending = self.core().cleanup.sending.pending.clone();
         deadline
             .run(async move {
                 loop {
@@ -168,7 +163,7 @@ pub(crate) async fn run_worker(core: Arc<Core>) {
     let Some(mut receiver) = core.cleanup.receiver.lock().take() else {
         return;
     };
-    let pending = core.cleanup.pending.clone();
+    let pending = core.cleanup.sending.pending.clone();
     // The worker must not keep the framework open: it works through a handle that does not close
     // it on drop, and stops when the framework closes.
     let framework = Framework::from_core(core.clone());

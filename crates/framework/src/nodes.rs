@@ -761,8 +761,7 @@ async fn create_or_find(
     if parents.is_some() && !parent_known {
         known_parents.insert(parent);
     }
-    let sequential = matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential);
-    let (path, sequence) = if sequential {
+    let (path, sequence) = if batch::is_sequential(mode) {
         let mut path = node_path;
         path::push_sequence(&mut path, sequence);
         (path, i32::try_from(sequence).ok())
