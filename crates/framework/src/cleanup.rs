@@ -16,9 +16,10 @@ use crate::error::{Error, Result};
 use crate::framework::{Core, Framework};
 use crate::path;
 use crate::session::Session;
+use crate::session_marker::UndecidedCreate;
 
 /// A node (or nodes) to delete.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum CleanupTask {
     /// Delete this exact path (any version).
     Node { path: String },
@@ -30,6 +31,9 @@ pub(crate) enum CleanupTask {
     /// Delete `path` if it is still the ephemeral node of session `session_id` holding `mark` (a
     /// node at a fixed path, which another may hold later); nothing once that session is gone.
     Marked { path: String, session_id: zookeeper_client::SessionId, mark: Vec<u8> },
+    /// The node (if any) of a create whose name names only the session (ZooKeeper's lock recipe):
+    /// told apart from the session's other nodes by its lane's floor ([`crate::session_marker`]).
+    Undecided(UndecidedCreate),
 }
 
 /// The sending side, owned by the framework core.
@@ -189,14 +193,14 @@ pub(crate) async fn run_worker(core: Arc<Core>) {
     }
 }
 
-async fn run_task(framework: &Framework, task: CleanupTask) {
+async fn run_task(framework: &Framework, mut task: CleanupTask) {
     let mut backoff = Duration::from_millis(20);
     loop {
         let session = match framework.session(Deadline::never()).await {
             Ok(session) => session,
             Err(_) => return,
         };
-        match perform(&session, &task).await {
+        match perform(&session, &mut task).await {
             Ok(()) => {
                 debug!(?task, "cleaned up");
                 return;
@@ -214,7 +218,7 @@ async fn run_task(framework: &Framework, task: CleanupTask) {
     }
 }
 
-async fn perform(session: &Session, task: &CleanupTask) -> Result<()> {
+async fn perform(session: &Session, task: &mut CleanupTask) -> Result<()> {
     match task {
         CleanupTask::Node { path } => delete_if_exists(session, path).await,
         CleanupTask::Guaranteed { path, version, with_children } => {
@@ -240,6 +244,7 @@ async fn perform(session: &Session, task: &CleanupTask) -> Result<()> {
             }
             crate::nodes::delete_if_marked(session, path, mark).await.map(drop)
         }
+        CleanupTask::Undecided(create) => create.clean(session).await,
         CleanupTask::Protected { parent, prefix } => {
             let children = match session.client().list_children(parent).await {
                 Ok(children) => children,

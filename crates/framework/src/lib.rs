@@ -61,6 +61,7 @@ pub mod path;
 mod random_ids;
 pub mod retry;
 mod session;
+mod session_marker;
 mod state;
 mod watch;
 

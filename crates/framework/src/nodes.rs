@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::framework::{Framework, Nesting, Sessions};
 use crate::path;
 use crate::session::Session;
+use crate::session_marker::{find_undecided, MarkerLane, SequenceFloor, UndecidedCreate};
 
 impl Framework {
     /// Creates `path` and every missing ancestor as CONTAINER nodes with empty data (the server
@@ -145,9 +146,11 @@ impl Framework {
     /// EPHEMERAL_SEQUENTIAL, and found again after a connection loss by its marker, as the lock
     /// layouts of ZooKeeper's own recipe and of kazoo do.
     ///
-    /// With [`NodeMarker::SessionId`] the marker names the session, not the call: two creates of one
-    /// session under one parent cannot tell their nodes apart after a connection loss (the recipe's
-    /// own limit), so keep one such node per session and parent.
+    /// With [`NodeMarker::SessionId`] the marker names the session, not the call: such creates of
+    /// one session under one parent go one at a time (each waits until the one before it knows its
+    /// outcome), and after a lost reply a create takes, or its cleanup deletes, only the session's
+    /// node above the highest sequence its earlier creates made: never a node another hold of the
+    /// session still owns. The argument is in the framework's `session_marker` module.
     ///
     /// # Errors
     /// As [`create_protected`](Self::create_protected).
@@ -243,22 +246,28 @@ impl Framework {
             return Either::Left(std::future::ready(Err(err)));
         }
         Either::Right(async move {
-            let attempt = Mutex::new(ProtectedAttempt::new(
-                self,
-                request.parent,
-                request.marker,
-                !request.is_ephemeral(),
-            ));
+            let attempt = Mutex::new(ProtectedAttempt::new(self, &request, !request.is_ephemeral()));
             let attempt = &attempt;
             let request = &request;
             let try_once = |session: Session| async move {
-                let (prefix, search_first) = attempt.lock().prefix_for(&session);
+                // A session marker's create waits for its lane's turn (see `session_marker`).
+                let needs_lane = matches!(request.marker, NodeMarker::SessionId { .. })
+                    && !attempt.lock().holds_lane_of(&session);
+                let lane = match needs_lane {
+                    false => None,
+                    true => {
+                        let prefix = request.marker.render(session.id());
+                        Some(Box::pin(session.marker_lanes().turn(request.parent, &prefix)).await)
+                    }
+                };
+                let (prefix, search_first, floor) = attempt.lock().prefix_for(&session, lane);
                 let known_parents = &self.core().known_parents;
-                let outcome = create_or_find(&session, request, &prefix, search_first, known_parents).await;
+                let outcome =
+                    create_or_find(&session, request, &prefix, search_first, floor, known_parents).await;
                 if let Err(err) = &outcome {
                     if !is_connection_error_or_lost(err) {
                         // The server answered: nothing was created by this try.
-                        attempt.lock().settle();
+                        attempt.lock().settle(None);
                     }
                 }
                 outcome.map(|created| (created, session))
@@ -278,7 +287,7 @@ impl Framework {
                 }
             };
             let (mut created, session) = created?;
-            attempt.lock().settle();
+            attempt.lock().settle(created.sequence);
             debug!(path = %created.path, session = %session.id(), "protected node created");
             let siblings = created.siblings.take();
             Ok((OwnedNode::new(self.clone(), created, &session), siblings))
@@ -389,7 +398,7 @@ pub enum NodeMarker {
     /// kazoo's `<uuid hex>`: a v4 UUID as 32 lowercase hex digits, fresh for each session.
     UuidHex,
     /// ZooKeeper's lock recipe: `<prefix><session id>-`, the session id as a signed decimal (Java's
-    /// `long`). One such node per session and parent (see
+    /// `long`). A session's creates with it under one parent go one at a time (see
     /// [`Framework::create_marked_and_list`]).
     SessionId {
         /// The text before the session id (`x-` in the recipe).
@@ -644,24 +653,45 @@ struct ProtectedAttempt<'a> {
     outlives_session: bool,
     /// How prefixes are made.
     marker: &'a NodeMarker,
+    /// The name after the prefix.
+    name: &'a str,
+    /// With a session marker: the turn in the lane of the current try's session, held until the
+    /// outcome is known, and that session's generation.
+    lane: Option<(MarkerLane, u64)>,
 }
 
 impl<'a> ProtectedAttempt<'a> {
-    fn new(
-        framework: &'a Framework,
-        parent: &'a str,
-        marker: &'a NodeMarker,
-        outlives_session: bool,
-    ) -> Self {
-        Self { framework, parent, current: None, maybe_created: false, outlives_session, marker }
+    fn new(framework: &'a Framework, request: &ProtectedCreate<'a>, outlives_session: bool) -> Self {
+        Self {
+            framework,
+            parent: request.parent,
+            current: None,
+            maybe_created: false,
+            outlives_session,
+            marker: request.marker,
+            name: request.name,
+            lane: None,
+        }
+    }
+
+    /// Whether this attempt holds its lane's turn on `session`.
+    fn holds_lane_of(&self, session: &Session) -> bool {
+        matches!(&self.lane, Some((_, generation)) if *generation == session.generation())
     }
 
     /// The prefix to use on `session`, and whether an earlier try with it may have created a node
     /// (so look before creating): the same prefix on the same session, a fresh one on a new
     /// session for an ephemeral node (whatever the old one created is handed to the cleanup
     /// worker); a node that outlives its session keeps its prefix and is looked for.
-    fn prefix_for(&mut self, session: &Session) -> (Arc<str>, bool) {
-        match &self.current {
+    ///
+    /// `lane` is the turn just taken for `session` (session markers only), and the returned floor
+    /// that of the turn held: with a session marker, only a node above it can be this create's.
+    fn prefix_for(
+        &mut self,
+        session: &Session,
+        lane: Option<MarkerLane>,
+    ) -> (Arc<str>, bool, Option<SequenceFloor>) {
+        let (prefix, search_first) = match &self.current {
             Some((prefix, generation)) if *generation == session.generation() || self.outlives_session => {
                 let search_first = self.maybe_created;
                 self.maybe_created = true;
@@ -675,20 +705,39 @@ impl<'a> ProtectedAttempt<'a> {
                 self.maybe_created = true;
                 (prefix, false)
             }
+        };
+        if let Some(lane) = lane {
+            self.lane = Some((lane, session.generation()));
+        }
+        let floor = self.lane.as_ref().map(|(lane, _)| **lane);
+        (prefix, search_first, floor)
+    }
+
+    /// The current prefix is known to have no node (created and handed out, with `created` its
+    /// sequence, or refused): the lane's turn, if any, passes on.
+    fn settle(&mut self, created: Option<i32>) {
+        self.maybe_created = false;
+        if let (Some((mut lane, _)), Some(sequence)) = (self.lane.take(), created) {
+            lane.record(sequence);
         }
     }
 
-    /// The current prefix is known to have no node (created and handed out, or refused).
-    fn settle(&mut self) {
-        self.maybe_created = false;
-    }
-
     fn hand_over_unknown(&mut self) {
+        let lane = self.lane.take();
         if let (true, Some((prefix, _))) = (self.maybe_created, self.current.take()) {
-            self.framework.core().cleanup.submit(CleanupTask::Protected {
-                parent: self.parent.to_owned(),
-                prefix: prefix.to_string(),
-            });
+            let task = match lane {
+                // The prefix names the session: the lane's floor tells this create's node.
+                Some((lane, generation)) => CleanupTask::Undecided(UndecidedCreate {
+                    parent: self.parent.to_owned(),
+                    prefix: prefix.to_string(),
+                    name: self.name.to_owned(),
+                    generation,
+                    lane,
+                }),
+                // The prefix names the call: whatever carries it is this create's.
+                None => CleanupTask::Protected { parent: self.parent.to_owned(), prefix: prefix.to_string() },
+            };
+            self.framework.core().cleanup.submit(task);
         }
         self.maybe_created = false;
     }
@@ -715,13 +764,14 @@ async fn create_or_find(
     request: &ProtectedCreate<'_>,
     prefix: &str,
     search_first: bool,
+    floor: Option<SequenceFloor>,
     known_parents: &KnownParents,
 ) -> Result<Created> {
     let ProtectedCreate { parent, name, data, mode, anchor, parents, .. } = *request;
     // The paths off the common one are boxed, so that only the calls that take them pay for
     // their state.
     if search_first {
-        let finding = Box::pin(find_protected(session, parent, prefix, name, request.is_ephemeral()));
+        let finding = Box::pin(find_protected(session, parent, prefix, name, request.is_ephemeral(), floor));
         if let Some(found) = finding.await? {
             return Ok(found);
         }
@@ -805,8 +855,8 @@ async fn send_create(
     parent_mode: Option<ParentMode>,
 ) -> CreateAnswers {
     let parent = request.parent;
-    // Not the ZooKeeper recipe's marker: a session's nodes under one parent share it, so a create
-    // answered with a connection loss could take another of them for its own.
+    // Not the ZooKeeper recipe's marker: its creates go one at a time per session and parent (so
+    // that a lost reply's node can be told from the session's others), never many in a batch.
     let batchable = parent_mode.is_none()
         && request.acl.is_none()
         && request.data.len() <= batch::MAX_QUEUED_DATA
@@ -897,14 +947,36 @@ async fn create_while_exists(
     Ok(Created { path, stat, sequence, siblings: None })
 }
 
-/// Our node from an earlier try of this session, if the server has it.
+/// Our node from an earlier try of this session, if the server has it. With a session marker
+/// (`floor` set) the prefix names every node of the session: only a node above the lane's floor
+/// is this create's ([`crate::session_marker`]).
 async fn find_protected(
     session: &Session,
     parent: &str,
     prefix: &str,
     name: &str,
     ephemeral: bool,
+    floor: Option<SequenceFloor>,
 ) -> Result<Option<Created>> {
+    if let Some(floor) = floor {
+        let Some((child, sequence)) = find_undecided(session, &floor, parent, prefix, name).await? else {
+            return Ok(None);
+        };
+        let child_path = path::join(parent, &child);
+        return match session.client().check_stat(&child_path).await {
+            Ok(Some(stat)) if session.owns(stat.ephemeral_owner) => {
+                debug!(path = %child_path, "found our node above the lane's floor after a connection loss");
+                Ok(Some(Created { path: child_path, stat, sequence: Some(sequence), siblings: None }))
+            }
+            Ok(_) => Ok(None),
+            Err(err) => Err(err.into()),
+        };
+    }
+    // Behind a sync: after a reconnection to another server, it may not have applied the create.
+    match session.client().sync(parent).await {
+        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+        Err(err) => return Err(err.into()),
+    }
     let children = match session.client().list_children(parent).await {
         Ok(children) => children,
         Err(zookeeper_client::Error::NoNode) => return Ok(None),

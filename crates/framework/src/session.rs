@@ -7,6 +7,7 @@ use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, SessionId};
 
 use crate::acl::AclProvider;
 use crate::batch::Batcher;
+use crate::session_marker::MarkerLanes;
 
 /// One ZooKeeper session of the framework, cheap to clone.
 ///
@@ -37,15 +38,29 @@ struct SessionParts {
     acl: Arc<dyn AclProvider>,
     /// This session's creates and deletes sent together when it has many at once.
     batcher: Batcher,
+    /// One create at a time per parent and session marker (ZooKeeper's lock recipe's names).
+    marker_lanes: MarkerLanes,
 }
 
 impl Session {
     pub(crate) fn new(client: Client, generation: u64, acl: Arc<dyn AclProvider>, batcher: Batcher) -> Self {
-        Self { inner: Arc::new(SessionParts { client, generation, acl, batcher }) }
+        Self {
+            inner: Arc::new(SessionParts {
+                client,
+                generation,
+                acl,
+                batcher,
+                marker_lanes: MarkerLanes::default(),
+            }),
+        }
     }
 
     pub(crate) fn batcher(&self) -> &Batcher {
         &self.inner.batcher
+    }
+
+    pub(crate) fn marker_lanes(&self) -> &MarkerLanes {
+        &self.inner.marker_lanes
     }
 
     /// The ACL the framework's provider gives a node at `path`.

@@ -205,3 +205,79 @@ async fn enqueue_reports_the_place_and_a_dropped_or_timed_out_pending_lock_leave
     }
     within("close", framework.close()).await;
 }
+
+/// Issue 33: an acquire that gives up while its create is in flight hands the unknown create to
+/// the cleanup worker; a second acquire on the same session then takes the lock. The cleanup must
+/// delete the node of the create that gave up, never the holder's: in ZooKeeper's recipe layout
+/// both names start with `x-<session id>-`, so a cleanup by that prefix deleted the holder's node,
+/// and a second framework took the lock beside the holder.
+#[tokio::test]
+async fn a_given_up_create_is_cleaned_up_without_touching_the_next_holder_in_every_layout() {
+    init_tracing();
+    let (server, framework) = server_and_framework().await;
+    let other = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    for layout in [LockLayout::ZooKeeperRecipe, LockLayout::Curator, LockLayout::Kazoo] {
+        let mut gave_up_in_flight = 0;
+        for iteration in 0..20 {
+            let lock_path = format!("/gave-up/{layout:?}/{iteration}");
+            let mutex = Mutex::with_layout(&framework, &lock_path, layout).expect("mutex");
+            // Short enough to give up with the create on the wire (most iterations).
+            match within("short lock", mutex.lock_timeout(Duration::from_micros(300))).await {
+                Err(err) if err.is_timeout() => gave_up_in_flight += 1,
+                Ok(guard) => within("release", guard.release()).await.expect("release"),
+                Err(err) => panic!("{layout:?}: {err}"),
+            }
+            let guard = within("lock", mutex.lock_timeout(STEP)).await.expect("the second acquire");
+            within("cleanups", framework.wait_for_cleanups(step())).await.expect("cleanups");
+            let holder = path::name(guard.node_path()).to_owned();
+            let listed = children(&framework, &lock_path).await;
+            assert_eq!(
+                listed,
+                vec![holder.clone()],
+                "{layout:?} iteration {iteration}: the holder's node only"
+            );
+            let rival = Mutex::with_layout(&other, &lock_path, layout).expect("mutex");
+            let taken = within("try_lock", rival.try_lock()).await.expect("try_lock");
+            assert!(taken.is_none(), "{layout:?} iteration {iteration}: a second holder beside {holder}");
+            within("release", guard.release()).await.expect("release");
+        }
+        assert!(gave_up_in_flight > 0, "{layout:?}: no acquire gave up with its create in flight");
+    }
+    within("close", other.close()).await;
+    within("close", framework.close()).await;
+}
+
+/// Issue 33: after a create's reply is lost, the create looks for its node among the session's.
+/// In ZooKeeper's recipe layout every node of the session carries the same `x-<session id>-`, so
+/// the search took the node of another hold of the same session (here a held guard's) for its
+/// own, and acquired beside it. The search must find only the node its own create made.
+#[tokio::test]
+async fn a_create_whose_reply_was_cut_never_adopts_another_node_of_its_session() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy =
+        within("proxy", zk_recipes_testing::FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    for iteration in 0..10 {
+        let lock_path = format!("/cut-adopt/{iteration}");
+        let first = Mutex::with_layout(&framework, &lock_path, LockLayout::ZooKeeperRecipe).expect("mutex");
+        let held = within("lock", first.lock()).await.expect("the first hold");
+        let second = Mutex::with_layout(&framework, &lock_path, LockLayout::ZooKeeperRecipe).expect("mutex");
+        let cut = proxy.cut_after_next_create();
+        let mut waiting = tokio::spawn(async move { second.lock_timeout(STEP).await });
+        let cut = within("the cut", cut).await.expect("the proxy cut the create's reply");
+        assert!(cut.path.starts_with(&format!("{lock_path}/x-")), "{cut:?}");
+        // Once the search after the reconnection is done, an acquire that adopted the held node
+        // would hold at once; one that found its own node waits behind the holder.
+        let early = tokio::time::timeout(Duration::from_secs(2), &mut waiting).await;
+        assert!(early.is_err(), "iteration {iteration}: acquired beside {}: {early:?}", held.node_path());
+        let held_name = path::name(held.node_path()).to_owned();
+        within("release", held.release()).await.expect("release");
+        let guard = within("second acquires", waiting).await.expect("task").expect("the second hold");
+        assert_ne!(path::name(guard.node_path()), held_name, "iteration {iteration}: adopted the held node");
+        within("cleanups", framework.wait_for_cleanups(step())).await.expect("cleanups");
+        assert_eq!(children(&framework, &lock_path).await, vec![path::name(guard.node_path()).to_owned()]);
+        within("release", guard.release()).await.expect("release");
+    }
+    within("close", framework.close()).await;
+}
