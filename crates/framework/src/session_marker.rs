@@ -42,8 +42,11 @@ use crate::session::Session;
 /// must outlive the nodes below it (one entry per parent and prefix the session has created in).
 #[derive(Debug, Default)]
 pub(crate) struct MarkerLanes {
-    lanes: parking_lot::Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<SequenceFloor>>>>,
+    lanes: parking_lot::Mutex<HashMap<(String, String), Lane>>,
 }
+
+/// One lane: its floor, behind the turn.
+type Lane = Arc<tokio::sync::Mutex<SequenceFloor>>;
 
 /// The turn of one create in its lane: held until the create's outcome is known.
 pub(crate) type MarkerLane = tokio::sync::OwnedMutexGuard<SequenceFloor>;
