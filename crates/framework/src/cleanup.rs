@@ -3,14 +3,14 @@
 //!
 //! Handing work over is a plain channel send, so `Drop` implementations need no runtime.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
+use crate::close::InFlight;
 use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::framework::{Core, Framework};
@@ -43,23 +43,9 @@ pub(crate) struct CleanupQueue {
     receiver: parking_lot::Mutex<Option<mpsc::UnboundedReceiver<CleanupTask>>>,
 }
 
-#[derive(Debug, Default)]
-struct Pending {
-    count: AtomicUsize,
-    idle: Notify,
-}
-
-impl Pending {
-    fn finish_one(&self) {
-        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.idle.notify_waiters();
-        }
-    }
-}
-
 /// See [`CleanupQueue::settling`].
 pub(crate) struct SettlingGuard {
-    pending: Arc<Pending>,
+    pending: Arc<InFlight>,
 }
 
 impl Drop for SettlingGuard {
@@ -97,13 +83,13 @@ impl CleanupQueue {
 #[derive(Debug, Clone)]
 pub(crate) struct CleanupSender {
     sender: mpsc::UnboundedSender<CleanupTask>,
-    pending: Arc<Pending>,
+    pending: Arc<InFlight>,
 }
 
 impl CleanupSender {
     /// As [`CleanupQueue::submit`].
     pub(crate) fn submit(&self, task: CleanupTask) {
-        self.pending.count.fetch_add(1, Ordering::AcqRel);
+        self.pending.start_one();
         if self.sender.send(task).is_err() {
             // The worker is gone: the framework is closed and its session with it.
             self.pending.finish_one();
@@ -112,7 +98,7 @@ impl CleanupSender {
 
     /// As [`CleanupQueue::settling`].
     pub(crate) fn settling(&self) -> SettlingGuard {
-        self.pending.count.fetch_add(1, Ordering::AcqRel);
+        self.pending.start_one();
         SettlingGuard { pending: self.pending.clone() }
     }
 }
@@ -136,7 +122,7 @@ impl Framework {
 
     /// How many background deletions are not finished yet.
     pub fn pending_cleanups(&self) -> usize {
-        self.core().cleanup.sending.pending.count.load(Ordering::Acquire)
+        self.core().cleanup.sending.pending.count()
     }
 
     /// Waits until every background deletion handed over so far has finished, and every
@@ -150,13 +136,8 @@ impl Framework {
         let pending = self.core().cleanup.sending.pending.clone();
         deadline
             .run(async move {
-                loop {
-                    let idle = pending.idle.notified();
-                    if pending.count.load(Ordering::Acquire) == 0 {
-                        return Ok(());
-                    }
-                    idle.await;
-                }
+                pending.idle().await;
+                Ok(())
             })
             .await
     }

@@ -75,11 +75,13 @@ pub(crate) struct Core {
     snapshot: watch::Sender<Snapshot>,
     events: broadcast::Sender<ConnectionEvent>,
     pub(crate) cleanup: CleanupQueue,
-    supervisor: Mutex<Option<JoinHandle<()>>>,
+    pub(crate) supervisor: Mutex<Option<JoinHandle<()>>>,
     /// Why the last attempt to open a session failed, until one succeeds.
     last_connection_failure: Mutex<Option<ConnectionFailure>>,
     /// Parents our protected creates have found in place: see [`crate::nodes::KnownParents`].
     pub(crate) known_parents: crate::nodes::KnownParents,
+    /// What [`Framework::close`] waits for before it ends the session ([`crate::CloseDelay`]).
+    pub(crate) close_delays: Arc<crate::close::InFlight>,
 }
 
 /// The state shared through a `watch`: what is current, for waiters and snapshots.
@@ -90,6 +92,8 @@ pub(crate) struct Snapshot {
     pub(crate) session: Option<Session>,
     pub(crate) generation: u64,
     pub(crate) closed: bool,
+    /// [`Framework::close`] has begun: holds and leaderships end, the session still lives.
+    pub(crate) closing: bool,
     /// The last attempt to open a session was refused for its credentials (cleared by the next
     /// session): calls that wait for a session fail at once with [`Error::AuthFailed`].
     pub(crate) auth_failed: bool,
@@ -188,6 +192,7 @@ impl Framework {
             supervisor: Mutex::new(None),
             last_connection_failure: Mutex::new(None),
             known_parents: crate::nodes::KnownParents::default(),
+            close_delays: Arc::default(),
         });
         let span = info_span!("zk_framework", connect = %core.config.connect_string);
         let supervisor = tokio::spawn(supervise(core.clone()).instrument(span.clone()));
@@ -561,23 +566,19 @@ impl Framework {
             other => other,
         }
     }
-
-    /// Closes the framework: stops the background tasks and closes the session (its ephemeral
-    /// nodes are deleted by the server). Every later call fails with [`Error::Closed`].
-    /// Idempotent.
-    pub async fn close(&self) {
-        self.core().mark_closed();
-        let supervisor = self.core().supervisor.lock().take();
-        if let Some(supervisor) = supervisor {
-            if let Err(err) = supervisor.await {
-                warn!(%err, "session supervisor ended abnormally");
-            }
-        }
-    }
 }
 
 impl Core {
-    fn mark_closed(&self) {
+    /// Begins closing ([`Framework::close`]'s first step): the session still lives.
+    pub(crate) fn mark_closing(&self) {
+        self.snapshot.send_if_modified(|snapshot| !std::mem::replace(&mut snapshot.closing, true));
+    }
+
+    pub(crate) fn snapshot_now(&self) -> watch::Ref<'_, Snapshot> {
+        self.snapshot.borrow()
+    }
+
+    pub(crate) fn mark_closed(&self) {
         self.snapshot.send_if_modified(|snapshot| {
             if snapshot.closed {
                 return false;

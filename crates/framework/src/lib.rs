@@ -46,6 +46,7 @@ mod api;
 mod batch;
 mod builder;
 mod cleanup;
+mod close;
 mod conditional;
 mod deadline;
 mod diagnose;
@@ -73,6 +74,7 @@ pub use api::{
 pub use builder::{
     FrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_NODE_DATA, DEFAULT_SESSION_TIMEOUT,
 };
+pub use close::CloseDelay;
 pub use conditional::{ConditionalWrite, WriteOutcome};
 pub use deadline::Deadline;
 pub use duration::ReadableDuration;

@@ -274,7 +274,8 @@ impl HeldLease {
 
     /// Resolves when the lock can no longer be trusted: the connection entered an error state per
     /// the framework's error policy (or the session was lost), our node was deleted, or the
-    /// framework was closed. Checks the current state first, so it resolves at once if the lock is
+    /// framework began closing (before [`Framework::close`](zk_recipes_framework::Framework::close)
+    /// ends the session that holds our node). Checks the current state first, so it resolves at once if the lock is
     /// already unsafe.
     ///
     /// # Cancel safety
@@ -293,7 +294,7 @@ impl HeldLease {
         let policy = framework.error_policy();
         let mut events = framework.connection_events();
         let snapshot = framework.current();
-        if snapshot.closed {
+        if snapshot.closed || framework.is_closing() {
             return LostReason::Closed;
         }
         if snapshot.generation != self.node.generation() {
@@ -321,6 +322,8 @@ impl HeldLease {
             }
         };
         tokio::select! {
+            // Closing ends every hold before the session ends (`Framework::close`).
+            () = framework.closing() => LostReason::Closed,
             reason = connection => reason,
             reason = self.node_deleted() => reason,
         }

@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use tracing::debug;
 use zk_recipes_framework::zookeeper_client::{EventType, OneshotWatcher};
-use zk_recipes_framework::{path, ConnectionEvents, ConnectionState, Deadline, Error as FrameworkError};
+use zk_recipes_framework::{
+    path, CloseDelay, ConnectionEvents, ConnectionState, Deadline, Error as FrameworkError,
+    DEFAULT_SESSION_TIMEOUT,
+};
 use zk_recipes_lock_internals::sort_children;
 
 use super::events::{CloseMode, NotLeaderReason};
@@ -132,15 +135,22 @@ impl Shared {
 }
 
 /// The latch's background task: the election loop and the connection follower, until the latch
-/// is closed (the task is aborted) or its framework is closed.
-pub(super) async fn run(shared: Arc<Shared>, events: ConnectionEvents) {
+/// is closed (the task is aborted) or its framework begins closing. Holds `_delay` throughout: a
+/// closing framework ends the session only after this latch stopped leading (subscribers told)
+/// and deleted its node, so the next leader never starts while we still lead.
+pub(super) async fn run(shared: Arc<Shared>, events: ConnectionEvents, _delay: CloseDelay) {
     tokio::select! {
+        () = shared.framework.closing() => {}
         () = shared.follow_connection(events) => {}
         () = shared.elect() => {}
     }
-    // The framework was closed: so is the latch.
-    if let Some((node, _this_task)) = shared.mark_closed(CloseMode::NotifyLeader) {
-        drop(node);
+    // The framework is closing: so is the latch.
+    if let Some((Some(node), _this_task)) = shared.mark_closed(CloseMode::NotifyLeader) {
+        // Bounded by the session timeout: past it, the session may be gone and the node with it.
+        let timeout = shared.framework.current().session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT);
+        if let Err(err) = node.delete(Deadline::after(timeout)).await {
+            debug!(%err, "deleting our node while the framework closes failed; the session's end deletes it");
+        }
     }
 }
 

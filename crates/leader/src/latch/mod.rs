@@ -163,7 +163,9 @@ impl LeaderLatch {
         // Subscribe before the task runs, so no transition between now and then is missed.
         let events = shared.framework.connection_events();
         let span = info_span!("leader_latch", path = %shared.path, id = %shared.id);
-        state.task = Some(tokio::spawn(run(Arc::clone(shared), events).instrument(span)));
+        // Taken before the task runs: a framework close that begins meanwhile still waits for it.
+        let delay = shared.framework.delay_close();
+        state.task = Some(tokio::spawn(run(Arc::clone(shared), events, delay).instrument(span)));
         Ok(())
     }
 

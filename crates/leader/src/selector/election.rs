@@ -5,20 +5,25 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 use tracing::debug;
+use zk_recipes_framework::CloseDelay;
 
 use super::state::Shared;
 use crate::backoff::Backoff;
 use crate::error::LeaderError;
 use crate::handle::{Lifecycle, Status};
 
-/// One election round (repeated while auto-requeue is on), until the selector is closed.
-pub(super) async fn run(shared: Arc<Shared>, round: u64) {
+/// One election round (repeated while auto-requeue is on), until the selector is closed. Holds
+/// `_delay` throughout: once its framework begins closing, the selector closes as
+/// [`close`](super::LeaderSelector::close) does (a running leadership is cancelled, waited for up
+/// to the close grace, and its node released), and only then may the session end.
+pub(super) async fn run(shared: Arc<Shared>, round: u64, _delay: CloseDelay) {
     let mut status = shared.status.subscribe();
     let mut backoff = Backoff::default();
     loop {
         let acquired = tokio::select! {
             biased;
             () = wait_closed(&mut status) => break,
+            () = shared.framework.closing() => break,
             acquired = shared.mutex.lock() => acquired,
         };
         match acquired {
@@ -34,6 +39,7 @@ pub(super) async fn run(shared: Arc<Shared>, round: u64) {
                 }
                 tokio::select! {
                     () = wait_closed(&mut status) => break,
+                    () = shared.framework.closing() => break,
                     () = backoff.sleep() => {}
                 }
                 continue;
@@ -43,7 +49,7 @@ pub(super) async fn run(shared: Arc<Shared>, round: u64) {
             break;
         }
     }
-    if shared.framework.is_closed() {
+    if shared.framework.is_closing() {
         // Closed with its framework: say so (no warning when the last handle goes).
         drop(shared.mark_closed());
     }

@@ -42,7 +42,7 @@ impl Shared {
         {
             let mut state = self.state.lock();
             let started = self.status.send_if_modified(|status| {
-                if status.lifecycle != Lifecycle::Started {
+                if status.lifecycle != Lifecycle::Started || self.framework.is_closing() {
                     return false;
                 }
                 status.fencing_token = Some(fencing_token);

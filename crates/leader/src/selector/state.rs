@@ -64,7 +64,9 @@ impl Shared {
     pub(super) fn spawn_round(self: &Arc<Self>, state: &mut State) {
         state.round += 1;
         let span = info_span!("leader_selector", path = %self.path, id = %self.id);
-        state.task = Some(tokio::spawn(run(self.clone(), state.round).instrument(span)));
+        // Taken before the task runs: a framework close that begins meanwhile still waits for it.
+        let delay = self.framework.delay_close();
+        state.task = Some(tokio::spawn(run(self.clone(), state.round, delay).instrument(span)));
     }
 
     /// Marks the selector closed and cancels a running leadership; returns the task, or `None` if
