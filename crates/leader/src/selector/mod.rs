@@ -90,10 +90,12 @@ pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// `JoinHandle`: it runs on until closed or until its framework is closed with
 /// [`Framework::close`]); [`drop_guard`](Self::drop_guard) returns a guard that closes it when dropped.
 ///
-/// Closing the framework closes the selector as [`close`](Self::close) does: a running
-/// leadership's token is cancelled with [`CancelReason::Closed`] first, and its future is polled
-/// on for the close grace so that code after `leadership.cancelled().await` runs (as Curator's
-/// interrupt lets `finally` blocks run); then it is dropped. [`is_closed`](Self::is_closed) is
+/// Closing the framework closes the selector as [`close`](Self::close) does, before the session
+/// ends ([`Framework::close`]): a running leadership's token is cancelled with
+/// [`CancelReason::Closed`] first, and its future is polled on for the close grace so that code
+/// after `leadership.cancelled().await` runs (as Curator's interrupt lets `finally` blocks run);
+/// then it is dropped, our node is released, and only then does the framework close the session,
+/// so the next leader never starts while ours runs. [`is_closed`](Self::is_closed) is
 /// `true` from then on, and dropping the last handle logs no warning.
 ///
 /// ```no_run
