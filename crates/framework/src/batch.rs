@@ -17,6 +17,9 @@
 //! - a create whose node is made but whose stat or sequence is not known is answered with a
 //!   connection loss, so its caller finds the node by its marker: never an answer that would have
 //!   it forget a node it made;
+//! - a multi that failed as a whole without an answer is answered to each create as a connection
+//!   loss (its node may be there), but as the session's loss when the session is gone: a create
+//!   on an expired session gets what it would have got alone, and starts over on the next session;
 //! - a caller gone before its batch is sent is left out; a node made for one gone meanwhile goes
 //!   to the cleanup worker.
 //!
@@ -24,6 +27,7 @@
 //! its node's session (a release) gets that session's answer, or its loss.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -33,6 +37,7 @@ use tracing::trace;
 use zookeeper_client::{CreateMode, MultiReadResult, MultiWriteError, MultiWriteResult, Stat};
 
 use crate::cleanup::{CleanupSender, CleanupTask};
+use crate::features::ServerFeatures;
 use crate::session::Session;
 
 /// How many creates and deletes a session sends on their own before the next ones wait for a
@@ -66,6 +71,8 @@ pub(crate) struct Batcher {
     /// The framework's runtime, which runs the batches (`None` outside a runtime: then every
     /// request goes on its own).
     runtime: Option<tokio::runtime::Handle>,
+    /// Whether the server answers the multi-read behind a batch ([`crate::features`]).
+    features: Arc<ServerFeatures>,
 }
 
 #[derive(Debug, Default)]
@@ -157,9 +164,10 @@ pub(crate) enum Turn<'a, T> {
 
 impl Batcher {
     /// A session's batcher (off unless `enabled`); must be made within the framework's runtime.
-    pub(crate) fn new(enabled: bool, cleanup: CleanupSender) -> Self {
+    pub(crate) fn new(enabled: bool, cleanup: CleanupSender, features: Arc<ServerFeatures>) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
-        Self { enabled, state: Mutex::new(State::default()), slot_freed: Notify::new(), cleanup, runtime }
+        let state = Mutex::new(State::default());
+        Self { enabled, state, slot_freed: Notify::new(), cleanup, runtime, features }
     }
 
     /// The turn of a create on `session`.
@@ -366,11 +374,18 @@ async fn send_multi(session: &Session, batch: Vec<Queued>) {
         // for its node by its marker, a delete tries again on the same session).
         Err(MultiWriteError::RequestFailed { source }) => {
             // A create's node may be there (a reply lost on the way): answered as a connection
-            // loss, whatever the error, so that its caller looks for it.
+            // loss, so that its caller looks for it; unless the session is gone (expired or
+            // closed), which each create alone would have been told too: then no node of the
+            // session is left to look for (an ephemeral one went with it; one that outlives its
+            // session is looked for on the next), and the caller starts over on the next session.
+            let create_error = match crate::Error::ZooKeeper(source.clone()).is_session_lost() {
+                true => source.clone(),
+                false => zookeeper_client::Error::ConnectionLoss,
+            };
             let batcher = session.batcher();
             for queued in sent {
                 let err = match &queued {
-                    Queued::Create(..) => zookeeper_client::Error::ConnectionLoss,
+                    Queued::Create(..) => create_error.clone(),
                     Queued::Delete(..) => source.clone(),
                 };
                 queued.fail(err, batcher);
@@ -434,10 +449,13 @@ async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWr
     if created.is_empty() {
         return;
     }
-    // A failed multi-read (a server before 3.6 has none) leaves every read to be done on its own.
-    let mut answers: Vec<Option<MultiReadResult>> = match reads {
-        0 => Vec::new(),
-        _ => match reader.commit().await {
+    // A failed multi-read leaves every read to be done on its own; a server without multi-read
+    // (before 3.6, which drops the connection on one) is never sent one ([`crate::features`]).
+    let batcher = session.batcher();
+    let multi_read = reads > 0 && batcher.features.multi_read(batcher.runtime.as_ref());
+    let mut answers: Vec<Option<MultiReadResult>> = match multi_read {
+        false => (0..reads).map(|_| None).collect(),
+        true => match reader.commit().await {
             Ok(answers) if answers.len() == reads => answers.into_iter().map(Some).collect(),
             _ => (0..reads).map(|_| None).collect(),
         },
@@ -461,7 +479,6 @@ async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWr
         }
     });
     let stats = join_all(stats).await;
-    let batcher = session.batcher();
     for (mut created, read) in created.into_iter().zip(stats) {
         let listing = match created.listing_read.and_then(|at| answers[at].take()) {
             Some(MultiReadResult::Children { children }) => Some(Ok(children)),

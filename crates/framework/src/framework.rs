@@ -82,6 +82,8 @@ pub(crate) struct Core {
     pub(crate) known_parents: crate::nodes::KnownParents,
     /// What [`Framework::close`] waits for before it ends the session ([`crate::CloseDelay`]).
     pub(crate) close_delays: Arc<crate::close::InFlight>,
+    /// What the servers can do (multi-read), learned once.
+    pub(crate) features: Arc<crate::features::ServerFeatures>,
 }
 
 /// The state shared through a `watch`: what is current, for waiters and snapshots.
@@ -180,6 +182,7 @@ impl Framework {
     }
 
     pub(crate) fn start(config: FrameworkBuilder) -> Framework {
+        let config_for_probe = config.clone();
         let (snapshot, _) = watch::channel(Snapshot::default());
         let (events, _) = broadcast::channel(config.event_capacity);
         let acl = config.acl.clone();
@@ -193,6 +196,7 @@ impl Framework {
             last_connection_failure: Mutex::new(None),
             known_parents: crate::nodes::KnownParents::default(),
             close_delays: Arc::default(),
+            features: Arc::new(crate::features::ServerFeatures::new(config_for_probe)),
         });
         let span = info_span!("zk_framework", connect = %core.config.connect_string);
         let supervisor = tokio::spawn(supervise(core.clone()).instrument(span.clone()));
@@ -665,7 +669,11 @@ async fn supervise(core: Arc<Core>) {
             client,
             generation,
             core.acl.clone(),
-            crate::batch::Batcher::new(core.config.batch_writes, core.cleanup.sender()),
+            crate::batch::Batcher::new(
+                core.config.batch_writes,
+                core.cleanup.sender(),
+                core.features.clone(),
+            ),
         );
         let first_state = match session.client().state() {
             SessionState::ConnectedReadOnly => ConnectionState::ReadOnly,
@@ -701,17 +709,23 @@ async fn supervise(core: Arc<Core>) {
     }
 }
 
-/// Opens a new session (never resuming an old one), inside the namespace if there is one.
-async fn connect(core: &Core) -> Result<Client> {
-    let connector = core.config.connector();
+/// Opens a new session on `config`'s servers with its settings (TLS, credentials), at the root.
+pub(crate) async fn open_client(config: &FrameworkBuilder) -> Result<Client> {
+    let connector = config.connector();
     #[cfg(feature = "tls")]
-    let client = if core.config.tls.is_some() {
-        connector.secure_connect(&core.config.connect_string).await?
+    let client = if config.tls.is_some() {
+        connector.secure_connect(&config.connect_string).await?
     } else {
-        connector.connect(&core.config.connect_string).await?
+        connector.connect(&config.connect_string).await?
     };
     #[cfg(not(feature = "tls"))]
-    let client = connector.connect(&core.config.connect_string).await?;
+    let client = connector.connect(&config.connect_string).await?;
+    Ok(client)
+}
+
+/// Opens a new session (never resuming an old one), inside the namespace if there is one.
+async fn connect(core: &Core) -> Result<Client> {
+    let client = open_client(&core.config).await?;
     if core.config.tcp_nodelay {
         // Before the session is announced, so the first requests already go out without Nagle;
         // but never held up for long (the names are resolved again): after 1 s it finishes alone.

@@ -53,6 +53,7 @@ mod diagnose;
 mod duration;
 mod error;
 mod exclusive;
+mod features;
 mod framework;
 mod host;
 pub mod metrics;

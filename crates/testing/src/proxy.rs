@@ -91,6 +91,8 @@ pub struct ProxyStats {
     pub bytes_to_server: u64,
     /// Bytes forwarded from the server to clients.
     pub bytes_to_client: u64,
+    /// Requests refused ([`FaultProxy::refuse_requests`]), each closing its connection.
+    pub refused: u64,
 }
 
 /// The create request whose reply [`FaultProxy::cut_after_next_create`] dropped.
@@ -300,6 +302,7 @@ struct Shared {
     cut: AtomicU64,
     bytes_to_server: AtomicU64,
     bytes_to_client: AtomicU64,
+    refused: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -313,6 +316,8 @@ struct State {
     armed_cuts: VecDeque<ArmedCut>,
     /// In the order armed; each starts a black hole at the next request it matches.
     armed_black_holes: VecDeque<ArmedBlackHole>,
+    /// Requests that close their connection ([`FaultProxy::refuse_requests`]).
+    refused: Vec<RequestMatch>,
     closed: bool,
 }
 
@@ -427,6 +432,7 @@ impl FaultProxy {
             cut: AtomicU64::new(0),
             bytes_to_server: AtomicU64::new(0),
             bytes_to_client: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
         });
         let accept_task = tokio::spawn(accept_loop(shared.clone(), listener));
         tracing::debug!(%local_address, %target, "fault proxy listening");
@@ -456,6 +462,7 @@ impl FaultProxy {
             cut: self.shared.cut.load(Ordering::Relaxed),
             bytes_to_server: self.shared.bytes_to_server.load(Ordering::Relaxed),
             bytes_to_client: self.shared.bytes_to_client.load(Ordering::Relaxed),
+            refused: self.shared.refused.load(Ordering::Relaxed),
         }
     }
 
@@ -552,6 +559,22 @@ impl FaultProxy {
     /// before the reply arrives, the cut re-arms for the next create.
     pub fn cut_after_next_create(&self) -> CutAfterCreate {
         CutAfterCreate { reply: self.cut_after_next_reply(RequestMatch::create()) }
+    }
+
+    /// From now on, a request that `matcher` matches is not forwarded and its connection is closed
+    /// (the requests before it on that connection are forwarded): plays a server that does not
+    /// know the request, as ZooKeeper before 3.6 closes the connection on a multi-read (op code
+    /// 22). [`ProxyStats::refused`] counts them.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # fn demo(proxy: &zk_recipes_testing::FaultProxy) {
+    /// use zk_recipes_testing::RequestMatch;
+    /// proxy.refuse_requests(RequestMatch::op_codes([22])); // a ZooKeeper 3.5 server
+    /// # }
+    /// ```
+    pub fn refuse_requests(&self, matcher: RequestMatch) {
+        self.shared.state.lock().refused.push(matcher);
     }
 
     /// Arms a black hole of `duration` that starts when the next request that `matcher` matches
@@ -715,6 +738,14 @@ async fn pump(
                     if let Piece::Frame(frame) = &piece {
                         let request = parse_request(frame);
                         if let Some(request) = &request {
+                            if shared.state.lock().refused.iter().any(|refused| refused.matches(request)) {
+                                tracing::debug!(op_code = request.op_code, "fault proxy refused a request");
+                                shared.refused.fetch_add(1, Ordering::Relaxed);
+                                if !out.is_empty() && server_write.write_all(&out).await.is_ok() {
+                                    shared.bytes_to_server.fetch_add(out.len() as u64, Ordering::Relaxed);
+                                }
+                                return None;
+                            }
                             if shared.black_hole_if_armed(request) {
                                 // This request and everything after it stay with the proxy.
                                 held = true;
