@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{
-    acl, assert_gone, children, curator, expect_success, parse_session, read, session, within, Env, STEP,
+    acl, assert_gone, children, curator, eventually_true, expect_success, parse_session, read, session,
+    within, Env, STEP,
 };
 use zk_recipes::framework::{local_address, path, zookeeper_client, Deadline, Framework};
 use zk_recipes::queue::framing::frame;
@@ -371,7 +372,9 @@ async fn golden_queue_nodes_match_curator() {
             }
         }
     }
-    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    // Two container passes after the deletes (see `after_two_container_passes`): any empty
+    // container that had a child is reaped by now, and only those.
+    after_two_container_passes(&framework, &at(root, "container-probe")).await;
     for base in [&java_base, &rust_base] {
         assert!(
             read(&framework, &at(base, "simple")).await.is_none(),
@@ -393,6 +396,28 @@ async fn golden_queue_nodes_match_curator() {
     drop(admin);
     assert_gone(&framework, root).await;
     within("close", framework.close()).await;
+}
+
+/// Returns once the server's container manager has run two passes that began after this call,
+/// waited on as events, not on the clock: each pass is shown by a fresh probe container (created
+/// at `probe`, given a child, emptied) being reaped. The first pass began after the probe was
+/// emptied, so after every delete made before this call, and submitted the deletes of every empty
+/// container then; its deletes are all committed before the second pass's (one request
+/// pipeline), so once the second probe is gone, every container empty before this call is too.
+async fn after_two_container_passes(framework: &Framework, probe: &str) {
+    let admin = session(framework).await;
+    for pass in ["first", "second"] {
+        let container = admin.create_options(zookeeper_client::CreateMode::Container);
+        within("create the probe", admin.client().create(probe, b"", &container)).await.expect("probe");
+        let child = path::join(probe, "child");
+        let persistent = admin.create_options(zookeeper_client::CreateMode::Persistent);
+        within("create its child", admin.client().create(&child, b"", &persistent)).await.expect("child");
+        within("delete its child", admin.client().delete(&child, None)).await.expect("delete");
+        eventually_true(&format!("the {pass} probe container is reaped"), || async {
+            read(framework, probe).await.is_none()
+        })
+        .await;
+    }
 }
 
 /// Rust producers feed Curator consumers, Curator producers feed Rust consumers: every item

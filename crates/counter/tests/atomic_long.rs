@@ -1,8 +1,9 @@
 //! `DistributedAtomicLong` / `DistributedAtomicValue` against a real ZooKeeper server: every
 //! operation's semantics as Curator's, the encoding, missing and empty and corrupt nodes, typed
 //! errors before anything is sent, concurrent increments from several sessions (exact, every post
-//! value once), promotion to the lock, and an increment whose reply is lost or whose request is
-//! held back (applied at most once, and reported honestly).
+//! value once), promotion to the lock, an increment whose reply is lost or whose request is held
+//! back (applied at most once, and reported honestly), and an increment after a session expiry
+//! (applied exactly once).
 
 mod common;
 
@@ -10,7 +11,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::*;
-use zk_recipes_counter::{CounterError, DistributedAtomicLong, DistributedAtomicValue, PromotedToLock};
+use zk_recipes_counter::{
+    encode_long, CounterError, DistributedAtomicLong, DistributedAtomicValue, PromotedToLock,
+};
 use zk_recipes_framework::retry::{NoRetry, RetryNTimes};
 use zk_recipes_framework::{Error as FrameworkError, Framework, ParentMode};
 use zk_recipes_mutex::Mutex;
@@ -323,5 +326,46 @@ async fn an_increment_held_back_by_a_partition_is_applied_exactly_once() {
         on_server(&observer, "/atomic/held-back/fresh").await,
         Some((vec![0, 0, 0, 0, 0, 0, 0, 3], 0))
     );
+    close_all([framework, observer]).await;
+}
+
+/// Across a session expiry: the counter is not tied to a session (only the promoted lock's node
+/// is), so once the framework has a new session an increment applies exactly once, on top of what
+/// another client wrote while ours was gone.
+#[tokio::test]
+async fn an_increment_after_a_session_expiry_applies_exactly_once() {
+    init_tracing();
+    let (_server, proxy, framework, observer) = proxied(Duration::from_secs(2)).await;
+    let promoted = || PromotedToLock::new("/atomic/expiry/lock").max_lock_time(STEP);
+    let counter = DistributedAtomicLong::new(&framework, "/atomic/expiry/n", optimistic())
+        .expect("counter")
+        .promoted_to_lock(promoted())
+        .expect("promoted");
+    within("initialize", counter.initialize(10, step())).await.expect("initialize");
+    let incremented = within("increment", counter.increment(step())).await.expect("increment");
+    assert_eq!((*incremented.pre_value(), *incremented.post_value()), (10, 11));
+
+    // Our session expires (its connection black-holed past the session timeout); meanwhile
+    // another client increments.
+    let expired = framework.current().session_id.expect("a session");
+    let mut events = framework.connection_events();
+    let negotiated = framework.current().session_timeout.expect("session");
+    proxy.black_hole(negotiated * 3);
+    let other = DistributedAtomicLong::new(&observer, "/atomic/expiry/n", optimistic())
+        .expect("counter")
+        .promoted_to_lock(promoted())
+        .expect("promoted");
+    let theirs = within("their increment", other.increment(step())).await.expect("increment");
+    assert_eq!((*theirs.pre_value(), *theirs.post_value()), (11, 12));
+    lost_then_reconnected(&mut events).await;
+    assert_ne!(framework.current().session_id, Some(expired), "a new session");
+
+    let ours = within("increment on the new session", counter.increment(step())).await.expect("increment");
+    assert!(ours.succeeded(), "{ours:?}");
+    assert_eq!((*ours.pre_value(), *ours.post_value()), (12, 13));
+    // Created, then written three times (ours, theirs, ours): exactly once each.
+    assert_eq!(on_server(&observer, "/atomic/expiry/n").await, Some((encode_long(13).to_vec(), 3)));
+    assert_eq!(*within("get", counter.get(step())).await.expect("get").pre_value(), 13);
+    assert!(children(&observer, "/atomic/expiry/lock").await.is_empty(), "no lock node left behind");
     close_all([framework, observer]).await;
 }

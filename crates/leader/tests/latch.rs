@@ -66,6 +66,51 @@ async fn ten_latches_elect_exactly_one_leader_at_a_time() {
     within("close", admin.close()).await;
 }
 
+/// The two-leaders detector itself fails closed: only a marker of someone else is a violation,
+/// and a check that cannot be made (a leader node missing, or another session's) is an error,
+/// never a pass.
+#[tokio::test]
+async fn the_marker_check_reports_violations_and_errors_and_passes_only_a_clean_mark() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let (ours, theirs) = (
+        framework(&server.connect_string(), SESSION, ErrorPolicy::Standard),
+        framework(&server.connect_string(), SESSION, ErrorPolicy::Standard),
+    );
+    let (path, marker) = ("/marker-check/latch", "/marker-check/marker");
+    let our_latch = LeaderLatch::new(&ours, path, "ours").expect("latch");
+    our_latch.start().expect("start");
+    within("ours leads", our_latch.await_leadership()).await.expect("leads");
+    let our_node = our_latch.our_node_path().expect("a node");
+
+    let missing = within("mark", try_mark(&ours, "/marker-check/latch/gone", marker, "ours")).await;
+    assert!(missing.as_ref().is_err_and(|why| why.contains("does not exist")), "{missing:?}");
+    let not_ours = within("mark", try_mark(&theirs, &our_node, marker, "theirs")).await;
+    assert!(not_ours.as_ref().is_err_and(|why| why.contains("belongs to session")), "{not_ours:?}");
+    assert_eq!(data(&ours, marker).await, None, "no check could be made: nothing marked");
+
+    assert_eq!(within("mark", try_mark(&ours, &our_node, marker, "ours")).await, Ok(true));
+    assert_eq!(within("mark again", try_mark(&ours, &our_node, marker, "ours")).await, Ok(true), "ours");
+    let their_latch = LeaderLatch::new(&theirs, path, "theirs").expect("latch");
+    their_latch.start().expect("start");
+    eventually("theirs joined", || async { their_latch.our_node_path().is_some() }).await;
+    let their_node = their_latch.our_node_path().expect("a node");
+    let second = within("mark", try_mark(&theirs, &their_node, marker, "theirs")).await;
+    assert_eq!(second, Ok(false), "someone else's marker: two leaders");
+
+    within("unmark", try_unmark(&theirs, marker)).await.expect("nothing of theirs to delete");
+    assert_eq!(data(&ours, marker).await.as_deref(), Some(&b"ours"[..]), "their unmark leaves ours");
+    within("unmark", try_unmark(&ours, marker)).await.expect("unmark");
+    assert_eq!(data(&ours, marker).await, None);
+    for latch in [our_latch, their_latch] {
+        within("close", latch.close(CloseMode::Silent)).await.expect("close");
+    }
+    assert_clean(&ours, &[path], || watch_count(&server)).await;
+    for framework in [ours, theirs] {
+        within("close", framework.close()).await;
+    }
+}
+
 #[tokio::test]
 async fn close_modes_notify_or_stay_silent_and_drop_guards_close_without_a_runtime() {
     init_tracing();
@@ -74,7 +119,8 @@ async fn close_modes_notify_or_stay_silent_and_drop_guards_close_without_a_runti
     let path = "/modes/latch";
 
     let first = LeaderLatch::new(&framework, path, "first").expect("latch");
-    let not_started = first.await_leadership().await.expect_err("not started");
+    let not_started =
+        within("await_leadership before start", first.await_leadership()).await.expect_err("not started");
     assert!(matches!(not_started, LeaderError::NotStarted(_)));
     assert_eq!(
         not_started.to_string(),
@@ -99,7 +145,8 @@ async fn close_modes_notify_or_stay_silent_and_drop_guards_close_without_a_runti
     );
     assert_eq!(next_event(&mut first_events).await, None);
     assert!(!first.has_leadership() && first.is_closed() && first.fencing_token().is_none());
-    let closed = first.await_leadership().await.expect_err("closed");
+    let closed =
+        within("await_leadership on a closed latch", first.await_leadership()).await.expect_err("closed");
     assert!(matches!(closed, LeaderError::Closed(_)) && closed.is_closed());
     assert_eq!(closed.to_string(), "the leader latch on /modes/latch is closed");
     assert!(matches!(first.start(), Err(LeaderError::Closed(_))));
@@ -279,7 +326,7 @@ async fn rejects_bad_paths_before_sending_anything() {
     assert!(matches!(LeaderLatch::new(&framework, "no-slash", ""), Err(LeaderError::Framework(_))));
     assert!(matches!(LeaderLatch::new(&framework, "/trailing/", ""), Err(LeaderError::Framework(_))));
     assert!(zk_recipes_leader::LeaderSelector::builder(&framework, "/a//b").build(|_| async {}).is_err());
-    framework.close().await;
+    within("close", framework.close()).await;
 }
 
 /// Issue 14: waiting for leadership times out the same way in the latch and in the kazoo

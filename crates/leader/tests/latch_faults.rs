@@ -72,7 +72,10 @@ async fn expired_leader(server: &TestingServer, policy: ErrorPolicy, dir: &str) 
     proxy.black_hole(Duration::from_secs(120));
     if policy == ErrorPolicy::Standard {
         // Its listener fires once the connection is suspended, before the server expires it.
-        assert_eq!(old_events.next().await, Some(LeadershipEvent::IsLeader { fencing_token: old_token }));
+        assert_eq!(
+            within("the first event", old_events.next()).await,
+            Some(LeadershipEvent::IsLeader { fencing_token: old_token })
+        );
         let event = within("the old leader hears it", old_events.next()).await;
         assert_eq!(
             event,

@@ -2,14 +2,17 @@
 
 mod common;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use common::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, Deadline, Framework};
-use zk_recipes_mutex::{GuardedOp, LockError, LostReason, Mutex};
+use zk_recipes_mutex::{GuardedOp, LockError, LostReason, Mutex, MutexGuard};
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 #[tokio::test]
@@ -174,22 +177,80 @@ async fn node_data_defaults_to_the_host_address_and_participants_are_in_order() 
     within("close", framework.close()).await;
 }
 
+/// Polls every attempt, all on this task, until `stop` resolves; panics if one ends (the lock is
+/// held elsewhere: none may). Polls the attempts before `stop`, as `tokio::time::timeout` does.
+async fn drive_until<F>(attempts: &mut [Pin<Box<F>>], stop: impl Future<Output = ()>)
+where
+    F: Future<Output = Result<MutexGuard, LockError>>,
+{
+    let drive = std::future::poll_fn(|cx| {
+        for attempt in attempts.iter_mut() {
+            if let Poll::Ready(outcome) = attempt.as_mut().poll(cx) {
+                panic!("the lock is held, yet an attempt ended: {:?}", outcome.map(drop));
+            }
+        }
+        Poll::<()>::Pending
+    });
+    tokio::select! {
+        biased;
+        () = drive => {}
+        () = stop => {}
+    }
+}
+
+/// The nodes in `dir` that are not `held` (the holder's).
+async fn others(framework: &Framework, dir: &str, held: &str) -> Vec<String> {
+    children(framework, dir).await.into_iter().filter(|child| child != held).collect()
+}
+
+/// Waits for the cleanups and asserts that only the holder's node is left in `dir`.
+async fn only_the_holder_left(framework: &Framework, dir: &str, held: &str, after: &str) {
+    within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
+    assert_eq!(children(framework, dir).await, vec![held.to_owned()], "{after}: only the holder's node");
+}
+
+/// Each attempt is dropped at another point of its way (its create's reply not read yet, while
+/// it lists, while it watches); every fifth only once its node is on the server, so the sweep is
+/// shown to drop attempts whose node the server has. Each must leave nothing. (An attempt dropped
+/// while its create waits for a batch, never sent: the next test.)
 #[tokio::test]
 async fn cancelled_lock_calls_leave_no_nodes_and_no_watches() {
     init_tracing();
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    let mutex = Mutex::new(&framework, "/sweep/lock").expect("mutex");
+    let dir = "/sweep/lock";
+    let mutex = Mutex::new(&framework, dir).expect("mutex");
     let holder = within("lock", mutex.lock()).await.expect("lock");
-    let contender = Mutex::new(&framework, "/sweep/lock").expect("mutex");
+    let held = path::name(holder.node_path()).to_owned();
+    let contender = Mutex::new(&framework, dir).expect("mutex");
+    let (mut on_the_server, mut swept_on_the_server) = (0, 0);
     for step in 0..50u64 {
-        let delay = Duration::from_micros(step * 100);
-        let attempt = tokio::time::timeout(delay, contender.lock());
-        assert!(attempt.await.is_err(), "the lock is held, so every attempt is dropped");
+        let mut attempt = [Box::pin(contender.lock())];
+        if step % 5 == 4 {
+            let appeared = eventually("the attempt's node is on the server", || async {
+                !others(&framework, dir, &held).await.is_empty()
+            });
+            drive_until(&mut attempt, appeared).await;
+        } else {
+            drive_until(&mut attempt, tokio::time::sleep(Duration::from_micros(step * 100))).await;
+        }
+        // Nothing else makes nodes here (the last attempt's are gone): a node besides the
+        // holder's is this attempt's, on the server before the drop.
+        let node = others(&framework, dir, &held).await;
+        assert!(node.len() <= 1, "one attempt, one node: {node:?}");
+        if !node.is_empty() {
+            on_the_server += 1;
+            swept_on_the_server += usize::from(step % 5 != 4);
+        }
+        drop(attempt);
+        only_the_holder_left(&framework, dir, &held, &format!("attempt {step} (node {node:?}) dropped"))
+            .await;
     }
+    eprintln!("{on_the_server} of 50 attempts had their node on the server when dropped ({swept_on_the_server} swept)");
+    assert!(on_the_server >= 10, "every fifth attempt was dropped with its node on the server");
     within("release", holder.release()).await.expect("release");
     within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
-    assert!(children(&framework, "/sweep/lock").await.is_empty());
+    assert!(children(&framework, dir).await.is_empty());
     eventually("no watches left on the server", || async { server.watch_count().await.expect("wchc") == 0 })
         .await;
     within("close", framework.close()).await;
@@ -197,32 +258,48 @@ async fn cancelled_lock_calls_leave_no_nodes_and_no_watches() {
 
 /// As above, with several acquires of one framework queueing at once for each drop point: all
 /// but the first create their node alone and wait for a shared listing round (see
-/// `zk-recipes-lock-internals`), and dropping them there must leave nothing behind either.
+/// `zk-recipes-lock-internals`), and creates beyond the first two wait for a batch (see the
+/// framework's batcher); dropping them anywhere must leave nothing behind either.
 #[tokio::test]
 async fn cancelled_lock_calls_queueing_together_leave_no_nodes_and_no_watches() {
     const TOGETHER: usize = 8;
     init_tracing();
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    let holder = within("lock", Mutex::new(&framework, "/sweep-together/lock").expect("mutex").lock())
-        .await
-        .expect("lock");
+    let dir = "/sweep-together/lock";
+    let holder = within("lock", Mutex::new(&framework, dir).expect("mutex").lock()).await.expect("lock");
+    let held = path::name(holder.node_path()).to_owned();
+    let (mut on_the_server, mut swept_on_the_server) = (0, 0);
     for step in 0..30u64 {
-        let delay = Duration::from_micros(step * 200);
-        let attempts: Vec<_> = (0..TOGETHER)
-            .map(|_| {
-                let contender = Mutex::new(&framework, "/sweep-together/lock").expect("mutex");
-                tokio::spawn(async move { tokio::time::timeout(delay, contender.lock()).await.is_err() })
-            })
-            .collect();
-        for attempt in attempts {
-            let dropped = within("attempt", attempt).await.expect("task");
-            assert!(dropped, "the lock is held, so every attempt is dropped");
+        let contenders: Vec<Mutex> =
+            (0..TOGETHER).map(|_| Mutex::new(&framework, dir).expect("mutex")).collect();
+        let mut attempts: Vec<_> = contenders.iter().map(|contender| Box::pin(contender.lock())).collect();
+        if step % 5 == 4 {
+            let appeared = eventually("every attempt's node is on the server", || async {
+                others(&framework, dir, &held).await.len() == TOGETHER
+            });
+            drive_until(&mut attempts, appeared).await;
+        } else {
+            drive_until(&mut attempts, tokio::time::sleep(Duration::from_micros(step * 200))).await;
         }
+        // The last round's nodes are gone: those besides the holder's are this round's.
+        let nodes = others(&framework, dir, &held).await;
+        assert!(nodes.len() <= TOGETHER, "one node per attempt: {nodes:?}");
+        on_the_server += nodes.len();
+        if step % 5 != 4 {
+            swept_on_the_server += nodes.len();
+        }
+        drop(attempts);
+        only_the_holder_left(&framework, dir, &held, &format!("round {step} ({nodes:?}) dropped")).await;
     }
+    eprintln!(
+        "{on_the_server} of {} attempts had their node on the server when dropped ({swept_on_the_server} swept)",
+        30 * TOGETHER
+    );
+    assert!(on_the_server >= 6 * TOGETHER, "every fifth round was dropped with its nodes on the server");
     within("release", holder.release()).await.expect("release");
     within("cleanups", framework.wait_for_cleanups(Deadline::after(STEP))).await.expect("cleanups");
-    assert!(children(&framework, "/sweep-together/lock").await.is_empty());
+    assert!(children(&framework, dir).await.is_empty());
     eventually("no watches left on the server", || async { server.watch_count().await.expect("wchc") == 0 })
         .await;
     within("close", framework.close()).await;

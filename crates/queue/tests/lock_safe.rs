@@ -49,10 +49,19 @@ async fn a_dead_consumers_item_is_redelivered_on_a_quiet_queue() {
         let delivery = consumer.next().await.expect("open").expect("delivery");
         (delivery, consumer)
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The waiting consumer met the lock: it watches the doomed consumer's lock node.
+    let lock_nodes = children(&framework, LOCKS).await;
+    assert_eq!(lock_nodes.len(), 1, "the doomed consumer's lock: {lock_nodes:?}");
+    let lock_node = format!("{LOCKS}/{}", lock_nodes[0]);
+    let survivor_session = format!("{:#x}", survivor.current().session_id.expect("a session").0);
+    eventually("the waiting consumer watches the lock node", || async {
+        let watches = within("wchc", server.watches()).await.expect("wchc");
+        watches.get(&survivor_session).is_some_and(|paths| paths.contains(&lock_node))
+    })
+    .await;
     assert!(!waiting.is_finished(), "the item is locked");
     let killed_at = Instant::now();
-    doomed.close().await; // the server deletes the doomed session's lock node
+    within("close", doomed.close()).await; // the server deletes the doomed session's lock node
     let (delivery, consumer) = within("redelivery", waiting).await.expect("task");
     assert!(killed_at.elapsed() < Duration::from_secs(5), "redelivered at once, not at a poll");
     assert_eq!(delivery.items(), ["only"]);
@@ -116,7 +125,7 @@ async fn four_producers_four_consumers_nothing_lost_and_only_the_dead_consumers_
                         }
                         let (acked, lock_lost) = (acked.clone(), lock_lost.clone());
                         acks.push(async move {
-                            match delivery.ack().await {
+                            match within("ack", delivery.ack()).await {
                                 Ok(()) => {
                                     for item in items {
                                         *acked.lock().entry(item).or_default() += 1;
@@ -147,19 +156,19 @@ async fn four_producers_four_consumers_nothing_lost_and_only_the_dead_consumers_
                 if index % 4 == 3 {
                     // Some single puts among the batches.
                     for item in chunk {
-                        queue.put(item).await.expect("put");
+                        within("put", queue.put(item)).await.expect("put");
                     }
                 } else {
-                    queue.put_batch(chunk).await.expect("put_batch");
+                    within("put_batch", queue.put_batch(chunk)).await.expect("put_batch");
                 }
             }
-            producer_framework.close().await;
+            within("close", producer_framework.close()).await;
         }));
     }
 
     // Kill the doomed consumer while the others are busy.
     eventually("the others are busy", || async { acked.lock().len() >= 200 }).await;
-    doomed.close().await;
+    within("close", doomed.close()).await;
     drop(doomed_consumer);
 
     for task in producer_tasks {
@@ -173,10 +182,11 @@ async fn four_producers_four_consumers_nothing_lost_and_only_the_dead_consumers_
     .await;
     // The doomed consumer's acks fail: its locks are gone, and the items went to the others.
     for delivery in doomed_held {
-        assert!(matches!(delivery.ack().await, Err(QueueError::LockLost { .. })));
+        let ack = within("the dead consumer's ack", delivery.ack()).await;
+        assert!(matches!(ack, Err(QueueError::LockLost { .. })), "{ack:?}");
     }
     for consumer_framework in &consumer_frameworks {
-        consumer_framework.close().await;
+        within("close", consumer_framework.close()).await;
     }
     for task in consumers {
         within("consumer", task).await.expect("consumer");
@@ -268,6 +278,6 @@ async fn a_priority_consumer_does_not_list_a_long_queue_again_for_every_item_oth
     within("ack", next.ack()).await.expect("ack");
     drop(consumer);
     drop(other);
-    measured.close().await;
-    other_framework.close().await;
+    within("close", measured.close()).await;
+    within("close", other_framework.close()).await;
 }

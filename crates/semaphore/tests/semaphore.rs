@@ -26,14 +26,14 @@ async fn never_more_holders_than_leases() {
         tasks.push(tokio::spawn(async move {
             let semaphore = Semaphore::new(&framework, "/bounded", max_leases).expect("semaphore");
             for _ in 0..10 {
-                let lease = semaphore.acquire_timeout(STEP).await.expect("lease");
+                let lease = within("acquire", semaphore.acquire_timeout(STEP)).await.expect("lease");
                 let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                 most_inside.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
-                lease.release().await.expect("release");
+                within("release", lease.release()).await.expect("release");
             }
-            framework.close().await;
+            within("close", framework.close()).await;
         }));
     }
     for task in tasks {
@@ -71,13 +71,16 @@ async fn acquire_many_is_all_or_nothing_and_callers_do_not_starve() {
         let (semaphore, inside) = (semaphore.clone(), inside.clone());
         tasks.push(tokio::spawn(async move {
             for _ in 0..5 {
-                let leases = semaphore.acquire_many_until(3, Deadline::after(STEP)).await.expect("3 leases");
+                let leases =
+                    within("acquire_many_until", semaphore.acquire_many_until(3, Deadline::after(STEP)))
+                        .await
+                        .expect("3 leases");
                 assert_eq!(leases.len(), 3);
                 assert_eq!(inside.fetch_add(3, Ordering::SeqCst), 0, "two callers held 3 of 4 leases each");
                 tokio::time::sleep(Duration::from_millis(2)).await;
                 inside.fetch_sub(3, Ordering::SeqCst);
                 for lease in leases {
-                    lease.release().await.expect("release");
+                    within("release", lease.release()).await.expect("release");
                 }
             }
         }));
@@ -114,7 +117,7 @@ async fn wire_layout_matches_curators_semaphore_v2() {
         "the internal lock is released once held"
     );
     assert_eq!(
-        semaphore.participant_nodes().await.expect("participants"),
+        within("participant_nodes", semaphore.participant_nodes()).await.expect("participants"),
         vec![lease.node_path().to_string()]
     );
     within("release", lease.release()).await.expect("release");
@@ -131,11 +134,13 @@ async fn bad_input_is_refused_before_anything_is_sent() {
     assert!(matches!(Semaphore::new(&framework, "/zero", 0), Err(SemaphoreError::ZeroLeases)));
     assert!(matches!(Semaphore::new(&framework, "bad", 1), Err(SemaphoreError::Lock(_))));
     let semaphore = Semaphore::new(&framework, "/input", 2).expect("semaphore");
-    assert!(matches!(semaphore.acquire_many(0).await, Err(SemaphoreError::ZeroLeases)));
-    assert!(matches!(
-        semaphore.acquire_many(3).await,
-        Err(SemaphoreError::TooManyLeases { requested: 3, max_leases: 2 })
-    ));
+    let zero = within("acquire_many(0)", semaphore.acquire_many(0)).await;
+    assert!(matches!(zero, Err(SemaphoreError::ZeroLeases)), "{zero:?}");
+    let too_many = within("acquire_many(3)", semaphore.acquire_many(3)).await;
+    assert!(
+        matches!(too_many, Err(SemaphoreError::TooManyLeases { requested: 3, max_leases: 2 })),
+        "{too_many:?}"
+    );
     let after = within("znodes", server.znode_count()).await.expect("znode count");
     assert_eq!(before, after, "nothing was created");
     within("close", framework.close()).await;
