@@ -27,7 +27,7 @@ while (($#)); do
     shift
 done
 
-bash scripts/install-deps.sh
+sh scripts/install-deps.sh
 command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 1; }
 if [[ -n "${ZK_CONNECT:-}" ]]; then
     echo "bench-report: unsetting ZK_CONNECT: the report runs against its own embedded server" >&2

@@ -11,7 +11,7 @@
 # docs/reliability.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+sh scripts/install-deps.sh
 command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 1; }
 mode=default
 for arg in "$@"; do [[ "$arg" == --quick ]] && mode=quick; done

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
-bash scripts/install-deps.sh
+sh scripts/install-deps.sh
 command -v cargo >/dev/null || { echo "error: cargo (Rust) is required: https://rustup.rs" >&2; exit 1; }
 cargo test --workspace --all-targets --no-fail-fast "$@"
 cargo test --workspace --doc "$@"
