@@ -452,7 +452,7 @@ async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWr
     // A failed multi-read leaves every read to be done on its own; a server without multi-read
     // (before 3.6, which drops the connection on one) is never sent one ([`crate::features`]).
     let batcher = session.batcher();
-    let multi_read = reads > 0 && batcher.features.multi_read(batcher.runtime.as_ref());
+    let multi_read = reads > 0 && batcher.features.multi_read(batcher.runtime.as_ref()).await;
     let mut answers: Vec<Option<MultiReadResult>> = match multi_read {
         false => (0..reads).map(|_| None).collect(),
         true => match reader.commit().await {

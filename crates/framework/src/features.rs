@@ -5,31 +5,38 @@
 //! multi-read ([`crate::batch`]). Sent on our session to a server without multi-read, it would drop
 //! the session's connection: `Suspended`, every held lock's `lost()`, every leadership ended, for
 //! a speed trick. So the first batch that wants a multi-read asks a probe instead: one multi-read
-//! on a session of its own (same servers, same credentials), closed at once. Until the probe says
-//! yes, batches read the stats they miss with requests of their own and their callers list for
-//! themselves; a refusal is
-//! logged once at INFO and kept for the framework's life. A probe that cannot connect decides
-//! nothing, and the next batch probes again.
+//! on a session of its own (same servers, same credentials), closed at once, and waits for it a
+//! moment (at most a second). Until the probe says yes, batches read the stats they miss with
+//! requests of their own and their callers list for themselves; a refusal is logged once at INFO
+//! and kept for the framework's life. A probe that cannot connect decides nothing, and the next
+//! batch probes again.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tracing::{debug, info};
 
 use crate::builder::FrameworkBuilder;
 
-const UNKNOWN: u8 = 0;
-const SUPPORTED: u8 = 1;
-const REFUSED: u8 = 2;
+/// What is known of the server's multi-read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MultiRead {
+    Unknown,
+    Supported,
+    Refused,
+}
 
 /// How long a probe may take before it decides nothing.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a batch waits for a running probe before it reads without a multi-read.
+const PROBE_WAIT: Duration = Duration::from_secs(1);
 
 /// What the framework's servers can do; see the module docs.
 #[derive(Debug)]
 pub(crate) struct ServerFeatures {
-    multi_read: AtomicU8,
+    multi_read: watch::Sender<MultiRead>,
     probing: AtomicBool,
     /// The framework's settings, for the probe's session.
     config: FrameworkBuilder,
@@ -37,24 +44,29 @@ pub(crate) struct ServerFeatures {
 
 impl ServerFeatures {
     pub(crate) fn new(config: FrameworkBuilder) -> Self {
-        Self { multi_read: AtomicU8::new(UNKNOWN), probing: AtomicBool::new(false), config }
+        Self { multi_read: watch::Sender::new(MultiRead::Unknown), probing: AtomicBool::new(false), config }
     }
 
-    /// Whether a batch may send a multi-read now. While that is not known, the first ask starts a
-    /// probe (on `runtime`) and every ask answers `false`.
-    pub(crate) fn multi_read(self: &Arc<Self>, runtime: Option<&tokio::runtime::Handle>) -> bool {
-        match self.multi_read.load(Ordering::Acquire) {
-            SUPPORTED => true,
-            REFUSED => false,
-            _ => {
-                if let Some(runtime) = runtime {
-                    if !self.probing.swap(true, Ordering::AcqRel) {
-                        runtime.spawn(self.clone().probe());
-                    }
+    /// Whether a batch may send a multi-read. While that is not known, the first ask starts a
+    /// probe (on `runtime`), and every ask waits for it a moment ([`PROBE_WAIT`]); a probe slower
+    /// than that leaves the batch to read without one.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the probe runs on by itself.
+    pub(crate) async fn multi_read(self: &Arc<Self>, runtime: Option<&tokio::runtime::Handle>) -> bool {
+        let mut known = self.multi_read.subscribe();
+        if *known.borrow() == MultiRead::Unknown {
+            if let Some(runtime) = runtime {
+                if !self.probing.swap(true, Ordering::AcqRel) {
+                    runtime.spawn(self.clone().probe());
                 }
-                false
             }
         }
+        let decided = tokio::time::timeout(PROBE_WAIT, async {
+            known.wait_for(|known| *known != MultiRead::Unknown).await.map(|known| *known)
+        })
+        .await;
+        matches!(decided, Ok(Ok(MultiRead::Supported)))
     }
 
     async fn probe(self: Arc<Self>) {
@@ -62,14 +74,14 @@ impl ServerFeatures {
         match outcome {
             Ok(Some(true)) => {
                 debug!("the server answers multi-reads: batches read stats and listings in one");
-                self.multi_read.store(SUPPORTED, Ordering::Release);
+                self.multi_read.send_replace(MultiRead::Supported);
             }
             Ok(Some(false)) => {
                 info!(
                     "the server refuses multi-reads (ZooKeeper before 3.6): batched creates read their \
-                     stats and listings with requests of their own"
+                     stats with requests of their own"
                 );
-                self.multi_read.store(REFUSED, Ordering::Release);
+                self.multi_read.send_replace(MultiRead::Refused);
             }
             Ok(None) | Err(_) => {
                 debug!("the multi-read probe could not reach a server; the next batch asks again")
