@@ -151,10 +151,13 @@ pub enum Command {
         /// Where to look.
         path: String,
     },
-    /// Asks the holder of a revocable lock node to release it (Curator's `Revoker`).
+    /// Asks the holder of a revocable lock node to release it (Curator's `Revoker`): the lock's
+    /// path and the node's name as `zkr locks PATH` prints it, or the node's full path alone.
     Revoke {
-        /// The holder's node, as `zkr locks` shows it.
-        node: String,
+        /// The lock's path (as given to `zkr locks`); or, alone, the node's full path.
+        path: String,
+        /// The node's name, as the NODE column of `zkr locks PATH` shows it (`node` in --json).
+        node: Option<String>,
     },
     /// Runs a command while holding the mutex at PATH; stops it if the lock is lost.
     Lock {
@@ -178,6 +181,47 @@ pub enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+}
+
+impl Cli {
+    /// Checks what clap cannot, before anything connects: on a mistake, prints it with the usage
+    /// and exits with code 2, as clap does.
+    pub fn check(&self) {
+        if let Command::Revoke { path, node } = &self.command {
+            if let Err(message) = revoked_node(path, node.as_deref()) {
+                use clap::CommandFactory;
+                Cli::command().error(clap::error::ErrorKind::ValueValidation, message).exit();
+            }
+        }
+    }
+}
+
+/// The full path of the node `zkr revoke PATH [NODE]` names: `PATH/NODE` when a node name
+/// follows the lock's path, else `PATH` itself, the node's full path.
+///
+/// # Errors
+/// What to write instead: a name alone (it needs the lock's path before it), a relative lock
+/// path, or a node "name" with a `/` in it.
+pub fn revoked_node(path: &str, node: Option<&str>) -> Result<String, String> {
+    let Some(node) = node else {
+        if !path.starts_with('/') {
+            return Err(format!(
+                "{path:?} is a node's name, not its path: give the lock's path before it \
+                 (zkr revoke /the/lock {path}), or the node's full path"
+            ));
+        }
+        return Ok(path.to_owned());
+    };
+    if !path.starts_with('/') {
+        return Err(format!("{path:?} is not a lock's path: one starts with '/', as for zkr locks"));
+    }
+    if node.is_empty() || node.contains('/') {
+        return Err(format!(
+            "{node:?} is not a node's name as zkr locks prints it: give the lock's path and the name \
+             (zkr revoke {path} NAME), or the node's full path alone"
+        ));
+    }
+    Ok(zk_recipes_framework::path::join(path, node))
 }
 
 /// `500ms`, `10s`, `2m`, or a bare number of seconds.
@@ -211,6 +255,30 @@ mod tests {
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("5y").is_err());
+    }
+
+    #[test]
+    fn revoke_takes_the_lock_path_and_the_name_zkr_locks_prints_or_a_full_path() {
+        let name = "_c_85ad335e-99f8-4aee-aa55-f82ec6a924c6-lock-0000000000";
+        let full = format!("/zkr/orders/{name}");
+        assert_eq!(revoked_node("/zkr/orders", Some(name)), Ok(full.clone()));
+        assert_eq!(revoked_node("/zkr/orders/", Some(name)), Ok(full.clone()));
+        assert_eq!(revoked_node(&full, None), Ok(full.clone()));
+        let name_alone = revoked_node(name, None).unwrap_err();
+        assert!(name_alone.contains("the lock's path before it"), "{name_alone}");
+        assert!(revoked_node("/zkr/orders", Some(&full)).is_err(), "a path where the name goes");
+        assert!(revoked_node("/zkr/orders", Some("")).is_err());
+        assert!(revoked_node("zkr/orders", Some(name)).is_err(), "a relative lock path");
+
+        let parse = |args: &[&str]| Cli::try_parse_from(args.iter().copied()).map(|cli| cli.command);
+        match parse(&["zkr", "revoke", "/zkr/orders", name]) {
+            Ok(Command::Revoke { path, node }) => {
+                assert_eq!(revoked_node(&path, node.as_deref()), Ok(full.clone()));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse(&["zkr", "revoke", &full]), Ok(Command::Revoke { node: None, .. })));
+        assert!(parse(&["zkr", "revoke"]).is_err());
     }
 
     #[test]

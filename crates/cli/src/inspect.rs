@@ -8,7 +8,7 @@ use serde::Serialize;
 use zk_recipes_framework::zookeeper_client::Stat;
 use zk_recipes_framework::{path, Deadline, Framework, Result as FrameworkResult};
 use zk_recipes_leader::LATCH_NAME;
-use zk_recipes_lock_internals::{sort_children_by, LockDriver, StandardDriver};
+use zk_recipes_lock_internals::{LockDriver, StandardDriver};
 use zk_recipes_queue::names::{self, ITEM_PREFIX, SIMPLE_PREFIX};
 use zk_recipes_rwlock::{ReadDriver, WriteDriver, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use zk_recipes_semaphore::{
@@ -182,7 +182,7 @@ fn contenders(children: &[Child]) -> (&'static str, Vec<NodeRow>) {
 fn sorted<'a>(children: &'a [Child], driver: &dyn LockDriver, keep: impl Fn(&str) -> bool) -> Vec<&'a Child> {
     let names: Vec<String> =
         children.iter().filter(|child| keep(&child.name)).map(|child| child.name.clone()).collect();
-    let order = sort_children_by(names, |name| driver.sort_key(name));
+    let order = driver.sort_children(names);
     order.iter().filter_map(|name| children.iter().find(|child| &child.name == name)).collect()
 }
 
@@ -512,7 +512,12 @@ async fn recipe_at(framework: &Framework, dir: &str, names: &[String]) -> Framew
     Ok(None)
 }
 
-/// Asks the holder of `node` to release (Curator's `Revoker.attemptRevoke`).
-pub async fn revoke(framework: &Framework, node: &str) -> Result<(), zk_recipes_lock_internals::LockError> {
-    zk_recipes_lock_internals::revoke(framework, node, deadline()).await
+/// Asks the holder of `node` (its full path) to release (Curator's `Revoker.attemptRevoke`);
+/// `false` if there is no such node (released already, or a name `zkr locks` does not list).
+pub async fn revoke(framework: &Framework, node: &str) -> Result<bool, zk_recipes_lock_internals::LockError> {
+    if framework.exists(node, deadline()).await?.is_none() {
+        return Ok(false);
+    }
+    zk_recipes_lock_internals::revoke(framework, node, deadline()).await?;
+    Ok(true)
 }

@@ -20,6 +20,7 @@ pub const EXIT_NO: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cli.check();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("ZKR_LOG")
@@ -61,10 +62,15 @@ async fn run(cli: Cli) -> Result<u8, Box<dyn std::error::Error>> {
             output::show(&inspect::queue(&framework, &path, lock_path.as_deref()).await?, json)
         }
         Command::Tree { path } => output::show(&inspect::tree(&framework, &path).await?, json),
-        Command::Revoke { node } => {
-            inspect::revoke(&framework, &node).await?;
-            println!("asked the holder of {node} to release");
-            0
+        Command::Revoke { path, node } => {
+            let node = args::revoked_node(&path, node.as_deref())?;
+            if inspect::revoke(&framework, &node).await? {
+                println!("asked the holder of {node} to release");
+                0
+            } else {
+                eprintln!("zkr: no node {node}: nothing to revoke (released already?)");
+                EXIT_NO
+            }
         }
         Command::Lock { path, command } => {
             supervise::with_lock(&framework, &path, &cli.hold, &command).await?

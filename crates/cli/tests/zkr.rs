@@ -104,6 +104,60 @@ async fn locks_shows_our_holder_and_waiter_in_order_and_says_when_nothing_is_hel
     within("close", waiter.close()).await;
 }
 
+/// The name in the NODE column of the `zkr locks` table for the node in `state`.
+fn node_in_table(table: &str, state: &str) -> String {
+    let row = table.lines().find(|line| line.split_whitespace().nth(2) == Some(state));
+    let name = row.and_then(|row| row.split_whitespace().next());
+    name.unwrap_or_else(|| panic!("no {state} node in:\n{table}")).to_owned()
+}
+
+#[tokio::test]
+async fn revoke_takes_the_node_name_zkr_locks_prints_and_the_holder_hears_it() {
+    init_tracing();
+    let server = server().await;
+    let connect = server.connect_string();
+    let (holder, observer) = (framework(&connect), framework(&connect));
+    let mutex = Mutex::new(&holder, "/zkr/revocable").expect("mutex").make_revocable();
+    // Each hold lets go when asked, and says so.
+    let hold = |guard: zk_recipes_mutex::MutexGuard| {
+        tokio::spawn(async move {
+            guard.revocation_requested().await.expect("asked to let go, not lost");
+            guard.release().await.expect("released");
+        })
+    };
+
+    let held = hold(within("lock", mutex.lock()).await.expect("lock"));
+    let table = zkr(&connect, &["locks", "/zkr/revocable"]).await;
+    let name = node_in_table(&String::from_utf8_lossy(&table.stdout), "held");
+    // The name alone is not a path: a usage error that says what to write, sent nowhere.
+    let alone = zkr(&connect, &["revoke", &name]).await;
+    let stderr = String::from_utf8_lossy(&alone.stderr);
+    assert_eq!(alone.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("zkr revoke /the/lock"), "{stderr}");
+    assert!(!held.is_finished(), "nobody asked yet");
+
+    let revoked = zkr(&connect, &["revoke", "/zkr/revocable", &name]).await;
+    assert_eq!(revoked.status.code(), Some(0), "{}", String::from_utf8_lossy(&revoked.stderr));
+    within("the holder heard the request and released", held).await.expect("task");
+    assert!(children(&observer, "/zkr/revocable").await.is_empty(), "the lock is free");
+    let (code, document) = zkr_json(&connect, &["locks", "/zkr/revocable"]).await;
+    assert_eq!((code, document["kind"].as_str()), (3, Some("none")), "not held: {document}");
+    // Its node is gone: nothing to revoke.
+    let again = zkr(&connect, &["revoke", "/zkr/revocable", &name]).await;
+    assert_eq!(again.status.code(), Some(3), "{}", String::from_utf8_lossy(&again.stderr));
+
+    // The node's full path alone works too.
+    let held = hold(within("lock", mutex.lock()).await.expect("lock"));
+    let (_, document) = zkr_json(&connect, &["locks", "/zkr/revocable"]).await;
+    let name = document["nodes"][0]["node"].as_str().expect("a node").to_owned();
+    let revoked = zkr(&connect, &["revoke", &format!("/zkr/revocable/{name}")]).await;
+    assert_eq!(revoked.status.code(), Some(0), "{}", String::from_utf8_lossy(&revoked.stderr));
+    within("the holder heard the request and released", held).await.expect("task");
+    assert!(children(&observer, "/zkr/revocable").await.is_empty(), "the lock is free");
+    within("close", holder.close()).await;
+    within("close", observer.close()).await;
+}
+
 #[tokio::test]
 async fn locks_reads_a_curator_held_lock_with_a_curator_waiter() {
     init_tracing();

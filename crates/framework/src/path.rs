@@ -496,6 +496,21 @@ mod tests {
         assert_eq!(sequence_after("qn-0000000010", "lock-"), None);
     }
 
+    /// After a parent's counter wraps, `%010d` writes ten or eleven characters (`-000000001`,
+    /// `-2147483648`): each is found whole after the name asked for, even when that ends in `-`.
+    #[test]
+    fn sequences_across_the_wrap_are_read_whole_after_the_marker() {
+        for sequence in
+            [2_147_483_646, 2_147_483_647, -2_147_483_648, -2_147_483_647, -1_000_000_000, -999_999_999, -1]
+        {
+            let mut path = String::from("/a/_c_x-lock-");
+            push_sequence(&mut path, i64::from(sequence));
+            assert_eq!(sequence_after(name(&path), "lock-"), Some(sequence), "{path}");
+        }
+        assert_eq!(sequence_after("x-72057--2147483648", "x-72057-"), Some(i32::MIN));
+        assert_eq!(sequence_after("abc__lock__-2147483647", "__lock__"), Some(-2_147_483_647));
+    }
+
     #[test]
     fn protected_names_round_trip() {
         let id = "3f2b8c1e-0a4d-4c55-9e1b-6d0f8f6a2b7c";

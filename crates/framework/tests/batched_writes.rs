@@ -317,3 +317,95 @@ async fn a_lone_create_and_delete_are_plain_requests() {
     assert_eq!(children(&framework, &parents[0]).await, Vec::<String>::new());
     within("close", framework.close()).await;
 }
+
+/// Starts `count` protected creates on `framework`, each in a task of its own, spread over
+/// `parents`: the first ones go at once, the rest queue for a batch.
+fn spawn_creates(
+    framework: &Framework,
+    parents: &[String],
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<zk_recipes_framework::Result<OwnedNode>>> {
+    (0..count)
+        .map(|index| {
+            let framework = framework.clone();
+            let parent = parents[index % parents.len()].clone();
+            tokio::spawn(async move { framework.create_protected(&parent, "lock-", b"", STEP * 2).await })
+        })
+        .collect()
+}
+
+/// A batch sent on a session the server has expired is answered with the session's loss, as each
+/// of its creates alone would be, not with a connection loss: with a retry left, each starts over
+/// on the next session; without one, each fails as its session's loss (before the fix: a
+/// connection loss, which calls the dead session's create retryable and makes a caller that
+/// retries on its own try it there again).
+#[tokio::test]
+async fn batched_creates_on_an_expired_session_are_answered_with_the_sessions_loss() {
+    use zk_recipes_framework::retry::{NoRetry, RetryNTimes};
+    use zk_recipes_framework::ConnectionState;
+    init_tracing();
+    const COUNT: usize = 100;
+    /// Creates a session sends on their own before the next ones wait for a batch.
+    const DIRECT_LIMIT: usize = 2;
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    // A try waits for a session at most the connection timeout: long enough here to outlast the
+    // partition, so that only the error a create is answered with decides how it retries.
+    let through_proxy = || builder(&proxy.connect_string(), Duration::from_secs(2)).connection_timeout(STEP);
+    let retrying = through_proxy()
+        .retry_policy(RetryNTimes::new(1, Duration::from_millis(10)))
+        .start()
+        .expect("framework");
+    let not_retrying = through_proxy().retry_policy(NoRetry).start().expect("framework");
+    let observer = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    for framework in [&retrying, &not_retrying] {
+        within("connected", framework.block_until_connected(STEP)).await.expect("connected");
+    }
+    let retried_parents = parents(&retrying, "/batched-expired/retried", 5).await;
+    let failed_parents = parents(&not_retrying, "/batched-expired/failed", 5).await;
+    let first_session = retrying.current().session_id.expect("a session");
+    let negotiated = retrying.current().session_timeout.expect("a session");
+    let mut events = retrying.connection_events();
+
+    // Every create starts on its framework's first session.
+    let retried = spawn_creates(&retrying, &retried_parents, COUNT);
+    let failed = spawn_creates(&not_retrying, &failed_parents, COUNT);
+    // The tasks run once (each create sent, or queued for its batch) before the connections break.
+    // Then nothing gets through until the server has expired both sessions: the batches go out on
+    // their first sessions while those cannot reach the server, and are answered when the client
+    // learns that its session expired.
+    tokio::task::yield_now().await;
+    proxy.cut_now();
+    proxy.black_hole(negotiated * 3);
+
+    let failed = within_for(STEP * 2, "creates without a retry", join_all(failed)).await;
+    let failed: Vec<_> = failed.into_iter().map(|created| created.expect("task")).collect();
+    let session_lost =
+        failed.iter().filter(|created| matches!(created, Err(err) if err.is_session_lost())).count();
+    // The creates sent alone before the cut had them in flight: those get a connection loss.
+    assert!(
+        session_lost >= COUNT - DIRECT_LIMIT,
+        "only {session_lost} of {COUNT} failed as their session's loss: {:?}",
+        failed.iter().filter_map(|created| created.as_ref().err()).collect::<Vec<_>>()
+    );
+
+    let retried = within_for(STEP * 2, "creates with a retry", join_all(retried)).await;
+    let nodes: Vec<OwnedNode> = retried
+        .into_iter()
+        .map(|created| created.expect("task").expect("created on the next session within one retry"))
+        .collect();
+    lost_then_reconnected(&mut events).await;
+    let second_session = retrying.current().session_id.expect("a session");
+    assert_ne!(second_session, first_session, "the first session expired");
+    for node in &nodes {
+        assert_eq!(node.session_id(), second_session, "{} is on the next session", node.path());
+    }
+    let mut on_server = all_children(&observer, &retried_parents).await;
+    on_server.sort();
+    let mut ours: Vec<String> = nodes.iter().map(|node| node.path().to_owned()).collect();
+    ours.sort();
+    assert_eq!(on_server, ours, "exactly one node per create, all of the next session");
+    assert_eq!(retrying.current().state, Some(ConnectionState::Reconnected));
+    drop(nodes);
+    close_all([retrying, not_retrying, observer]).await;
+}

@@ -37,14 +37,21 @@ pub trait LockDriver: Debug + Send + Sync + 'static {
         NodeMarker::Protected
     }
 
-    /// The text a contender node sorts by: by default the text after the last occurrence of
-    /// [`lock_name`](Self::lock_name) (the sequence), or the whole name without it (Curator's
-    /// `fixForSorting`).
+    /// The text a contender node sorts by in [`sort_children`](Self::sort_children)'s default
+    /// order: by default the text after the last occurrence of [`lock_name`](Self::lock_name)
+    /// (the sequence), or the whole name without it (Curator's `fixForSorting`).
     fn sort_key<'a>(&self, child: &'a str) -> &'a str {
         sort_key(child, self.lock_name())
     }
 
-    /// `children` are sorted by [`sort_key`](Self::sort_key); `our_node` is our node's name. By
+    /// The lock directory's children in the order this layout's contenders queue in: by default
+    /// by [`sort_key`](Self::sort_key) as text, stably ([`sort_children_by`]), as Curator sorts.
+    /// A layout whose clients order otherwise (by number, say) overrides it.
+    fn sort_children(&self, children: Vec<String>) -> Vec<String> {
+        sort_children_by(children, |child| self.sort_key(child))
+    }
+
+    /// `children` are sorted by [`sort_children`](Self::sort_children); `our_node` is our node's name. By
     /// default Curator's standard rule (see [`StandardDriver`]), whatever the node names.
     ///
     /// # Errors
@@ -121,9 +128,15 @@ pub(crate) fn standard_rule(
 /// (the sequence), compared as text; a child without `lock_name` sorts by its whole name. The sort
 /// is stable over the server's order.
 ///
-/// Text order equals numeric order for the ten-digit non-negative sequences ZooKeeper writes; after
-/// 2^31 creates under one parent the sequence turns negative and `-` sorts first — as in Curator,
-/// so both agree on the order.
+/// Text order equals numeric order for the ten-digit non-negative sequences ZooKeeper writes. After
+/// 2^31 creates and deletes under one parent the counter wraps to -2147483648 and the sequences
+/// turn negative, ten or eleven characters (`-000000001`, `-2147483648`): the key is all the text
+/// after the lock name, whatever its width. As text `-` sorts first, and a later eleven-character
+/// negative before an earlier one (2147483646, 2147483647, -2147483648, -2147483647, in creation
+/// order, sort as -2147483647, -2147483648, 2147483646, 2147483647): not creation order, but
+/// Curator's (`standardFixForSorting`, then `String.compareTo`), so both agree on the order. A
+/// contender created just after the wrap jumps ahead of the holder in Curator too; an order of our
+/// own would add to that (a Java and a Rust contender each waiting for the other).
 ///
 /// ```
 /// use zk_recipes_lock_internals::sort_children;
@@ -269,6 +282,28 @@ pub(crate) mod tests {
     fn negative_sequences_sort_first_as_in_curator() {
         let sorted = sort_children(names(&["x-lock-0000000001", "y-lock--000000001"]), "lock-");
         assert_eq!(sorted, names(&["y-lock--000000001", "x-lock-0000000001"]));
+    }
+
+    /// Nodes created as 2147483646, 2147483647, -2147483648, -2147483647: Curator's
+    /// `standardFixForSorting` keeps all the text after the lock name (eleven characters for
+    /// -2147483648), and `String.compareTo` orders it; so do we.
+    #[test]
+    fn curator_order_across_the_wrap_keeps_the_whole_sequence() {
+        let created: Vec<String> = ["2147483646", "2147483647", "-2147483648", "-2147483647"]
+            .iter()
+            .map(|sequence| format!("_c_{}-lock-{sequence}", sequence.len()))
+            .collect();
+        assert_eq!(sort_key(&created[2], "lock-"), "-2147483648");
+        let driver = StandardDriver::new("lock-");
+        let sorted = driver.sort_children(created.clone());
+        let order = [3, 2, 0, 1].map(|index| created[index].clone());
+        assert_eq!(sorted, order);
+        assert!(driver.gets_the_lock(&sorted, &created[3], 1).unwrap().holds);
+        let waiter = driver.gets_the_lock(&sorted, &created[2], 1).unwrap();
+        assert_eq!(waiter.path_to_watch.as_deref(), Some(created[3].as_str()));
+        // A ten-character negative sorts as text too: before the eleven-character ones.
+        let sorted = sort_children(names(&["a-lock--2147483648", "b-lock--000000001"]), "lock-");
+        assert_eq!(sorted, names(&["b-lock--000000001", "a-lock--2147483648"]));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::future::Future;
 
 use futures::future::{BoxFuture, Either, FutureExt, TryFutureExt};
 
-use crate::driver::{sort_children_by, Decision, LockDriver};
+use crate::driver::{Decision, LockDriver};
 use crate::error::{LockError, Result};
 use crate::lease::HeldLease;
 use crate::listing::{self, PipelinedFlag, SortedChildren};
@@ -270,7 +270,7 @@ impl LockInternals {
             debug!(node = %node.path(), "queued");
             let (decision, position) = match listing {
                 Some(children) => {
-                    let children = sort_children_by(children, |child| self.driver.sort_key(child));
+                    let children = self.driver.sort_children(children);
                     self.decide(&node, &children)?
                 }
                 None => {
@@ -463,7 +463,7 @@ impl LockInternals {
                     Err(err) => return Err(err.into()),
                 };
                 let mut participants = Vec::with_capacity(children.len());
-                for child in sort_children_by(children, |child| driver.sort_key(child)) {
+                for child in driver.sort_children(children) {
                     let child_path = path::join(dir, &child);
                     match session.client().get_data(&child_path).await {
                         Ok((data, _)) => participants.push((child_path, data)),

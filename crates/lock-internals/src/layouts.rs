@@ -6,7 +6,7 @@
 
 use zk_recipes_framework::NodeMarker;
 
-use crate::driver::{Decision, LockDriver, OurNodeMissing};
+use crate::driver::{sort_children_by, Decision, LockDriver, OurNodeMissing};
 
 /// The node layout of a lock: whose clients it queues with.
 ///
@@ -27,23 +27,62 @@ pub enum LockLayout {
     Kazoo,
 }
 
-/// The ten-character sequence ZooKeeper appended to `name` (`%010d` of a signed 32-bit counter:
-/// ten digits, or `-` and nine digits once it wrapped), if `name` ends with one.
+/// The sequence ZooKeeper appended to `name`, if `name` ends with one.
+///
+/// ZooKeeper prints the parent's signed 32-bit counter with Java's `%010d`: ten digits
+/// (`0000000042`) up to 2147483647; once the counter wrapped, a `-` and nine digits (`-000000001`
+/// down to `-999999999`: ten characters) or a `-` and ten digits (`-1000000000` down to
+/// `-2147483648`: eleven characters).
+///
+/// A `-` and ten digits also read as a `-` ending the name asked for and a non-negative sequence.
+/// When the `-` follows a digit that reading wins (the ZooKeeper recipe's `x-<session id>-<seq>`:
+/// its negative sequences follow a second `-`); otherwise the eleven characters are the sequence
+/// (kazoo's `…__lock__-2147483648`, the recipe's `x-<session id>--2147483648`). Curator's names
+/// (`lock-` then the sequence) are ambiguous to this function: they sort by the text after the
+/// lock name ([`sort_key`](crate::sort_key)).
 ///
 /// ```
 /// use zk_recipes_lock_internals::trailing_sequence;
 /// assert_eq!(trailing_sequence("x-72057-0000000042"), Some("0000000042"));
 /// assert_eq!(trailing_sequence("abc__lock__-000000001"), Some("-000000001"));
+/// assert_eq!(trailing_sequence("abc__lock__-2147483648"), Some("-2147483648"));
+/// assert_eq!(trailing_sequence("x-72057-1234567890"), Some("1234567890"));
+/// assert_eq!(trailing_sequence("x-72057--1234567890"), Some("-1234567890"));
 /// assert_eq!(trailing_sequence("lease_holder"), None);
 /// ```
 pub fn trailing_sequence(name: &str) -> Option<&str> {
+    let bytes = name.as_bytes();
+    if let Some(start) = name.len().checked_sub(SEQUENCE_LEN + 1) {
+        let follows_a_digit = start > 0 && bytes[start - 1].is_ascii_digit();
+        // `start` is a character boundary: it holds an ASCII `-`.
+        if bytes[start] == b'-' && !follows_a_digit && is_eleven_character_magnitude(&bytes[start + 1..]) {
+            return Some(&name[start..]);
+        }
+    }
     let start = name.len().checked_sub(SEQUENCE_LEN)?;
     let sequence = name.get(start..)?;
     let digits = sequence.strip_prefix('-').unwrap_or(sequence);
     digits.bytes().all(|byte| byte.is_ascii_digit()).then_some(sequence)
 }
 
+/// Ten characters: a non-negative sequence, or a negative one down to -999999999.
 const SEQUENCE_LEN: usize = 10;
+
+/// Whether `digits` are the digits of an eleven-character negative sequence: `%010d` prints ten
+/// digits after the `-` only for -1000000000 down to -2147483648 (`i32::MIN`).
+fn is_eleven_character_magnitude(digits: &[u8]) -> bool {
+    digits.len() == SEQUENCE_LEN
+        && digits.iter().all(u8::is_ascii_digit)
+        && digits[0] != b'0'
+        && digits <= b"2147483648".as_slice()
+}
+
+/// Where a sequence stands in creation order: ZooKeeper's counter runs up to 2147483647, then on
+/// from -2147483648 to -1, so read as unsigned it grows for 2^32 creates and deletes under one
+/// parent.
+fn creation_rank(sequence: &str) -> Option<u32> {
+    sequence.parse::<i32>().ok().map(|sequence| sequence as u32)
+}
 
 /// ZooKeeper's lock recipe (`WriteLock` in `zookeeper-recipes-lock`): nodes
 /// `<dir>/x-<session id>-<seq>`, found again after a connection loss by `x-<session id>-`; the owner
@@ -53,7 +92,24 @@ const SEQUENCE_LEN: usize = 10;
 /// sequence (which holds the session id) decide (ZOOKEEPER-2931): a newcomer whose session id
 /// sorts lower jumped ahead of the holder.
 ///
-/// One such node per session and directory: the marker names the session, not the call.
+/// # Across the counter's wrap
+/// Ordered by creation: after 2^31 creates and deletes under one directory ZooKeeper's counter
+/// goes from 2147483647 to -2147483648, and the negative sequences are the newer ones
+/// (2147483646, 2147483647, -2147483648, -2147483647 is creation order, and ours).
+///
+/// The Java recipe has no order there to agree with. `ZNodeName` takes the text after the last
+/// `-` as the sequence, so it reads the sign as the separator: -2147483647 becomes 2147483647 (a
+/// tie with the real one), and -2147483648 fails `Integer.parseInt` and becomes -1. Its
+/// `compareTo` subtracts (`this.sequence - that.sequence`), which overflows for such pairs:
+/// 2147483647 and -1 each compare lower than the other, so its `TreeSet`'s first node depends on
+/// the order of insertion. Any order we chose would disagree with some Java contender there, so we
+/// keep the one that keeps our own contenders exclusive: a node created after the wrap queues
+/// behind the holder instead of jumping ahead of it.
+///
+/// The marker names the session, not the call: the framework sends one such create per session and
+/// directory at a time and tells a lost reply's node from the session's others by sequence (see
+/// [`zk_recipes_framework::Framework::create_marked_and_list`]), so several holds and waiters of
+/// one session on one lock never take each other's nodes.
 ///
 /// ```
 /// use zk_recipes_lock_internals::{LockDriver, ZooKeeperRecipeDriver};
@@ -61,7 +117,7 @@ const SEQUENCE_LEN: usize = 10;
 /// let driver = ZooKeeperRecipeDriver;
 /// // The holder's session id sorts higher as text; its sequence is lower: it keeps the lock.
 /// let children = vec!["x-9-0000000001".to_string(), "x-10-0000000002".to_string()];
-/// let children = zk_recipes_lock_internals::sort_children_by(children, |child| driver.sort_key(child));
+/// let children = driver.sort_children(children);
 /// assert!(driver.gets_the_lock(&children, "x-9-0000000001", 1).unwrap().holds);
 /// assert!(!driver.gets_the_lock(&children, "x-10-0000000002", 1).unwrap().holds);
 /// ```
@@ -84,9 +140,22 @@ impl LockDriver for ZooKeeperRecipeDriver {
         NodeMarker::SessionId { prefix: ZOOKEEPER_RECIPE_PREFIX.to_owned() }
     }
 
-    /// The sequence; a name without one sorts by its whole text.
+    /// The sequence as ZooKeeper wrote it (the order is [`sort_children`](Self::sort_children)'s:
+    /// by creation, not as text); a name without one, its whole text.
     fn sort_key<'a>(&self, child: &'a str) -> &'a str {
         trailing_sequence(child).unwrap_or(child)
+    }
+
+    /// By creation order of the sequences (negative ones after the positive, see the type's
+    /// docs), stably; names without a sequence after them all, by their text.
+    fn sort_children(&self, children: Vec<String>) -> Vec<String> {
+        let rank = |child: &String| trailing_sequence(child).and_then(creation_rank);
+        let (mut sequenced, others): (Vec<String>, Vec<String>) =
+            children.into_iter().partition(|child| rank(child).is_some());
+        // Stable, and the key is found once per child.
+        sequenced.sort_by_cached_key(rank);
+        sequenced.extend(sort_children_by(others, |child| child));
+        sequenced
     }
 }
 
@@ -97,14 +166,31 @@ pub const KAZOO_READ_LOCK_NAME: &str = "__rlock__";
 
 /// kazoo's locks (`kazoo/recipe/lock.py`, 2.11): nodes `<dir>/<uuid hex><node name><seq>`, found
 /// again by `<uuid hex><node name>`. A contender is any child ending with one of the excluding
-/// names and a ten-character sequence; we hold iff no such contender has a lower sequence, else we
-/// watch the one with the highest lower sequence.
+/// names and a sequence ([`trailing_sequence`]); we hold iff no such contender has a lower
+/// sequence, else we watch the one with the highest lower sequence.
 ///
 /// - `Lock`: node `__lock__`, excluded by `__lock__` only (a plain kazoo `Lock` ignores readers).
 /// - `WriteLock`: node `__lock__`, excluded by `__lock__` and `__rlock__`.
 /// - `ReadLock`: node `__rlock__`, excluded by `__lock__`: readers wait only for earlier writers.
 ///
-/// Sequences compare as text, as kazoo compares them (ten digits: the same as by number).
+/// Sequences compare as text, as kazoo compares them (`contender_sequence < node_sequence`, and
+/// its sort by the regex's group): for ten digits, the same as by number.
+///
+/// # Across the counter's wrap
+/// kazoo's order, kept although it is not creation order. After 2^31 creates and deletes under
+/// one directory ZooKeeper's counter goes from 2147483647 to -2147483648; as text `-` sorts
+/// before every digit, and among the eleven-character negatives a later one sorts first: nodes
+/// created as 2147483646, 2147483647, -2147483648, -2147483647 queue as -2147483647,
+/// -2147483648, 2147483646, 2147483647, so a contender created after the wrap holds beside the
+/// holder. kazoo's clients queue so among themselves; we queue as they do because a contender
+/// that disagreed with them would add to that: it and a kazoo contender could each wait for the
+/// other, or each hold.
+///
+/// One difference: kazoo's contender pattern `(-?\d{10})$` misses the ten-character negatives
+/// (`-000000001` to `-999999999`), so kazoo neither waits for such a node nor sees it as a
+/// contender. We count them, in the same text order: we wait where kazoo would not, never the
+/// other way round, so we never hold beside a kazoo holder that way, and no two contenders wait
+/// for each other (both order by the same text).
 ///
 /// ```
 /// use zk_recipes_lock_internals::{KazooDriver, LockDriver};
@@ -206,10 +292,7 @@ mod tests {
     #[test]
     fn zookeeper_recipe_orders_by_sequence_only_not_by_session_id() {
         let driver = ZooKeeperRecipeDriver;
-        let sorted =
-            sort_children_by(names(&["x-10-0000000002", "x-9-0000000001", "x-1-0000000003"]), |child| {
-                driver.sort_key(child)
-            });
+        let sorted = driver.sort_children(names(&["x-10-0000000002", "x-9-0000000001", "x-1-0000000003"]));
         assert_eq!(sorted, names(&["x-9-0000000001", "x-10-0000000002", "x-1-0000000003"]));
         let newcomer = driver.gets_the_lock(&sorted, "x-10-0000000002", 1).unwrap();
         assert!(!newcomer.holds);
@@ -222,8 +305,7 @@ mod tests {
     #[test]
     fn zookeeper_recipe_negative_session_ids_and_missing_nodes() {
         let driver = ZooKeeperRecipeDriver;
-        let sorted =
-            sort_children_by(names(&["x--5-0000000007", "x-3-0000000006"]), |child| driver.sort_key(child));
+        let sorted = driver.sort_children(names(&["x--5-0000000007", "x-3-0000000006"]));
         assert_eq!(sorted, names(&["x-3-0000000006", "x--5-0000000007"]));
         assert!(driver.gets_the_lock(&sorted, "x-4-0000000001", 1).is_err());
     }
@@ -278,5 +360,85 @@ mod tests {
         assert_eq!(trailing_sequence("x-00000001"), None);
         assert_eq!(trailing_sequence("x-00000000a1"), None);
         assert_eq!(trailing_sequence("é-000000001"), Some("-000000001"));
+        assert_eq!(trailing_sequence("é-2147483648"), Some("-2147483648"));
+    }
+
+    /// `%010d` of a negative counter: ten characters down to -999999999, eleven from -1000000000
+    /// to -2147483648 (Java's `String.format("%010d", Integer.MIN_VALUE)` is `-2147483648`).
+    #[test]
+    fn trailing_sequences_of_both_widths_after_the_wrap() {
+        for (name, sequence) in [
+            ("ab__lock__-2147483648", Some("-2147483648")),
+            ("ab__lock__-2147483647", Some("-2147483647")),
+            ("ab__lock__-1000000000", Some("-1000000000")),
+            ("ab__lock__-999999999", Some("-999999999")),
+            ("ab__lock__-000000001", Some("-000000001")),
+            ("ab__lock__2147483647", Some("2147483647")),
+            ("-2147483648", Some("-2147483648")),
+            // The recipe: a negative sequence follows the marker's `-`.
+            ("x-72057--2147483648", Some("-2147483648")),
+            ("x--5--1000000000", Some("-1000000000")),
+            ("x-72057--000000001", Some("-000000001")),
+            // The `-` after a digit ends the recipe's marker: a non-negative sequence follows.
+            ("x-72057-2147483647", Some("2147483647")),
+            ("x-72057-1000000000", Some("1000000000")),
+            ("x--5-1000000000", Some("1000000000")),
+            // `%010d` never prints these as eleven characters: the last ten are the sequence.
+            ("ab__lock__-0000000042", Some("0000000042")),
+            ("ab__lock__-2147483649", Some("2147483649")),
+            ("ab__lock__-9999999999", Some("9999999999")),
+            ("ab__lock__-21474836x8", None),
+        ] {
+            assert_eq!(trailing_sequence(name), sequence, "{name}");
+        }
+    }
+
+    /// The wrap: nodes created as 2147483646, 2147483647, -2147483648, -2147483647.
+    const WRAP: [&str; 4] = ["2147483646", "2147483647", "-2147483648", "-2147483647"];
+
+    /// The recipe's nodes across the wrap queue in creation order: the Java recipe has no order
+    /// there to agree with (see the driver's docs), so none of ours jumps ahead of the holder.
+    #[test]
+    fn zookeeper_recipe_orders_by_creation_across_the_wrap() {
+        let driver = ZooKeeperRecipeDriver;
+        let [a, b, c, d] = WRAP.map(|sequence| format!("x-72057-{sequence}"));
+        let children = vec![d.clone(), c.clone(), "foreign".to_owned(), b.clone(), a.clone()];
+        let sorted = driver.sort_children(children);
+        assert_eq!(sorted, [a.clone(), b.clone(), c.clone(), d.clone(), "foreign".to_owned()]);
+        assert!(driver.gets_the_lock(&sorted, &a, 1).unwrap().holds);
+        for (waiter, predecessor) in [(&b, &a), (&c, &b), (&d, &c)] {
+            let decision = driver.gets_the_lock(&sorted, waiter, 1).unwrap();
+            assert!(!decision.holds, "{waiter}");
+            assert_eq!(decision.path_to_watch.as_deref(), Some(predecessor.as_str()), "{waiter}");
+        }
+        // Ten-character negatives are newer than every positive sequence too, and older than
+        // -1000000000 and on.
+        let sorted = driver.sort_children(names(&["x-1--000000001", "x-1--2147483648", "x-1-2147483647"]));
+        assert_eq!(sorted, names(&["x-1-2147483647", "x-1--2147483648", "x-1--000000001"]));
+    }
+
+    /// kazoo compares the sequences as text: across the wrap the negative ones sort first, a later
+    /// one first among them. Not creation order, but kazoo's, which its clients queue by.
+    #[test]
+    fn kazoo_orders_as_kazoo_does_across_the_wrap() {
+        let [a, b, c, d] = WRAP.map(|sequence| format!("0f3e__lock__{sequence}"));
+        let driver = KazooDriver::lock();
+        let sorted = driver.sort_children(vec![a.clone(), b.clone(), c.clone(), d.clone()]);
+        assert_eq!(sorted, [d.clone(), c.clone(), a.clone(), b.clone()]);
+        // kazoo's `_get_predecessor`: the highest sequence (as text) below ours, among contenders
+        // its pattern `(?:__lock__)(-?\d{10})$` accepts (all four: eleven-character negatives).
+        assert!(driver.gets_the_lock(&sorted, &d, 1).unwrap().holds);
+        for (waiter, predecessor) in [(&c, &d), (&a, &c), (&b, &a)] {
+            let decision = driver.gets_the_lock(&sorted, waiter, 1).unwrap();
+            assert_eq!(decision.path_to_watch.as_deref(), Some(predecessor.as_str()), "{waiter}");
+        }
+        // A ten-character negative kazoo does not see; we count it, in the same text order.
+        let short = "ee__lock__-000000001".to_owned();
+        let children = [sorted, vec![short.clone()]].concat();
+        assert!(driver.is_contender(&short));
+        let decision = driver.gets_the_lock(&children, &d, 1).unwrap();
+        assert_eq!(decision.path_to_watch.as_deref(), Some(short.as_str()));
+        // A downgrade names its read node after the write node's sequence, sign and all.
+        assert_eq!(KazooDriver::read_lock().sort_key(&c), "-2147483648");
     }
 }

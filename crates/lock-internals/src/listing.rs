@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 use zk_recipes_framework::{Deadline, Error as FrameworkError, Framework};
 
-use crate::driver::{sort_children_by, LockDriver};
+use crate::driver::LockDriver;
 
 /// Children of a lock directory, sorted by the driver's sort key.
 pub(crate) type SortedChildren = Arc<Vec<String>>;
@@ -183,7 +183,7 @@ struct HandOver<'a> {
 impl Drop for HandOver<'_> {
     fn drop(&mut self) {
         let mut rounds = ROUNDS.lock();
-        if rounds.get(&self.key).map_or(true, Vec::is_empty) {
+        if rounds.get(&self.key).is_none_or(Vec::is_empty) {
             rounds.remove(&self.key);
             return;
         }
@@ -203,7 +203,7 @@ impl Drop for HandOver<'_> {
 
 /// The children in the driver's order, shared by everyone in a round.
 fn sort(children: Vec<String>, driver: &Arc<dyn LockDriver>) -> SortedChildren {
-    Arc::new(sort_children_by(children, |child| driver.sort_key(child)))
+    Arc::new(driver.sort_children(children))
 }
 
 /// Runs rounds for `key` until nobody waits: each takes everyone waiting, lists once, sorts once
