@@ -113,7 +113,20 @@ impl JsonLines {
 }
 
 /// This process's resident memory in bytes (`VmRSS` of `/proc/self/status`), after glibc's
-/// `malloc_trim` returned what it could, so deltas count memory in use.
+/// `malloc_trim` returned what it could, so deltas count memory in use. Elsewhere (macOS) `ps`'s
+/// resident size, without the trim.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn rss_bytes() -> usize {
+    let output = std::process::Command::new("ps")
+        .args(["-o", "rss=", "-p", &std::process::id().to_string()])
+        .output()
+        .expect("ps");
+    let kib: usize = String::from_utf8_lossy(&output.stdout).trim().parse().expect("ps -o rss= prints KiB");
+    kib * 1024
+}
+
+/// See the other platforms' `rss_bytes`.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub fn rss_bytes() -> usize {
     #[allow(unsafe_code)]
     // SAFETY: glibc's malloc_trim only returns free heap memory to the system.

@@ -46,7 +46,7 @@ impl Settings {
     /// cache) a node below it that the filter keeps, along with all its ancestors below the root.
     pub(crate) fn keeps(&self, node_path: &str) -> bool {
         if node_path == self.root {
-            return self.filter.as_ref().map_or(true, |filter| filter(node_path));
+            return self.filter.as_ref().is_none_or(|filter| filter(node_path));
         }
         if !self.subtree || !is_below(node_path, &self.root) {
             return false;

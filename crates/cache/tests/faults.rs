@@ -194,7 +194,7 @@ async fn under_a_busy_writer_through_a_restart_and_an_expiry_the_cache_equals_th
                     1 => writer.set_data(&node, &round.to_be_bytes(), None, deadline).await.map(drop),
                     _ => writer.delete(&node).deadline(deadline).await,
                 };
-                if round % 16 == 0 {
+                if round.is_multiple_of(16) {
                     let _ = writer
                         .delete(&format!("/busy/n{}", slot % 6))
                         .deleting_children_if_needed()

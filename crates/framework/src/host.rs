@@ -24,10 +24,16 @@ pub fn local_address() -> Vec<u8> {
         .clone()
 }
 
+/// The host name as the system has it (`uname`'s node name, what Java's `getLocalHost` asks for).
+fn system_host_name() -> Option<String> {
+    #[cfg(unix)]
+    return rustix::system::uname().nodename().to_str().ok().map(str::to_owned);
+    #[cfg(not(unix))]
+    std::env::var("COMPUTERNAME").ok()
+}
+
 fn resolve_host_name() -> Option<SocketAddr> {
-    let host_name = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())?;
+    let host_name = system_host_name().or_else(|| std::env::var("HOSTNAME").ok())?;
     let host_name = host_name.trim();
     if host_name.is_empty() {
         return None;

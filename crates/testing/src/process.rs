@@ -233,10 +233,31 @@ impl Drop for JvmProcess {
 }
 
 /// The state letter of `/proc/PID/stat` (`R`, `S`, `T`, `Z`, …), `None` if there is no such process.
+#[cfg(target_os = "linux")]
 pub(crate) fn process_state(pid: u32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_name = stat.rfind(')')?;
     stat[after_name + 1..].trim_start().chars().next()
+}
+
+/// The state letter `ps` shows (`R`, `S`, `T`, `Z`, …), `None` if there is no such process: where
+/// there is no `/proc` (macOS, the BSDs).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn process_state(pid: u32) -> Option<char> {
+    let output = std::process::Command::new("ps").args(["-o", "stat=", "-p", &pid.to_string()]).output().ok()?;
+    String::from_utf8_lossy(&output.stdout).trim().chars().next()
+}
+
+/// Whether a zombie `pid` still has live threads (which keep its sockets open). Only Linux shows
+/// a zombie's threads; elsewhere a zombie counts as dead.
+fn zombie_has_threads(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    return std::fs::read_dir(format!("/proc/{pid}/task")).map(|tasks| tasks.count() > 1).unwrap_or(false);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        false
+    }
 }
 
 /// True until `pid` is completely dead (gone, or a zombie without live threads).
@@ -247,9 +268,7 @@ pub(crate) fn process_state(pid: u32) -> Option<char> {
 pub(crate) fn pid_is_alive(pid: u32) -> bool {
     match process_state(pid) {
         None => false,
-        Some('Z' | 'X' | 'x') => {
-            std::fs::read_dir(format!("/proc/{pid}/task")).map(|tasks| tasks.count() > 1).unwrap_or(false)
-        }
+        Some('Z' | 'X' | 'x') => zombie_has_threads(pid),
         Some(_) => true,
     }
 }

@@ -149,7 +149,7 @@ impl Shared {
     /// Leads with `node` if it is still ours and the connection is healthy on its session.
     pub(super) fn claim(&self, node: &OurNode) -> bool {
         let state = self.state.lock();
-        if !state.node.as_ref().is_some_and(|owned| owned.path() == node.path) {
+        if state.node.as_ref().is_none_or(|owned| owned.path() != node.path) {
             return false;
         }
         let snapshot = self.framework.current();
