@@ -1,7 +1,7 @@
 //! The subtree cache on a real ZooKeeper server, against the raw floor (the same protocol on
 //! bare zookeeper-client calls) and Curator's `CuratorCache`, in the same run.
 //!
-//! `cargo bench -p zk-recipes --bench cache` (release build). Under `cargo test` it makes a
+//! `cargo bench -p zk-recipes-benches --bench cache` (release build). Under `cargo test` it makes a
 //! smoke run with small trees. Environment (full run defaults in brackets):
 //! - `CACHE_BENCH_CHILDREN` [100000]: children under one parent;
 //! - `CACHE_BENCH_TREE` [300000]: nodes in a subtree (parents of 1,000 children each);

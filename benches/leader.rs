@@ -2,8 +2,8 @@
 //! in one run.
 //!
 //! ```sh
-//! cargo bench -p zk-recipes --bench leader                    # 3 interleaved rounds
-//! cargo bench -p zk-recipes --bench leader -- --rounds 5 --hand-overs 100 --warm-up-hand-overs 500 \
+//! cargo bench -p zk-recipes-benches --bench leader                    # 3 interleaved rounds
+//! cargo bench -p zk-recipes-benches --bench leader -- --rounds 5 --hand-overs 100 --warm-up-hand-overs 500 \
 //!     --session-ms 2000
 //! ```
 //!

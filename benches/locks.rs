@@ -2,8 +2,8 @@
 //! ZooKeeper server, in one run.
 //!
 //! ```sh
-//! cargo bench -p zk-recipes --bench locks                  # 3 interleaved rounds
-//! cargo bench -p zk-recipes --bench locks -- --rounds 5 --cycles 3000 --warm-up-cycles 3000 \
+//! cargo bench -p zk-recipes-benches --bench locks                  # 3 interleaved rounds
+//! cargo bench -p zk-recipes-benches --bench locks -- --rounds 5 --cycles 3000 --warm-up-cycles 3000 \
 //!     --contended-secs 3 --warm-up-secs 2 --sessions 2,8,32,128 --distinct-locks 10,100,1000,10000 \
 //!     --distinct-cycles 3 --waiters 10,100,1000,10000 --held 100000 --json target/bench.jsonl
 //! ```

@@ -3,7 +3,7 @@
 //! after `metrics-exporter-prometheus`'s recorder is installed (every acquire and hold recorded),
 //! in interleaved rounds on one server and one session each.
 //!
-//! `cargo bench -p zk-recipes --bench metrics -- --rounds 41 --cycles 300` (defaults shown): many
+//! `cargo bench -p zk-recipes-benches --bench metrics -- --rounds 41 --cycles 300` (defaults shown): many
 //! short rounds, so that both mutexes meet the same moments of a noisy machine.
 //! Under `cargo test` it makes a smoke run.
 

@@ -2,7 +2,7 @@
 //! `DistributedQueue` (through the Java driver in `tests/java`) in the same run: 4 producers and
 //! 4 consumers, each with its own session, in both delivery modes.
 //!
-//! `cargo bench -p zk-recipes --bench queues` (release build; both JVMs compile as in production,
+//! `cargo bench -p zk-recipes-benches --bench queues` (release build; both JVMs compile as in production,
 //! see `support`). Under `cargo test` it makes a
 //! smoke run of 200 items and one round. Environment:
 //! `QUEUE_BENCH_ITEMS` (default 10000), `QUEUE_BENCH_ROUNDS` (default 3), or `--items N` and

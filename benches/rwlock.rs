@@ -2,8 +2,8 @@
 //! ZooKeeper server, in one run.
 //!
 //! ```sh
-//! cargo bench -p zk-recipes --bench rwlock                      # 3 interleaved rounds of 3 s
-//! cargo bench -p zk-recipes --bench rwlock -- --rounds 5 --secs 5 --warm-up-secs 2
+//! cargo bench -p zk-recipes-benches --bench rwlock                      # 3 interleaved rounds of 3 s
+//! cargo bench -p zk-recipes-benches --bench rwlock -- --rounds 5 --secs 5 --warm-up-secs 2
 //! ```
 //!
 //! Uses `ZK_CONNECT` if set, else starts a `TestingServer` with both JVMs compiling as in

@@ -3,7 +3,7 @@
 //! `Lost` (the session expired: its ephemeral nodes are gone). A fault proxy between us and the
 //! server makes each happen.
 //!
-//! `cargo run -p zk-recipes --example connection_states` (uses `ZK_CONNECT`, or an embedded
+//! `cargo run -p zk-recipes-examples --example connection_states` (uses `ZK_CONNECT`, or an embedded
 //! ZooKeeper).
 
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! the timing. Shows `lock_timeout` (an `Err` when it expires, not `false`), fencing tokens, and a
 //! guarded write that commits only while our lock node still exists.
 //!
-//! `cargo run -p zk-recipes --example job_locks` (uses `ZK_CONNECT`, or an embedded ZooKeeper).
+//! `cargo run -p zk-recipes-examples --example job_locks` (uses `ZK_CONNECT`, or an embedded ZooKeeper).
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `LeaderLatch`; the leader ticks until it loses leadership, and a graceful shutdown (closing
 //! the latch) hands leadership to the other instance at once.
 //!
-//! `cargo run -p zk-recipes --example leader_service` (uses `ZK_CONNECT`, or an embedded ZooKeeper).
+//! `cargo run -p zk-recipes-examples --example leader_service` (uses `ZK_CONNECT`, or an embedded ZooKeeper).
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! port, runs a lock cycle, a leader election and a queue round trip, then prints what a scrape
 //! of `http://<addr>/metrics` returns and exits.
 //!
-//! `cargo run -p zk-recipes --example metrics` (uses `ZK_CONNECT`, or starts an embedded
+//! `cargo run -p zk-recipes-examples --example metrics` (uses `ZK_CONNECT`, or starts an embedded
 //! ZooKeeper). `METRICS_ADDR` sets the listen address (default: a free port on 127.0.0.1);
 //! `METRICS_SERVE_SECONDS=600` keeps serving for that long before exiting.
 

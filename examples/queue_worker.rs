@@ -3,7 +3,7 @@
 //! always fails goes to a dead-letter queue after three deliveries. Ends with a graceful drain:
 //! the worker is stopped by its token, finishes what is in hand, and returns.
 //!
-//! `cargo run -p zk-recipes --example queue_worker` (uses `ZK_CONNECT`, or an embedded ZooKeeper).
+//! `cargo run -p zk-recipes-examples --example queue_worker` (uses `ZK_CONNECT`, or an embedded ZooKeeper).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

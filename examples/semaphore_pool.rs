@@ -1,7 +1,7 @@
 //! N users of a resource that takes at most 2 at once: a semaphore of 2 leases, 6 tasks, each on
 //! its own session, and a count of how many are inside at the same time.
 //!
-//! `cargo run -p zk-recipes --example semaphore_pool` (uses `ZK_CONNECT`, or an embedded ZooKeeper).
+//! `cargo run -p zk-recipes-examples --example semaphore_pool` (uses `ZK_CONNECT`, or an embedded ZooKeeper).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! A tour of zk-recipes: connect, watch the connection, create nodes the Curator way, then a
 //! mutex, a semaphore and a read-write lock.
 //!
-//! Run it with `scripts/demo.sh` (or `cargo run -p zk-recipes --example tour`). It uses the
+//! Run it with `scripts/demo.sh` (or `cargo run -p zk-recipes-examples --example tour`). It uses the
 //! ZooKeeper at `ZK_CONNECT` (e.g. `ZK_CONNECT=127.0.0.1:2181`), or starts an embedded one from
 //! the machine's Debian `zookeeper` package when `ZK_CONNECT` is unset.
 

@@ -91,7 +91,7 @@ command_line="scripts/bench-report.sh${all_args:+ $all_args}"
 
 started=$(date +%s)
 echo "== building the benches and the renderer"
-cargo bench -q -p zk-recipes --no-run --bench locks --bench rwlock --bench leader --bench queues
+cargo bench -q -p zk-recipes-benches --no-run --bench locks --bench rwlock --bench leader --bench queues
 cargo build -q -p zk-recipes-bench-report
 
 run_bench() { # name, settings...
@@ -99,7 +99,7 @@ run_bench() { # name, settings...
     shift
     echo "== bench $name $*"
     begun=$(date +%s)
-    cargo bench -q -p zk-recipes --bench "$name" -- "$@" --json "$results" 2>&1 | tee "$work_dir/$name.log"
+    cargo bench -q -p zk-recipes-benches --bench "$name" -- "$@" --json "$results" 2>&1 | tee "$work_dir/$name.log"
     printf '{"bench":"timing","name":"%s","secs":%s}\n' "$name" "$(($(date +%s) - begun))" >>"$results"
 }
 run_bench locks "${locks[@]}"

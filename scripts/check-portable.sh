@@ -17,5 +17,5 @@ for target in x86_64-apple-darwin aarch64-apple-darwin; do
     fi
     echo "== cargo check --target $target"
     cargo check -q --target "$target" "${packages[@]}" --lib --bins
-    cargo check -q --target "$target" -p zk-recipes --benches
+    cargo check -q --target "$target" -p zk-recipes-benches --benches
 done

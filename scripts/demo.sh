@@ -15,6 +15,6 @@ else
     sh scripts/install-deps.sh --server-only
 fi
 echo "== demo: building the tour (the first build takes a few minutes; cargo shows its progress)"
-cargo build -p zk-recipes --example tour
+cargo build -p zk-recipes-examples --example tour
 echo "== demo: running the tour"
-exec cargo run --quiet -p zk-recipes --example tour
+exec cargo run --quiet -p zk-recipes-examples --example tour

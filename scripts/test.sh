@@ -15,6 +15,6 @@ cargo test -p zk-recipes-framework --features tls --test tls "$@"
 # Every example runs to completion (each starts an embedded ZooKeeper unless ZK_CONNECT is set).
 for example in tour job_locks semaphore_pool leader_service queue_worker connection_states metrics; do
     echo "== example $example"
-    timeout 180 cargo run -q -p zk-recipes --example "$example" -- >/dev/null
+    timeout 180 cargo run -q -p zk-recipes-examples --example "$example" -- >/dev/null
 done
 echo "test suite wall time: $(( $(date +%s) - started )) s"

@@ -14,8 +14,7 @@
 //! Needs Java, `javac` and Debian's `libcurator-recipes-java` (`scripts/install-deps.sh`).
 
 #[allow(dead_code)]
-#[path = "interop_common.rs"]
-mod common;
+use zk_recipes_tests as common;
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -9,8 +9,7 @@
 //! missing kazoo fails the kazoo tests with the install command.
 
 #[allow(dead_code)]
-#[path = "interop_common.rs"]
-mod common;
+use zk_recipes_tests as common;
 
 use std::time::Duration;
 

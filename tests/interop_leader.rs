@@ -11,8 +11,7 @@
 //! Needs Java, `javac` and Debian's `libcurator-recipes-java` (`scripts/install-deps.sh`).
 
 #[allow(dead_code)]
-#[path = "interop_common.rs"]
-mod common;
+use zk_recipes_tests as common;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

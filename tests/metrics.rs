@@ -3,8 +3,7 @@
 //! real server, and the scrape shows each, with and without path labels.
 
 #[allow(dead_code)]
-#[path = "interop_common.rs"]
-mod common;
+use zk_recipes_tests as common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

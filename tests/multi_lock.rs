@@ -3,8 +3,7 @@
 //! deletes the nodes), and a timed-out acquire leaves no node of its own.
 
 #[allow(dead_code)]
-#[path = "interop_common.rs"]
-mod common;
+use zk_recipes_tests as common;
 
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
-//! Helpers shared by the interop tests (`tests/interop_*.rs`), included with `#[path]`; not a test
-//! target of its own.
+//! `zk-recipes-tests`: the workspace's cross-recipe and interop tests (`tests/*.rs`, not
+//! published), and this library of the helpers they share (servers, deadlines, listings, the
+//! Curator driver's steps).
 
 use std::future::IntoFuture;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -29,11 +30,13 @@ pub async fn within_for<T>(what: &str, timeout: Duration, future: impl IntoFutur
 /// A server for one test. The slot is taken first, without a deadline (tests of this binary run
 /// one after another and may take a while), then the start gets its own deadline.
 pub struct Env {
+    /// The server.
     pub server: TestingServer,
     _slot: ServerSlot,
 }
 
 impl Env {
+    /// Takes a server slot, then starts a server (within 60 s).
     pub async fn start() -> Env {
         let slot = ServerSlot::acquire().await;
         let server = within_for(
@@ -46,6 +49,7 @@ impl Env {
         Env { server, _slot: slot }
     }
 
+    /// The server's connect string.
     pub fn connect(&self) -> String {
         self.server.connect_string()
     }
@@ -156,6 +160,7 @@ pub fn parse_session(line: &str) -> i64 {
 /// One protected ephemeral-sequential node, taken apart.
 #[derive(Debug)]
 pub struct Protected {
+    /// The node's path.
     pub path: String,
     /// The name without the protected prefix and the sequence: `lock-`, `lease-`.
     pub stem: String,
