@@ -65,7 +65,7 @@ async fn run(cli: Cli) -> Result<u8, Box<dyn std::error::Error>> {
         Command::Revoke { path, node } => {
             let node = args::revoked_node(&path, node.as_deref())?;
             if inspect::revoke(&framework, &node).await? {
-                println!("asked the holder of {node} to release");
+                output::print_out(&format!("asked the holder of {node} to release\n"));
                 0
             } else {
                 eprintln!("zkr: no node {node}: nothing to revoke (released already?)");

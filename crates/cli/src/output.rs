@@ -14,18 +14,30 @@ pub trait View: Serialize {
     fn is_no(&self) -> bool;
 }
 
+/// Writes `text` to standard output. A reader that went away (`zkr ... | head`) is not an error:
+/// the rest is dropped quietly, as a filter's output is. Any other write error is reported.
+pub fn print_out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(err) => eprintln!("zkr: cannot write to standard output: {err}"),
+    }
+}
+
 /// Prints `view` and returns the exit code.
 pub fn show(view: &impl View, json: bool) -> u8 {
     if json {
         match serde_json::to_string_pretty(view) {
-            Ok(text) => println!("{text}"),
+            Ok(text) => print_out(&format!("{text}\n")),
             Err(err) => {
                 eprintln!("zkr: cannot write JSON: {err}");
                 return 1;
             }
         }
     } else {
-        print!("{}", view.table());
+        print_out(&view.table());
     }
     if view.is_no() {
         EXIT_NO

@@ -542,3 +542,33 @@ async fn leader_semaphore_and_queue_read_what_curator_wrote() {
     }
     within("close", observer.close()).await;
 }
+
+/// `zkr ... | head`: a reader that goes away before zkr writes is no error; zkr neither panics
+/// ("failed printing to stdout: Broken pipe") nor reports it, and its exit code is the command's.
+#[tokio::test]
+async fn a_reader_that_goes_away_ends_zkr_quietly() {
+    init_tracing();
+    let server = server().await;
+    let framework = framework(&server.connect_string());
+    let held =
+        within("lock", Mutex::new(&framework, "/pipe/lock").expect("mutex").lock()).await.expect("lock");
+    for args in [&["locks", "/pipe/lock"][..], &["--json", "locks", "/pipe/lock"], &["tree", "/"]] {
+        let mut command = tokio::process::Command::new(zkr_binary());
+        command
+            .arg("--connect")
+            .arg(server.connect_string())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().expect("zkr starts");
+        // The reader is gone before zkr has connected, so its first write meets a closed pipe.
+        drop(child.stdout.take());
+        let output = within("zkr", child.wait_with_output()).await.expect("zkr runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "zkr {args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "zkr {args:?}: {stderr}");
+    }
+    within("release", held.release()).await.expect("release");
+    within("close", framework.close()).await;
+}
