@@ -365,7 +365,7 @@ impl MutexGuard {
     /// decides whether to release.
     ///
     /// # Errors
-    /// See [`HeldLease::revocation_requested`].
+    /// See [`HeldLease::revocation_requested`](zk_recipes_lock_internals::HeldLease::revocation_requested).
     ///
     /// # Cancel safety
     /// Cancel safe.
@@ -374,10 +374,10 @@ impl MutexGuard {
     }
 
     /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
-    /// our node). See [`HeldLease::write_guarded`].
+    /// our node). See [`HeldLease::write_guarded`](zk_recipes_lock_internals::HeldLease::write_guarded).
     ///
     /// # Errors
-    /// As [`HeldLease::write_guarded`].
+    /// As [`HeldLease::write_guarded`](zk_recipes_lock_internals::HeldLease::write_guarded).
     ///
     /// # Cancel safety
     /// If dropped after the multi was sent, it may or may not have been committed.
@@ -390,7 +390,7 @@ impl MutexGuard {
         self.hold.write_guarded(ops, deadline).await
     }
 
-    /// Resolves when the lock can no longer be trusted. See [`HeldLease::lost`].
+    /// Resolves when the lock can no longer be trusted. See [`HeldLease::lost`](zk_recipes_lock_internals::HeldLease::lost).
     ///
     /// # Cancel safety
     /// Cancel safe.

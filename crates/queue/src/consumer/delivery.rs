@@ -140,7 +140,7 @@ impl<T> Delivery<T> {
         self.finish(Finish::Requeue).await
     }
 
-    /// Deletes the item without processing it ([`ErrorMode::Delete`]). Lock-safe: as
+    /// Deletes the item without processing it ([`ErrorMode::Delete`](crate::ErrorMode::Delete)). Lock-safe: as
     /// [`ack`](Self::ack); at most once: nothing to do.
     ///
     /// # Errors
