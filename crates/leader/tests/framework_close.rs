@@ -1,4 +1,4 @@
-//! Closing the framework under a leader (issue 33 §2): the leadership and every hold end before
+//! Closing the framework under a leader: the leadership and every hold end before
 //! the session does, so the next leader (or holder) never starts while ours still acts.
 
 mod common;

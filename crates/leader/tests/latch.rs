@@ -329,7 +329,7 @@ async fn rejects_bad_paths_before_sending_anything() {
     within("close", framework.close()).await;
 }
 
-/// Issue 14: waiting for leadership times out the same way in the latch and in the kazoo
+/// waiting for leadership times out the same way in the latch and in the kazoo
 /// election — `Err` with `is_timeout()`. The latch stays in line (a membership) and leads once the
 /// leader goes; the kazoo contender's node is deleted (an acquire).
 #[tokio::test]

@@ -429,7 +429,7 @@ async fn a_panicking_take_leadership_ends_its_leadership_and_the_selector_goes_o
     within("close", framework.close()).await;
 }
 
-/// Issue 11 (6): closing the framework closes the selector as `close` does: the token is cancelled
+/// closing the framework closes the selector as `close` does: the token is cancelled
 /// first and `take_leadership` is polled on (within the close grace), so code after
 /// `leadership.cancelled().await` runs.
 #[tokio::test]
@@ -464,7 +464,7 @@ async fn closing_the_framework_lets_take_leadership_finish_after_its_cancellatio
     eventually("the selector closed with its framework", || async { selector.is_closed() }).await;
 }
 
-/// Issue 11 (6): a selector is closed once its framework is, started or not.
+/// a selector is closed once its framework is, started or not.
 #[tokio::test]
 async fn a_selector_is_closed_once_its_framework_is() {
     init_tracing();
@@ -487,7 +487,7 @@ async fn a_selector_is_closed_once_its_framework_is() {
     assert!(matches!(never_started.start(), Err(LeaderError::Closed(_))), "a closed selector does not start");
 }
 
-/// Issue 11 (6): dropping the last handle of a started selector warns that it runs on — but not
+/// dropping the last handle of a started selector warns that it runs on — but not
 /// once its framework was closed, which closed it.
 #[tokio::test]
 async fn dropping_a_selector_warns_only_while_its_framework_is_open() {

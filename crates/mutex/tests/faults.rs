@@ -267,7 +267,7 @@ impl OutageSetup {
     }
 }
 
-/// Issue 11 (2): a `Lost` of an earlier session, buffered while an acquire waited for a
+/// a `Lost` of an earlier session, buffered while an acquire waited for a
 /// connection, must not fail that acquire once its node is queued on the new session.
 #[tokio::test]
 async fn a_lost_of_an_earlier_session_does_not_fail_an_acquire_queued_on_the_new_one() {
@@ -412,7 +412,7 @@ async fn a_guarded_write_after_the_session_is_lost_fails_with_node_lost_while_un
     within("close", observer.close()).await;
 }
 
-/// Issue 11 (4): two reentered guards released at once from two threads: exactly one of them
+/// two reentered guards released at once from two threads: exactly one of them
 /// awaits the delete, so the node is gone (not merely handed to the cleanup worker) when both
 /// calls have returned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -463,7 +463,7 @@ async fn two_reentered_guards_released_at_once_await_the_delete_exactly_once() {
     within("close", framework.close()).await;
 }
 
-/// Issue 11 (rule): releasing a hold whose session is gone runs on no other session: it reports
+/// releasing a hold whose session is gone runs on no other session: it reports
 /// `NodeLost`, once, from the guard that was last.
 #[tokio::test]
 async fn releasing_a_hold_whose_session_was_lost_reports_node_lost_once() {
@@ -492,7 +492,7 @@ async fn releasing_a_hold_whose_session_was_lost_reports_node_lost_once() {
     within("close", framework.close()).await;
 }
 
-/// Issue 11 (7): a second `lock()` in the task that holds the lock waits for ever behind its own
+/// a second `lock()` in the task that holds the lock waits for ever behind its own
 /// node; the acquire notices that the node it watches is this session's and logs one WARN naming
 /// the path and `reenter()`, and a timed acquire still times out cleanly.
 #[tokio::test]

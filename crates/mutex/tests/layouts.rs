@@ -206,7 +206,7 @@ async fn enqueue_reports_the_place_and_a_dropped_or_timed_out_pending_lock_leave
     within("close", framework.close()).await;
 }
 
-/// Issue 33: an acquire that gives up while its create is in flight hands the unknown create to
+/// an acquire that gives up while its create is in flight hands the unknown create to
 /// the cleanup worker; a second acquire on the same session then takes the lock. The cleanup must
 /// delete the node of the create that gave up, never the holder's: in ZooKeeper's recipe layout
 /// both names start with `x-<session id>-`, so a cleanup by that prefix deleted the holder's node,
@@ -247,7 +247,7 @@ async fn a_given_up_create_is_cleaned_up_without_touching_the_next_holder_in_eve
     within("close", framework.close()).await;
 }
 
-/// Issue 33: after a create's reply is lost, the create looks for its node among the session's.
+/// after a create's reply is lost, the create looks for its node among the session's.
 /// In ZooKeeper's recipe layout every node of the session carries the same `x-<session id>-`, so
 /// the search took the node of another hold of the same session (here a held guard's) for its
 /// own, and acquired beside it. The search must find only the node its own create made.

@@ -1,4 +1,4 @@
-//! Servers before ZooKeeper 3.6 have no multi-read, and close the connection on one (issue 33 §3).
+//! Servers before ZooKeeper 3.6 have no multi-read, and close the connection on one.
 //! Batched writes read stats behind a batch with one: the framework must learn that the server
 //! refuses it without ever costing a hold its connection.
 

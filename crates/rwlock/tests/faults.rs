@@ -101,7 +101,7 @@ async fn a_server_restart_with_readers_and_writers_queued_keeps_exclusion() {
     within("close", holder_framework.close()).await;
 }
 
-/// Issue 11 (1): a downgrade builds on the write hold, so it runs on the write node's session or
+/// a downgrade builds on the write hold, so it runs on the write node's session or
 /// not at all. After that session expired and another writer got in, it must fail with `NodeLost`
 /// and create no read node (which would sort before the new writer: a reader beside a writer).
 #[tokio::test]

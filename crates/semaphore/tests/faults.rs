@@ -9,7 +9,7 @@ use zk_recipes_framework::ConnectionState;
 use zk_recipes_semaphore::{LockError, Semaphore, SemaphoreError};
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
-/// Issue 11 (3): a lease is created under the internal lock, so only on the internal lock's
+/// a lease is created under the internal lock, so only on the internal lock's
 /// session. If that session expires while the lease create is in flight, the acquire fails with
 /// `NodeLost` and creates nothing on the next session; a lease created there anyway (outside the
 /// internal lock) would leave a later acquirer waiting for ever while it keeps the internal lock.

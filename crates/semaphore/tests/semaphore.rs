@@ -200,7 +200,7 @@ async fn the_semaphore_mutex_is_not_reentrant() {
     within("close", framework.close()).await;
 }
 
-/// Issue 14: the semaphore mutex's timed lock agrees with the other locks: `lock_timeout` and
+/// the semaphore mutex's timed lock agrees with the other locks: `lock_timeout` and
 /// `lock_until` (a `Duration` or a `Deadline`) end in `Err` with `is_timeout()` and leave no node.
 #[tokio::test]
 async fn the_semaphore_mutex_times_out_with_an_error_and_leaves_no_node() {

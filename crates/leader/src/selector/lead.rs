@@ -253,7 +253,7 @@ mod timing_tests {
         }
     }
 
-    /// Issue 11 (5): under `SessionOnly`, a `Suspended` published between the grant and the
+    /// under `SessionOnly`, a `Suspended` published between the grant and the
     /// leadership's start (here: before it) must still bound the leadership to Suspended + 7/20·T −
     /// margin, not let it run until the session is declared lost (Suspended + T).
     #[tokio::test]
