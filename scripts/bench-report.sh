@@ -3,7 +3,7 @@
 # with fixed settings against one embedded ZooKeeper server and Curator, each appending JSON lines,
 # then renders docs/benchmarks.md and the SVG plots in docs/img/ (crates/bench-report).
 #
-#   scripts/bench-report.sh            the full run (about 20 minutes on 2 cores): writes docs/
+#   scripts/bench-report.sh            the full run (about 30 to 40 minutes on 2 cores): writes docs/
 #   scripts/bench-report.sh --quick    a pipeline check (a few minutes, tiny settings): writes
 #                                      target/bench-report-quick/ and leaves docs/ alone
 #   scripts/bench-report.sh --out DIR  write the report and plots under DIR instead
@@ -35,7 +35,7 @@ if [[ -n "${ZK_CONNECT:-}" ]]; then
 fi
 unset ZKR_BENCH_JSON
 
-# Fixed settings. Full: 5 interleaved rounds per bench (medians of 5), about 40 minutes on a
+# Fixed settings. Full: 5 interleaved rounds per bench (medians of 5), about 30 to 40 minutes on a
 # 2-core machine (2,397 s at 7311d72, the locks bench 1,886 s of it; its scale part, run once,
 # about 3 minutes). Each distinct-locks point runs at least 20,000 timed cycles: with 3,000 the
 # 1,000-lock point lasted about half a second, shorter than this machine's stalls.
