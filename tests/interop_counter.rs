@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use common::{children, curator, expect_success, read, within, within_for, Env, STEP};
 use zk_recipes::counter::{
-    encode_count, encode_long, AtomicValue, DistributedAtomicLong, DistributedAtomicValue, PromotedToLock,
-    SharedCount, SharedValue, VersionedValue,
+    encode_count, encode_int, encode_long, AtomicValue, DistributedAtomicInteger, DistributedAtomicLong,
+    DistributedAtomicValue, PromotedToLock, SharedCount, SharedValue, VersionedValue,
 };
 use zk_recipes::framework::retry::{NoRetry, RetryNTimes};
 use zk_recipes::framework::{Deadline, Framework};
@@ -69,6 +69,14 @@ async fn rust_golden_write(framework: &Framework, base: &str) {
     let atomic =
         DistributedAtomicValue::new(framework, &format!("{base}/atomic-value"), retry).expect("value");
     assert!(atomic.try_set(b"bytes", step()).await.expect("try_set").succeeded());
+    let int = DistributedAtomicInteger::new(
+        framework,
+        &format!("{base}/atomic-int"),
+        RetryNTimes::new(3, Duration::from_millis(10)),
+    )
+    .expect("int");
+    assert!(int.initialize(0x0102_0304, step()).await.expect("initialize"));
+    assert!(int.increment(step()).await.expect("increment").succeeded());
 }
 
 #[tokio::test]
@@ -80,6 +88,7 @@ async fn golden_counter_nodes_match_curator_both_ways() {
         ("shared-value", b"curator".to_vec()),
         ("atomic-long", encode_long(0x0102_0304_0506_0709).to_vec()),
         ("atomic-value", b"bytes".to_vec()),
+        ("atomic-int", encode_int(0x0102_0305).to_vec()),
     ];
 
     // Java writes, Rust reads the exact bytes and the values.
@@ -106,6 +115,8 @@ async fn golden_counter_nodes_match_curator_both_ways() {
         within("get", atomic.get(step())).await.expect("get").pre_value().as_deref(),
         Some(&b"bytes"[..])
     );
+    let int = DistributedAtomicInteger::new(&framework, "/golden-java/atomic-int", NoRetry).expect("int");
+    assert_eq!(*within("get", int.get(step())).await.expect("get").pre_value(), 0x0102_0305);
 
     // Rust writes the same way, byte for byte; Java reads it.
     within("rust golden write", rust_golden_write(&framework, "/golden-rust")).await;
@@ -119,6 +130,7 @@ async fn golden_counter_nodes_match_curator_both_ways() {
     assert_eq!(field(&lines, "READ", "shared-value"), format!("{} 1", hex(b"curator")));
     assert_eq!(field(&lines, "READ", "atomic-long"), 0x0102_0304_0506_0709_i64.to_string());
     assert_eq!(field(&lines, "READ", "atomic-value"), hex(b"bytes"));
+    assert_eq!(field(&lines, "READ", "atomic-int"), 0x0102_0305_i32.to_string());
     within("close", framework.close()).await;
 }
 

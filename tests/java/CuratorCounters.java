@@ -1,6 +1,6 @@
 /*
  * The Curator driver's commands for shared values and atomic counters (SharedCount, SharedValue,
- * DistributedAtomicLong, DistributedAtomicValue, PromotedToLock), for tests/interop_counter.rs.
+ * DistributedAtomicLong, DistributedAtomicInteger, DistributedAtomicValue, PromotedToLock), for tests/interop_counter.rs.
  * Helpers (start, out, arg, awaitLine, ...) are CuratorDriver's; data is printed as lowercase hex
  * (CuratorNodes.hex: "-" for none).
  *
@@ -27,11 +27,13 @@
  *         NODE atomic-long <hex>    DistributedAtomicLong(<base>/atomic-long): initialize(0x0102030405060708),
  *                                   then increment()
  *         NODE atomic-value <hex>   DistributedAtomicValue(<base>/atomic-value): trySet("bytes")
+ *         NODE atomic-int <hex>     DistributedAtomicInteger(<base>/atomic-int): initialize(0x01020304),
+ *                                   then increment()
  *       then DONE
  *   counter-golden-read <connect> <base>
  *       Reads the same four nodes with Curator:
  *         READ shared-count <int> <version>, READ shared-value <hex> <version>,
- *         READ atomic-long <long>, READ atomic-value <hex>; then DONE
+ *         READ atomic-long <long>, READ atomic-value <hex>, READ atomic-int <int>; then DONE
  */
 package zkrecipes.interop;
 
@@ -48,6 +50,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicInteger;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicValue;
 import org.apache.curator.framework.recipes.atomic.PromotedToLock;
@@ -248,7 +251,12 @@ final class CuratorCounters {
         if (!atomicValue.trySet(utf8("bytes")).succeeded()) {
             throw new IllegalStateException("trySet failed");
         }
-        for (String name : new String[] {"shared-count", "shared-value", "atomic-long", "atomic-value"}) {
+        DistributedAtomicInteger atomicInt = new DistributedAtomicInteger(client, base + "/atomic-int", new RetryNTimes(3, 10));
+        atomicInt.initialize(0x01020304);
+        if (!atomicInt.increment().succeeded()) {
+            throw new IllegalStateException("int increment failed");
+        }
+        for (String name : new String[] {"shared-count", "shared-value", "atomic-long", "atomic-value", "atomic-int"}) {
             out("NODE " + name + " " + CuratorNodes.hex(client.getData().forPath(base + "/" + name)));
         }
         out("DONE");
@@ -275,6 +283,8 @@ final class CuratorCounters {
         out("READ atomic-long " + atomicLong.get().postValue());
         DistributedAtomicValue atomicValue = new DistributedAtomicValue(client, base + "/atomic-value", new RetryNTimes(0, 0));
         out("READ atomic-value " + CuratorNodes.hex(atomicValue.get().postValue()));
+        DistributedAtomicInteger atomicInt = new DistributedAtomicInteger(client, base + "/atomic-int", new RetryNTimes(0, 0));
+        out("READ atomic-int " + atomicInt.get().postValue());
         out("DONE");
         client.close();
         return 0;

@@ -11,6 +11,7 @@
 //! | `SharedValueListener` / `SharedCountListener` | [`SharedValue::changes`] / [`SharedCount::changes`] | |
 //! | `DistributedAtomicValue` | [`DistributedAtomicValue`] | raw bytes (`None`: no node) |
 //! | `DistributedAtomicLong` | [`DistributedAtomicLong`] | 8-byte big-endian `i64` ([`encode_long`]); no node or empty = 0 |
+//! | `DistributedAtomicInteger` | [`DistributedAtomicInteger`] | 4-byte big-endian `i32` ([`encode_int`]); no node or empty = 0 |
 //! | `PromotedToLock` | [`PromotedToLock`] (a [`zk_recipes_mutex::Mutex`], Curator's `InterProcessMutex`) | |
 //! | `AtomicValue`, `AtomicStats` | [`AtomicValue`], [`AtomicStats`] | |
 //! | retry policies | [`zk_recipes_framework::retry`] | |
@@ -48,13 +49,15 @@
 
 mod atomic;
 mod error;
+mod number;
 mod shared;
 
-pub use atomic::{
-    decode_long, encode_long, AtomicStats, AtomicValue, Bytes, DistributedAtomicLong, DistributedAtomicValue,
-    PromotedToLock,
-};
+pub use atomic::{AtomicStats, AtomicValue, Bytes, DistributedAtomicValue, PromotedToLock};
 pub use error::{CounterError, Result};
+pub use number::{
+    decode_int, decode_long, encode_int, encode_long, AtomicNumber, DistributedAtomicInteger,
+    DistributedAtomicLong, DistributedAtomicNumber,
+};
 pub use shared::{
     decode_count, encode_count, SharedCount, SharedCountChanges, SharedValue, SharedValueChanges,
     VersionedValue,
@@ -72,6 +75,7 @@ mod send_sync {
         assert_send_sync::<super::SharedCountChanges>();
         assert_send_sync::<super::DistributedAtomicValue>();
         assert_send_sync::<super::DistributedAtomicLong>();
+        assert_send_sync::<super::DistributedAtomicInteger>();
         assert_send_sync::<super::PromotedToLock>();
         assert_send_sync::<super::AtomicValue<i64>>();
         assert_send_sync::<super::CounterError>();

@@ -13,7 +13,7 @@
 //! | `leader` (feature `leader`, default) | `zk-recipes-leader` | leader latch and leader selector, Curator's `LeaderLatch` / `LeaderSelector` |
 //! | `cache` (feature `cache`, default) | `zk-recipes-cache` | a node or subtree cache kept by one persistent recursive watch, Curator's `CuratorCache` (and `TreeCache` / `PathChildrenCache` / `NodeCache`) |
 //! | `nodes` (feature `nodes`, default) | `zk-recipes-nodes` | a node kept present through deletes and session loss, a TTL node kept alive while its process runs, group membership: Curator's `PersistentNode`, `PersistentTtlNode`, `GroupMember` |
-//! | `counter` (feature `counter`, default) | `zk-recipes-counter` | shared values and atomic counters, Curator's `SharedCount` / `SharedValue` and `DistributedAtomicLong` / `DistributedAtomicValue` (with `PromotedToLock`) |
+//! | `counter` (feature `counter`, default) | `zk-recipes-counter` | shared values and atomic counters, Curator's `SharedCount` / `SharedValue` and `DistributedAtomicLong` / `DistributedAtomicInteger` / `DistributedAtomicValue` (with `PromotedToLock`) |
 //! | `barrier` (feature `barrier`, default) | `zk-recipes-barrier` | a barrier node to wait on and a double barrier of N members, Curator's `DistributedBarrier` / `DistributedDoubleBarrier` |
 //! | `queue` (feature `queue`, default) | `zk-recipes-queue` | distributed, priority, delay and id queues (at most once, or lock-safe at least once) and the simple queue, Curator's `DistributedQueue` family / `SimpleDistributedQueue` |
 //!
