@@ -7,7 +7,9 @@
 //! same names, modes and data, so nothing on the wire changes for other clients but the grouping.
 //!
 //! A request alone goes on its own at once, exactly as before: the batcher only changes what a
-//! busy session sends. What a multi cannot settle falls back to requests of their own:
+//! busy session sends. At most one create per parent goes in a multi (its nodes would share a
+//! `czxid`, the fencing token of a hold). What a multi cannot settle falls back to requests of
+//! their own:
 //! - a multi fails as a whole if one of its operations fails (a reaped parent, a node already
 //!   gone), so then every operation of the batch is sent again on its own, and each caller gets its
 //!   own answer;
@@ -246,21 +248,38 @@ impl Batcher {
 
     /// Takes the next batch off the queue (leaving out what its callers gave up), and starts the
     /// batch after it if more is queued.
+    ///
+    /// At most one create per parent goes in a batch: a multi is one transaction with one zxid,
+    /// so the nodes it creates share their `czxid`, which is a hold's fencing token; two waiters of
+    /// one lock batched together would become two holders with one token. A second create under a
+    /// parent waits for the next batch (in its order), so one lock's nodes get growing `czxid`s.
     fn take_batch(&self, session: &Session) -> Vec<Queued> {
         let (batch, more) = {
             let mut state = self.state.lock();
             state.queued.retain(|queued| !queued.is_cancelled());
             let mut bytes = 0;
             let mut taken = 0;
-            for queued in &state.queued {
+            let mut take = vec![false; state.queued.len()];
+            let mut parents: HashSet<&str> = HashSet::new();
+            for (index, queued) in state.queued.iter().enumerate() {
                 let size = queued.size();
                 if taken > 0 && (taken == MAX_OPERATIONS || bytes + size > MAX_BATCH_BYTES) {
                     break;
                 }
+                if let Queued::Create(create, ..) = queued {
+                    if !parents.insert(crate::path::split(&create.path).0) {
+                        continue;
+                    }
+                }
+                take[index] = true;
                 taken += 1;
                 bytes += size;
             }
-            let batch: Vec<Queued> = state.queued.drain(..taken).collect();
+            drop(parents);
+            let (batch, rest): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut state.queued).into_iter().zip(take).partition(|(_, take)| *take);
+            let batch: Vec<Queued> = batch.into_iter().map(|(queued, _)| queued).collect();
+            state.queued = rest.into_iter().map(|(queued, _)| queued).collect();
             let more = !state.queued.is_empty();
             state.batch_waiting = more;
             (batch, more)

@@ -409,3 +409,32 @@ async fn batched_creates_on_an_expired_session_are_answered_with_the_sessions_lo
     drop(nodes);
     close_all([retrying, not_retrying, observer]).await;
 }
+
+/// A multi is one transaction with one zxid: two nodes it creates share their `czxid`, the
+/// fencing token of a hold. Many creates under one parent at once (waiters of one lock on one
+/// session) must each get a `czxid` of its own, so that one lock's holders never share a token.
+#[tokio::test]
+async fn creates_under_one_parent_never_share_a_czxid() {
+    init_tracing();
+    const COUNT: usize = 60;
+    let (_server, framework) = server_and_framework().await;
+    let parents = parents(&framework, "/batched-one-parent", 1).await;
+    let created = create_many(&framework, &parents, COUNT).await;
+    let czxids: BTreeSet<i64> = created.iter().map(|(node, _)| node.stat().czxid).collect();
+    assert_eq!(czxids.len(), COUNT, "each node its own czxid");
+    let sequences: Vec<i32> = {
+        let mut by_czxid: Vec<_> =
+            created.iter().map(|(node, _)| (node.stat().czxid, node.sequence())).collect();
+        by_czxid.sort();
+        by_czxid.into_iter().map(|(_, sequence)| sequence.expect("sequential")).collect()
+    };
+    assert!(
+        sequences.windows(2).all(|pair| pair[0] < pair[1]),
+        "czxid order is sequence order: {sequences:?}"
+    );
+    let deletes = created.into_iter().map(|(node, _)| node.delete(step()));
+    for deleted in within("deletes", join_all(deletes)).await {
+        deleted.expect("deleted");
+    }
+    within("close", framework.close()).await;
+}
