@@ -105,8 +105,10 @@ impl Mutex {
     /// identifier); set it with [`with_node_data`](Self::with_node_data). Timeouts, `lost()`,
     /// fencing, `enqueue` and cancellation safety are the same on every layout.
     ///
-    /// ZooKeeper's recipe names its node after the session: keep one contender per session (one
-    /// [`Framework`]) and path on that layout.
+    /// ZooKeeper's recipe names its node after the session, not the call. Several contenders of
+    /// one session (one [`Framework`]) on one path are safe all the same: the framework sends
+    /// their creates one at a time (one round trip apart), and a create whose reply was lost takes
+    /// only the node its own create made ([`Framework::create_marked_and_list`]).
     ///
     /// # Errors
     /// An invalid path, before anything is sent.
@@ -175,7 +177,8 @@ impl Mutex {
     /// connection errors the retry policy gave up on).
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped `lock` leaves no node behind.
+    /// Cancel safe: a cancelled `lock` loses its place in line; its node, if it was created, is
+    /// deleted by the framework's cleanup worker.
     pub async fn lock(&self) -> Result<MutexGuard> {
         self.lock_until(Deadline::never()).await
     }
@@ -187,7 +190,8 @@ impl Mutex {
     /// as [`lock`](Self::lock).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `lock_timeout` loses its place in line; its node, if it was
+    /// created, is deleted by the framework's cleanup worker.
     pub async fn lock_timeout(&self, timeout: Duration) -> Result<MutexGuard> {
         self.lock_until(Deadline::after(timeout)).await
     }
@@ -198,7 +202,8 @@ impl Mutex {
     /// As [`lock_timeout`](Self::lock_timeout).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `lock_until` loses its place in line; its node, if it was created,
+    /// is deleted by the framework's cleanup worker.
     pub async fn lock_until(&self, deadline: impl Into<Deadline>) -> Result<MutexGuard> {
         let deadline = deadline.into();
         let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
@@ -216,7 +221,8 @@ impl Mutex {
     /// As [`lock_timeout`](Self::lock_timeout), within the connection timeout.
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped `enqueue` leaves no node behind.
+    /// Cancel safe: a cancelled `enqueue` gets no place in line; its node, if it was created, is
+    /// deleted by the framework's cleanup worker.
     ///
     /// ```no_run
     /// # async fn demo(mutex: zk_recipes_mutex::Mutex) -> zk_recipes_mutex::Result<()> {
@@ -240,7 +246,8 @@ impl Mutex {
     /// As [`lock`](Self::lock), within the connection timeout.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `try_lock` takes nothing; its node, if it was created, is deleted
+    /// by the framework's cleanup worker.
     pub async fn try_lock(&self) -> Result<Option<MutexGuard>> {
         let held = self.internals.acquire(&self.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
         Ok(held.map(|held| MutexGuard { hold: SharedHold::new(held) }))
@@ -303,7 +310,8 @@ impl PendingLock {
     /// newer session); framework errors.
     ///
     /// # Cancel safety
-    /// Cancel safe: if dropped, our node is deleted.
+    /// Cancel safe: a cancelled wait loses its place in line: the pending lock it took is dropped,
+    /// and the framework's cleanup worker deletes its node.
     pub async fn acquired(self, deadline: impl Into<Deadline>) -> Result<MutexGuard> {
         let deadline = deadline.into();
         let held = self.internals.wait_queued(self.queued, Wait::Until(deadline)).await?;
@@ -326,6 +334,21 @@ impl std::future::IntoFuture for PendingLock {
 /// the last guard of this hold (see [`reenter`](Self::reenter)) is dropped.
 ///
 /// Not `Clone`: a second guard for the same hold is made explicitly with `reenter`.
+///
+/// ```no_run
+/// # async fn demo(mutex: zk_recipes_mutex::Mutex) -> zk_recipes_mutex::Result<()> {
+/// let guard = mutex.lock().await?;
+/// println!("{} holds, fencing token {}", guard.node_path(), guard.fencing_token());
+/// let inner = guard.reenter(); // the same hold, for a callee that "locks" again
+/// assert_eq!(guard.hold_count(), 2);
+/// inner.release().await?; // not the last guard: the node stays
+/// tokio::select! {
+///     reason = guard.lost() => println!("lost ({reason:?}): another process may hold it now"),
+///     () = tokio::time::sleep(std::time::Duration::from_secs(1)) => println!("work done"),
+/// }
+/// guard.release().await?; // the last guard: deletes the node
+/// # Ok(()) }
+/// ```
 #[must_use = "if unused the lock is immediately released"]
 #[derive(Debug)]
 pub struct MutexGuard {
@@ -368,7 +391,8 @@ impl MutexGuard {
     /// See [`HeldLease::revocation_requested`](zk_recipes_lock_internals::HeldLease::revocation_requested).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and watches our node's data. A later call reads it again, so a
+    /// request that came meanwhile is not missed.
     pub async fn revocation_requested(&self) -> Result<()> {
         self.hold.revocation_requested().await
     }
@@ -380,7 +404,8 @@ impl MutexGuard {
     /// As [`HeldLease::write_guarded`](zk_recipes_lock_internals::HeldLease::write_guarded).
     ///
     /// # Cancel safety
-    /// If dropped after the multi was sent, it may or may not have been committed.
+    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
+    /// them or none). Cancelled before, nothing was written. The hold is not affected either way.
     pub async fn write_guarded(
         &self,
         ops: &[GuardedOp],
@@ -393,7 +418,8 @@ impl MutexGuard {
     /// Resolves when the lock can no longer be trusted. See [`HeldLease::lost`](zk_recipes_lock_internals::HeldLease::lost).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed.
     pub async fn lost(&self) -> LostReason {
         self.hold.lost().await
     }
@@ -409,7 +435,9 @@ impl MutexGuard {
     /// [`RELEASE_TIMEOUT`] (30 s): the cleanup worker goes on deleting it in the background.
     ///
     /// # Cancel safety
-    /// Cancel safe: if dropped, the cleanup worker deletes the node.
+    /// Cancel safe: the node is not left behind. A cancelled release of the last guard leaves the
+    /// delete to the framework's cleanup worker, which deletes the node in the background; for any
+    /// other guard there is nothing to cancel.
     pub async fn release(self) -> Result<()> {
         self.hold.release().await
     }
