@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos suite (crates/chaos): Rust and Curator contenders on a real 3-node ZooKeeper ensemble
+# The chaos suite (crates/chaos): Rust, Curator, ZooKeeper-recipe (Java) and kazoo contenders on a real 3-node ZooKeeper ensemble
 # through server crashes, pauses, session expiry, partitions and contender crashes. Starts with a
 # negative control (locking off) that must report violations. Exit 0 only when the run is clean.
 #

@@ -14,27 +14,35 @@
 //!   fired within the tolerance of its start (its acquire returned as its session was being lost).
 //! * **count**: the counter's final count must be the sum of increments that committed, give
 //!   or take those whose outcome the contender could not know (`I unc`, or `W` with no `I`).
+//!
+//! Holders are attributed by their process tag's first letter: `r` (per-recipe) and `b` (busy
+//! session) are Rust; `j` Curator, `z` the Java client of ZooKeeper's lock recipe and `k` kazoo
+//! are the *other* side.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::events::Event;
 use crate::recipes::{CounterValue, Recipe};
+use crate::tally::Counts;
 
 /// What one recipe did and what the checkers found.
 #[derive(Debug, Clone, Default)]
 pub struct RecipeReport {
     /// Acquisitions (`A` events), by Rust contenders.
     pub rust_acquisitions: u64,
-    /// Acquisitions by Curator contenders.
-    pub curator_acquisitions: u64,
+    /// Acquisitions by the other side's contenders (Curator, ZooKeeper's recipe, kazoo); a
+    /// queue's deliveries to Curator consumers.
+    pub other_acquisitions: u64,
+    /// Acquires that gave up early on purpose (`G` events: a short deadline, or dropped).
+    pub gave_up: u64,
     /// Distinct sessions that held at least once.
     pub holders: u64,
     /// `lost()` fired while holding.
     pub lost_fired: u64,
     /// Violations by kind, Rust holders.
     pub rust_violations: BTreeMap<String, u64>,
-    /// Violations by kind, Curator holders.
-    pub curator_violations: BTreeMap<String, u64>,
+    /// Violations by kind, the other side's holders.
+    pub other_violations: BTreeMap<String, u64>,
     /// Markers seen whose holders had all seen `lost()` fire (not violations).
     pub stale_markers: u64,
     /// What holders saw after their own `lost()` had fired (not violations: they were fenced off).
@@ -84,7 +92,7 @@ impl RecipeReport {
     /// Every violation by kind.
     pub fn violations_by_kind(&self) -> BTreeMap<String, u64> {
         let mut all = BTreeMap::new();
-        for map in [&self.rust_violations, &self.curator_violations, &self.shared_violations] {
+        for map in [&self.rust_violations, &self.other_violations, &self.shared_violations] {
             for (kind, count) in map {
                 *all.entry(kind.clone()).or_default() += count;
             }
@@ -94,18 +102,36 @@ impl RecipeReport {
 
     /// All acquisitions.
     pub fn acquisitions(&self) -> u64 {
-        self.rust_acquisitions + self.curator_acquisitions
+        self.rust_acquisitions + self.other_acquisitions
     }
 
     fn violation(&mut self, holder: &str, kind: &str) {
-        let map = if is_curator(holder) { &mut self.curator_violations } else { &mut self.rust_violations };
+        let map = if is_rust(holder) { &mut self.rust_violations } else { &mut self.other_violations };
         *map.entry(kind.to_owned()).or_default() += 1;
     }
 }
 
-/// Curator contenders' tags start with `j`, Rust ones with `r`.
+/// Curator contenders' tags start with `j`.
 pub fn is_curator(holder: &str) -> bool {
     holder.starts_with('j')
+}
+
+/// Rust contenders' tags start with `r` (per recipe) or `b` (busy sessions).
+pub fn is_rust(holder: &str) -> bool {
+    holder.starts_with('r') || holder.starts_with('b')
+}
+
+/// The framework's counts of every busy-session process (the last `B` event of each), summed.
+pub fn busy_counts(events: &[Event]) -> Counts {
+    let mut last: HashMap<&str, (i64, Counts)> = HashMap::new();
+    for event in events.iter().filter(|event| event.kind == 'B') {
+        let Some(counts) = Counts::parse(&event.rest) else { continue };
+        let entry = last.entry(event.holder.as_str()).or_insert((event.micros, counts));
+        if event.micros >= entry.0 {
+            *entry = (event.micros, counts);
+        }
+    }
+    last.into_values().fold(Counts::default(), |sum, (_, counts)| sum.add(counts))
 }
 
 /// The process tag of a holder `<tag>-<client>-<n>`.
@@ -145,10 +171,10 @@ pub fn check_recipe(
         let holder = event.holder.as_str();
         match event.kind {
             'A' => {
-                if is_curator(holder) {
-                    report.curator_acquisitions += 1;
-                } else {
+                if is_rust(holder) {
                     report.rust_acquisitions += 1;
+                } else {
+                    report.other_acquisitions += 1;
                 }
                 let token: i64 = event.rest.first().and_then(|token| token.parse().ok()).unwrap_or(0);
                 report.max_token = report.max_token.max(token);
@@ -183,6 +209,7 @@ pub fn check_recipe(
             }
             'V' => seen.push(event),
             'E' => report.errors += 1,
+            'G' => report.gave_up += 1,
             _ => {}
         }
     }
@@ -197,6 +224,10 @@ pub fn check_recipe(
             report.fenced_after_lost += 1;
         } else if kind == "marker" {
             markers.push(event);
+        } else if kind == "fencing" && is_tie(&event.rest) {
+            // Our token equals the last committed one: both lock nodes have one creation zxid,
+            // which only one transaction (a multi) creating both gives them.
+            report.violation(&event.holder, "fencing-tie");
         } else {
             report.violation(&event.holder, kind);
         }
@@ -206,7 +237,7 @@ pub fn check_recipe(
         let live = others
             .split(',')
             .filter(|other| !other.is_empty() && *other != marker.holder)
-            .filter(|other| lost_at.get(other).map_or(true, |lost| *lost > marker.micros));
+            .filter(|other| lost_at.get(other).is_none_or(|lost| *lost > marker.micros));
         if recipe.too_many(&marker.holder, live) {
             report.violation(&marker.holder, "marker");
         } else {
@@ -238,6 +269,12 @@ pub fn check_recipe(
     report
 }
 
+/// Whether a `fencing last=<token> ours=<token> ...` violation's two tokens are equal.
+fn is_tie(rest: &[String]) -> bool {
+    let token = |name: &str| rest.iter().find_map(|field| field.strip_prefix(name));
+    token("last=").is_some_and(|last| token("ours=") == Some(last))
+}
+
 /// Checks one queue: every item put was acknowledged (or its ack was sent and the item is gone
 /// and was never delivered again), none is left (`left`), and no item came back after a Rust
 /// consumer's ack had succeeded. Items that were not put are violations too.
@@ -265,7 +302,7 @@ pub fn check_queue(
             'C' => {
                 report.deliveries += 1;
                 if is_curator(&event.holder) {
-                    report.curator_acquisitions += 1;
+                    report.other_acquisitions += 1;
                 } else {
                     report.rust_acquisitions += 1;
                 }
@@ -425,7 +462,7 @@ mod tests {
             &["A mutex r0-0-1 10 5", "A mutex j1-0-1 20 0", "L mutex j1-0-1 400", "R mutex r0-0-1 500"],
             None,
         );
-        assert_eq!(later.curator_violations.get("overlap"), Some(&1), "{later:?}");
+        assert_eq!(later.other_violations.get("overlap"), Some(&1), "{later:?}");
     }
 
     #[test]
@@ -503,7 +540,7 @@ mod tests {
         again.push(event("K queue j0x2-q 40 r0"));
         let report = check_queue(Recipe::Queue, &again, &expected, &HashMap::new(), 0);
         assert_eq!(report.shared_violations.get("lost"), Some(&1), "{report:?}");
-        assert_eq!(report.curator_violations.get("duplicate"), Some(&1), "{report:?}");
+        assert_eq!(report.other_violations.get("duplicate"), Some(&1), "{report:?}");
         let report = check_queue(Recipe::Queue, &events, &expected, &killed, 2);
         assert_eq!(report.shared_violations.get("left"), Some(&1), "{report:?}");
         // r1's ack was sent (W at 14) and then refused with LockLost, which says nothing was
@@ -542,13 +579,59 @@ mod tests {
         );
         assert_eq!(report.fenced_after_lost, 1);
         assert_eq!(report.rust_violations.get("fencing"), Some(&1), "{report:?}");
+        let tie = check(&["V mutex b0x1-0-2.4 10 fencing last=9 ours=9 by=b0x1-0-1.5"], None);
+        assert_eq!(tie.rust_violations.get("fencing-tie"), Some(&1), "{tie:?}");
     }
 
     #[test]
     fn inline_violations_are_attributed_to_the_holders_language() {
         let report =
             check(&["V mutex j0-1-3 10 marker others=a", "V mutex r0-1-3 10 fencing last=9 ours=3"], None);
-        assert_eq!(report.curator_violations.get("marker"), Some(&1));
+        assert_eq!(report.other_violations.get("marker"), Some(&1));
         assert_eq!(report.rust_violations.get("fencing"), Some(&1));
+        let report =
+            check(&["V mutex k0x1-1-3 10 marker others=a", "V mutex b0x1-0-7.3 10 marker others=a"], None);
+        assert_eq!(report.other_violations.get("marker"), Some(&1), "{report:?}");
+        assert_eq!(report.rust_violations.get("marker"), Some(&1), "{report:?}");
+    }
+
+    #[test]
+    fn busy_sessions_are_counted_by_session_and_their_give_ups_apart() {
+        let report = check(
+            &[
+                "A mutex b0x1-0-3.1 10 5",
+                "R mutex b0x1-0-3.1 20",
+                "A mutex b0x1-0-4.1 21 6",
+                "R mutex b0x1-0-4.1 30",
+                "G mutex b0x1-0-4.2 31 deadline 300us",
+                "A mutex b1x1-0-0.1 40 7",
+                "R mutex b1x1-0-0.1 50",
+            ],
+            None,
+        );
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+        assert_eq!(report.holders, 2);
+        assert_eq!(report.gave_up, 1);
+        assert_eq!(report.errors, 0);
+        assert_eq!(report.rust_acquisitions, 3);
+    }
+
+    #[test]
+    fn the_last_framework_counts_of_each_busy_process_are_summed() {
+        let events: Vec<Event> = [
+            "B batch-0 b0x1 10 1 3 0 0 0",
+            "B batch-0 b0x1 20 4 9 1 2 0",
+            "B batch-0 b1x1 15 2 5 0 1 1",
+            "B batch-0 b1x1 12 1 2 0 0 0",
+        ]
+        .iter()
+        .map(|line| event(line))
+        .collect();
+        let counts = busy_counts(&events);
+        assert_eq!(counts.batches, 6);
+        assert_eq!(counts.batched_writes, 14);
+        assert_eq!(counts.fallbacks, 1);
+        assert_eq!(counts.cleanups, 3);
+        assert_eq!(counts.found_again, 1);
     }
 }

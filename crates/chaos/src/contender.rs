@@ -2,9 +2,18 @@
 //! framework each), and each session loops: acquire, run the critical-section protocol, release.
 //! Everything it sees goes to its event log ([`crate::events`]).
 //!
+//! A busy-session contender (`--loops N`) instead opens `clients` sessions and runs `N` such hold
+//! loops of every recipe at once on each: many acquires, holds and releases of one session in
+//! flight together, so that the framework sends its creates and deletes in batches. A share of its
+//! acquires (`--give-up-percent`) gives up early: half with a deadline of 0.2–5 ms, half dropped
+//! 0.2–10 ms after they started, so that creates whose caller is gone (cleaned up by the
+//! framework) and creates whose outcome is unknown happen throughout the run. It logs the
+//! framework's batches and cleanups as `B` events ([`crate::tally`]).
+//!
 //! Stdin: `stop` finishes the current holds, releases, closes the sessions and exits 0; EOF (the
 //! run died) exits at once.
 
+use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,13 +27,15 @@ use zk_recipes_leader::{
     CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipEvent, LeadershipEvents,
 };
 use zk_recipes_lock_internals::{GuardedOp, LockError};
-use zk_recipes_mutex::{Mutex, MutexGuard};
+use zk_recipes_mutex::{LockLayout, Mutex, MutexGuard};
 use zk_recipes_queue::{DistributedQueue, Utf8Serializer};
 use zk_recipes_rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use zk_recipes_semaphore::{Lease, Semaphore, SemaphoreError, SemaphoreMutex};
 
-use crate::events::EventLog;
+use crate::events::{epoch_micros, EventLog};
 use crate::recipes::{is_writer, CounterValue, Recipe};
+use crate::rng::Rng;
+use crate::tally::TALLY;
 
 /// How long one acquire may wait before the contender logs it and tries again.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -38,6 +49,12 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 const BACKOFF: Duration = Duration::from_millis(100);
 /// Versioned-increment attempts of a shared (non-exclusive) hold.
 const INCREMENT_ATTEMPTS: usize = 20;
+/// The deadline of an acquire that gives up early, in microseconds (random in this range).
+const GIVE_UP_DEADLINE_MICROS: (u64, u64) = (200, 5_000);
+/// How long an acquire that is dropped mid-flight runs, in microseconds (random in this range).
+const GIVE_UP_DROP_MICROS: (u64, u64) = (200, 10_000);
+/// How often a busy-session contender logs the framework's counts ([`crate::tally`]).
+const TALLY_EVERY: Duration = Duration::from_secs(2);
 
 /// What a contender process runs.
 #[derive(Debug, Clone)]
@@ -68,6 +85,11 @@ pub struct ContenderConfig {
     pub queue_root: String,
     /// How long processing one item takes.
     pub process: Duration,
+    /// 0: one session per recipe and client, one acquire at a time. More: a busy-session
+    /// contender, `clients` sessions each running this many hold loops of every recipe at once.
+    pub loops: usize,
+    /// The percentage of a busy session's acquires that give up early.
+    pub give_up_percent: u64,
 }
 
 /// Runs a contender process until `stop` (exit 0) or EOF on stdin (exit 3).
@@ -88,20 +110,63 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
         }
     });
     let mut loops = Vec::new();
-    for recipe in config.recipes.iter().copied() {
+    if config.loops == 0 {
+        for recipe in config.recipes.iter().copied() {
+            for client in 0..config.clients {
+                let framework = Framework::builder(config.connect.clone())
+                    .session_timeout(config.session_timeout)
+                    .start()
+                    .map_err(std::io::Error::other)?;
+                let contender =
+                    Contender::new(&framework, recipe, format!("{}-{client}", config.tag), &config, &log);
+                let stop = stop.clone();
+                loops.push(tokio::spawn(async move {
+                    contender.run(stop).await;
+                    framework.close().await;
+                }));
+            }
+        }
+    } else {
         for client in 0..config.clients {
             let framework = Framework::builder(config.connect.clone())
                 .session_timeout(config.session_timeout)
                 .start()
                 .map_err(std::io::Error::other)?;
-            let contender = Contender {
-                framework,
-                recipe,
-                prefix: format!("{}-{client}", config.tag),
-                config: config.clone(),
-                log: log.clone(),
-            };
-            loops.push(tokio::spawn(contender.run(stop.clone())));
+            let mut session_loops = Vec::new();
+            for (index, recipe) in config
+                .recipes
+                .iter()
+                .flat_map(|recipe| std::iter::repeat_n(*recipe, config.loops))
+                .enumerate()
+            {
+                // Holders `<tag>-<session>-<loop>.<n>`: the checkers count sessions, not loops.
+                let mut contender = Contender::new(
+                    &framework,
+                    recipe,
+                    format!("{}-{client}-{index}", config.tag),
+                    &config,
+                    &log,
+                );
+                contender.separator = '.';
+                contender.give_up_percent = config.give_up_percent;
+                session_loops.push(tokio::spawn(contender.run(stop.clone())));
+            }
+            loops.push(tokio::spawn(async move {
+                futures_join(session_loops).await;
+                framework.close().await;
+            }));
+        }
+        if let Some(recipe) = config.recipes.first().copied() {
+            let (log, tag, mut stop) = (log.clone(), config.tag.clone(), stop.clone());
+            tokio::spawn(async move {
+                loop {
+                    log.event('B', recipe, &tag, &TALLY.fields());
+                    tokio::select! {
+                        () = tokio::time::sleep(TALLY_EVERY) => {}
+                        _ = stop.wait_for(|stopped| *stopped) => break,
+                    }
+                }
+            });
         }
     }
     for queue in config.queues.iter().copied() {
@@ -115,6 +180,11 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
     let all = futures_join(loops);
     match tokio::time::timeout(STOP_TIMEOUT * 10, all).await {
         Ok(()) => {
+            if config.loops > 0 {
+                if let Some(recipe) = config.recipes.first().copied() {
+                    log.event('B', recipe, &config.tag, &TALLY.fields());
+                }
+            }
             println!("DONE");
             Ok(0)
         }
@@ -195,9 +265,32 @@ async fn futures_join(loops: Vec<tokio::task::JoinHandle<()>>) {
 struct Contender {
     framework: Framework,
     recipe: Recipe,
+    /// Holders are `<prefix><separator><n>`.
     prefix: String,
+    separator: char,
     config: ContenderConfig,
     log: Arc<EventLog>,
+    /// The percentage of acquires that give up early (busy sessions only).
+    give_up_percent: u64,
+}
+
+/// How one acquire goes.
+#[derive(Debug, Clone, Copy)]
+enum Attempt {
+    /// Waits up to [`ACQUIRE_TIMEOUT`].
+    Patient,
+    /// Gives up after this deadline (the acquire's own timeout).
+    Deadline(Duration),
+    /// Dropped this long after it started, wherever it is then.
+    DroppedAfter(Duration),
+}
+
+/// Why an acquire returned no hold.
+enum NotAcquired {
+    /// It gave up early, as its [`Attempt`] said.
+    GaveUp(String),
+    /// It failed (a timeout of a patient acquire, a lost session, ...).
+    Failed(String),
 }
 
 /// The lock object of one session, made once.
@@ -254,6 +347,40 @@ enum Abort {
 }
 
 impl Contender {
+    fn new(
+        framework: &Framework,
+        recipe: Recipe,
+        prefix: String,
+        config: &ContenderConfig,
+        log: &Arc<EventLog>,
+    ) -> Contender {
+        Contender {
+            framework: framework.clone(),
+            recipe,
+            prefix,
+            separator: '-',
+            config: config.clone(),
+            log: log.clone(),
+            give_up_percent: 0,
+        }
+    }
+
+    /// How the next acquire goes: patient, or (for `give_up_percent` of them) giving up early.
+    fn attempt(&self, rng: &mut Rng) -> Attempt {
+        if rng.between(0, 99) >= self.give_up_percent {
+            return Attempt::Patient;
+        }
+        if rng.between(0, 1) == 0 {
+            Attempt::Deadline(Duration::from_micros(
+                rng.between(GIVE_UP_DEADLINE_MICROS.0, GIVE_UP_DEADLINE_MICROS.1),
+            ))
+        } else {
+            Attempt::DroppedAfter(Duration::from_micros(
+                rng.between(GIVE_UP_DROP_MICROS.0, GIVE_UP_DROP_MICROS.1),
+            ))
+        }
+    }
+
     async fn run(self, mut stop: watch::Receiver<bool>) {
         let lock = match self.make_lock() {
             Ok(lock) => lock,
@@ -262,17 +389,25 @@ impl Contender {
                 return;
             }
         };
+        let mut seed = std::collections::hash_map::DefaultHasher::new();
+        (&self.prefix, epoch_micros()).hash(&mut seed);
+        let mut rng = Rng::new(seed.finish());
         let mut sequence = 0u64;
         while !*stop.borrow() {
             sequence += 1;
-            let holder = format!("{}-{sequence}", self.prefix);
+            let holder = format!("{}{}{sequence}", self.prefix, self.separator);
+            let attempt = self.attempt(&mut rng);
             let acquired = tokio::select! {
-                acquired = self.acquire(&lock, &holder) => acquired,
+                acquired = self.acquire(&lock, &holder, attempt) => acquired,
                 _ = stop.wait_for(|stopped| *stopped) => break,
             };
             let (hold, token) = match acquired {
                 Ok(held) => held,
-                Err(err) => {
+                Err(NotAcquired::GaveUp(how)) => {
+                    self.log.event('G', self.recipe, &holder, &how);
+                    continue;
+                }
+                Err(NotAcquired::Failed(err)) => {
                     self.log.event('E', self.recipe, &holder, &format!("acquire: {err}"));
                     tokio::time::sleep(BACKOFF).await;
                     continue;
@@ -315,7 +450,6 @@ impl Contender {
         if let Lock::Selector { selector, .. } = &lock {
             let _ = selector.close().await;
         }
-        self.framework.close().await;
     }
 
     fn make_lock(&self) -> Result<Lock, String> {
@@ -331,6 +465,18 @@ impl Contender {
             Recipe::Semaphore => Lock::Semaphore(
                 Semaphore::new(&self.framework, &path, self.recipe.allowed_holders() as u32)
                     .map_err(|err| err.to_string())?,
+            ),
+            Recipe::Batch(_) => {
+                Lock::Mutex(Mutex::new(&self.framework, &path).map_err(|err| err.to_string())?)
+            }
+            Recipe::ZooKeeperLock => Lock::Mutex(
+                Mutex::with_layout(&self.framework, &path, LockLayout::ZooKeeperRecipe)
+                    .map_err(|err| err.to_string())?,
+            ),
+            Recipe::KazooLock => Lock::Mutex(
+                Mutex::with_layout(&self.framework, &path, LockLayout::Kazoo)
+                    .map_err(|err| err.to_string())?
+                    .with_node_data(self.prefix.clone()),
             ),
             Recipe::Queue | Recipe::PriorityQueue => return Err("a queue is not a lock".to_owned()),
             Recipe::Latch => Lock::Latch,
@@ -362,8 +508,34 @@ impl Contender {
         })
     }
 
-    /// Acquires and returns the hold with its fencing token (0 without locking).
-    async fn acquire(&self, lock: &Lock, holder: &str) -> Result<(Hold, i64), String> {
+    /// Acquires as `attempt` says and returns the hold with its fencing token (0 without
+    /// locking). Only a mutex gives up early; the other recipes are always patient.
+    async fn acquire(&self, lock: &Lock, holder: &str, attempt: Attempt) -> Result<(Hold, i64), NotAcquired> {
+        let Lock::Mutex(mutex) = lock else {
+            return self.acquire_patiently(lock, holder).await.map_err(NotAcquired::Failed);
+        };
+        let locked = match attempt {
+            Attempt::Patient => mutex.lock_timeout(ACQUIRE_TIMEOUT).await,
+            Attempt::Deadline(deadline) => match mutex.lock_timeout(deadline).await {
+                Err(err) if err.is_timeout() => {
+                    return Err(NotAcquired::GaveUp(format!("deadline {}us", deadline.as_micros())));
+                }
+                locked => locked,
+            },
+            Attempt::DroppedAfter(after) => tokio::select! {
+                locked = mutex.lock_timeout(ACQUIRE_TIMEOUT) => locked,
+                () = tokio::time::sleep(after) => {
+                    return Err(NotAcquired::GaveUp(format!("dropped after {}us", after.as_micros())));
+                }
+            },
+        };
+        let guard = locked.map_err(|err| NotAcquired::Failed(err.to_string()))?;
+        let token = guard.fencing_token();
+        Ok((Hold::Mutex(guard), token))
+    }
+
+    /// Acquires, waiting up to [`ACQUIRE_TIMEOUT`].
+    async fn acquire_patiently(&self, lock: &Lock, holder: &str) -> Result<(Hold, i64), String> {
         match lock {
             Lock::Mutex(mutex) => {
                 let guard = mutex.lock_timeout(ACQUIRE_TIMEOUT).await.map_err(|err| err.to_string())?;

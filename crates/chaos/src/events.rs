@@ -1,6 +1,5 @@
 //! The contenders' event log: one line per event, written with one `write` call each (so a
-//! SIGKILLed contender leaves whole lines), read back by the checkers. The Curator contender
-//! (`tests/java/CuratorChaos.java`) writes the same format.
+//! SIGKILLed contender leaves whole lines), read back by the checkers.
 //!
 //! ```text
 //! A <recipe> <holder> <micros> <token>     acquired (token: fencing token, 0 without locking)
@@ -12,9 +11,17 @@
 //! E <recipe> <holder> <micros> ...         an error (acquire timeout, connection loss, ...)
 //! S <queue> <consumer> <micros> <session>  a Curator queue consumer's session id (decimal), on
 //!                                          connecting and after every reconnection
+//! G <recipe> <holder> <micros> ...         an acquire gave up early on purpose (busy sessions:
+//!                                          `deadline <n>us` or `dropped after <n>us`)
+//! B <recipe> <tag> <micros> <batches> <batched writes> <fallbacks> <cleanups> <found again>
+//!                                          a busy-session process's framework counts so far
+//!                                          ([`crate::tally`]); `<recipe>` is its first
 //! ```
 //!
-//! Holders are `<process tag>/<client>/<n>`, unique across the run.
+//! Holders are `<process tag>-<client>-<n>` (busy sessions: `<tag>-<session>-<loop>.<n>`), unique
+//! across the run. The Curator contender (`tests/java/CuratorChaos.java`), the ZooKeeper-recipe
+//! contender (`tests/java/ZkRecipeChaos.java`) and the kazoo contender
+//! (`tests/python/kazoo_chaos.py`) write the same format.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

@@ -1,6 +1,7 @@
-//! `zkr-chaos`: Rust and Curator contenders on a real 3-node ZooKeeper ensemble through server
-//! crashes, pauses, session expiry, partitions and contender crashes, with checkers that can fail
-//! (each run starts with a negative control, locking off, that must report violations).
+//! `zkr-chaos`: Rust, Curator, ZooKeeper-recipe (Java) and kazoo contenders on a real 3-node
+//! ZooKeeper ensemble through server crashes, pauses, session expiry, partitions and contender
+//! crashes, with checkers that can fail (each run starts with a negative control, locking off,
+//! that must report violations).
 //!
 //! ```text
 //! zkr-chaos run [--quick] [--seed N] [--out-dir DIR]   # the whole run; exit 0 only when clean
@@ -12,9 +13,11 @@
 mod check;
 mod contender;
 mod events;
+mod interop;
 mod recipes;
 mod rng;
 mod run;
+mod tally;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -69,6 +72,12 @@ struct RunArgs {
     /// How late (ms) lost() may fire after the next holder came in before it is an overlap.
     #[arg(long, default_value_t = 1000)]
     lost_tolerance_ms: u64,
+    /// The percentage of a busy session's acquires that give up early.
+    #[arg(long, default_value_t = 25)]
+    give_up_percent: u64,
+    /// Hold loops of each busy recipe (batch-0..3, zk-recipe, kazoo-lock) on each busy session.
+    #[arg(long, default_value_t = 3)]
+    busy_loops: usize,
 }
 
 #[derive(Debug, clap::Args)]
@@ -99,6 +108,13 @@ struct ContendArgs {
     queue_root: String,
     #[arg(long, default_value_t = 100)]
     process_ms: u64,
+    /// 0: one session per recipe and client; more: a busy-session contender, each of its
+    /// `clients` sessions running this many hold loops of every recipe at once.
+    #[arg(long, default_value_t = 0)]
+    loops: usize,
+    /// The percentage of a busy session's acquires that give up early.
+    #[arg(long, default_value_t = 0)]
+    give_up_percent: u64,
 }
 
 fn main() {
@@ -145,6 +161,10 @@ async fn run_command(args: RunArgs) -> i32 {
     };
     let seed = args.seed.unwrap_or_else(|| events::epoch_micros() as u64);
     let session_timeout = Duration::from_secs(4);
+    if args.give_up_percent > 100 {
+        eprintln!("zkr-chaos: --give-up-percent is a percentage");
+        return 2;
+    }
     let config = RunConfig {
         seed,
         duration: Duration::from_secs(args.duration_secs.unwrap_or(if args.quick { 100 } else { 1440 })),
@@ -153,6 +173,13 @@ async fn run_command(args: RunArgs) -> i32 {
         rust_clients: 2,
         curator_processes: if args.quick { 1 } else { 2 },
         curator_clients: 2,
+        busy_processes: 2,
+        busy_clients: 1,
+        busy_loops: args.busy_loops.max(1),
+        give_up_percent: args.give_up_percent,
+        zookeeper_recipe_processes: 1,
+        kazoo_processes: 1,
+        interop_clients: 2,
         session_timeout,
         hold: Duration::from_millis(2),
         fault_gap: if args.quick {
@@ -179,10 +206,19 @@ async fn run_command(args: RunArgs) -> i32 {
 }
 
 async fn contend_command(args: ContendArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+
+    // The log as `run`'s, and the framework's own events counted for the `B` events.
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .try_init();
+        .with_filter(tracing_subscriber::EnvFilter::from_default_env());
+    let tally = tally::TallyLayer.with_filter(
+        tracing_subscriber::filter::Targets::new()
+            .with_target(tally::FRAMEWORK_TARGET, tracing::Level::TRACE),
+    );
+    let _ = tracing_subscriber::registry().with(log).with((args.loops > 0).then_some(tally)).try_init();
     let recipes = match recipes::parse_list(&args.recipes) {
         Ok(recipes) => recipes,
         Err(err) => {
@@ -210,6 +246,8 @@ async fn contend_command(args: ContendArgs) -> i32 {
         },
         queue_root: args.queue_root,
         process: Duration::from_millis(args.process_ms),
+        loops: args.loops,
+        give_up_percent: args.give_up_percent,
     };
     match contender::run(config).await {
         Ok(code) => code,

@@ -26,6 +26,16 @@ pub enum Recipe {
     /// `InterProcessReadWriteLock` / `zk_recipes_rwlock::RwLock`: every fourth acquisition of a
     /// session is a write ([`is_writer`]), the others reads.
     RwLock,
+    /// One of four mutexes, `batch-0` to `batch-3` (`zk_recipes_mutex::Mutex`, Curator's layout), that the
+    /// busy-session contenders take many at once on one session, so that its creates and deletes
+    /// travel in batches; Rust only.
+    Batch(u8),
+    /// `Mutex::with_layout(.., LockLayout::ZooKeeperRecipe)` (busy sessions) beside a Java client
+    /// of ZooKeeper's own lock recipe (`tests/java/ZkRecipeChaos.java`).
+    ZooKeeperLock,
+    /// `Mutex::with_layout(.., LockLayout::Kazoo)` (busy sessions) beside kazoo 2.11's `Lock`
+    /// (`tests/python/kazoo_chaos.py`).
+    KazooLock,
     /// `DistributedQueue` with a lock path (lock-safe) / `zk_recipes_queue::DistributedQueue`.
     Queue,
     /// `DistributedPriorityQueue` with a lock path / `zk_recipes_queue::DistributedPriorityQueue`.
@@ -41,15 +51,35 @@ pub fn is_writer(holder: &str) -> bool {
 /// The semaphore's lease count.
 pub const SEMAPHORE_LEASES: usize = 2;
 
+/// Which contenders take a recipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contenders {
+    /// The per-recipe contenders: Rust (one acquire per session at a time) and Curator.
+    PerRecipe,
+    /// Only the Rust busy-session contenders (many acquires at once on one session).
+    Busy,
+    /// The busy-session contenders and a Java client of ZooKeeper's lock recipe.
+    BusyAndZooKeeperRecipe,
+    /// The busy-session contenders and kazoo.
+    BusyAndKazoo,
+}
+
 impl Recipe {
-    /// Every recipe, in table order.
-    pub const ALL: [Recipe; 6] = [
+    /// Every lock recipe (the default run's rows): the per-recipe contenders' (Rust and Curator),
+    /// then the busy sessions' ([`Recipe::contenders`]).
+    pub const ALL: [Recipe; 12] = [
         Recipe::Mutex,
         Recipe::SemaphoreMutex,
         Recipe::Semaphore,
         Recipe::RwLock,
         Recipe::Latch,
         Recipe::Selector,
+        Recipe::Batch(0),
+        Recipe::Batch(1),
+        Recipe::Batch(2),
+        Recipe::Batch(3),
+        Recipe::ZooKeeperLock,
+        Recipe::KazooLock,
     ];
 
     /// The queues.
@@ -58,6 +88,16 @@ impl Recipe {
     /// Whether this is a queue (consumers, not holders).
     pub fn is_queue(self) -> bool {
         Self::QUEUES.contains(&self)
+    }
+
+    /// Which contenders take this recipe.
+    pub fn contenders(self) -> Contenders {
+        match self {
+            Recipe::Batch(_) => Contenders::Busy,
+            Recipe::ZooKeeperLock => Contenders::BusyAndZooKeeperRecipe,
+            Recipe::KazooLock => Contenders::BusyAndKazoo,
+            _ => Contenders::PerRecipe,
+        }
     }
 
     /// The queue's lock path (lock-safe consumption) next to its path under `root`.
@@ -74,6 +114,12 @@ impl Recipe {
             Recipe::Latch => "latch",
             Recipe::Selector => "selector",
             Recipe::RwLock => "rwlock",
+            Recipe::Batch(0) => "batch-0",
+            Recipe::Batch(1) => "batch-1",
+            Recipe::Batch(2) => "batch-2",
+            Recipe::Batch(_) => "batch-3",
+            Recipe::ZooKeeperLock => "zk-recipe",
+            Recipe::KazooLock => "kazoo-lock",
             Recipe::Queue => "queue",
             Recipe::PriorityQueue => "priority",
         }
@@ -112,6 +158,19 @@ impl Recipe {
     /// The recipe's path (its lock dir) under `root`.
     pub fn lock_path(self, root: &str) -> String {
         format!("{root}/{}", self.name())
+    }
+
+    /// Whether `node` is this recipe's lock dir under `root` or below it.
+    pub fn owns_node(self, root: &str, node: &str) -> bool {
+        let path = self.lock_path(root);
+        node.strip_prefix(&path).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+
+    /// Whether the other side may make the lock dir a persistent node (ZooKeeper's recipe and
+    /// kazoo create missing parents as persistent nodes; our recipes and Curator as containers):
+    /// the run deletes it once it is empty.
+    pub fn lock_dir_may_be_persistent(self) -> bool {
+        matches!(self, Recipe::ZooKeeperLock | Recipe::KazooLock)
     }
 
     /// The dir of the holders' guard markers under `check_root`.
@@ -186,11 +245,21 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for recipe in Recipe::ALL {
+        for recipe in Recipe::ALL.into_iter().chain(Recipe::QUEUES) {
             assert_eq!(recipe.name().parse::<Recipe>(), Ok(recipe));
         }
         assert_eq!(parse_list("mutex,latch"), Ok(vec![Recipe::Mutex, Recipe::Latch]));
+        assert_eq!(parse_list("batch-3,kazoo-lock"), Ok(vec![Recipe::Batch(3), Recipe::KazooLock]));
         assert!(parse_list("mutex,nope").is_err());
+        assert!(parse_list("batch-4").is_err());
+    }
+
+    #[test]
+    fn a_lock_dir_owns_its_nodes_not_its_namesakes() {
+        assert!(Recipe::Semaphore.owns_node("/chaos", "/chaos/semaphore/leases/x"));
+        assert!(Recipe::Semaphore.owns_node("/chaos", "/chaos/semaphore"));
+        assert!(!Recipe::Semaphore.owns_node("/chaos", "/chaos/semaphore-mutex/x"));
+        assert!(!Recipe::Batch(1).owns_node("/chaos", "/chaos/batch-0/x"));
     }
 
     #[test]

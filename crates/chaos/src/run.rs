@@ -1,5 +1,9 @@
 //! `zkr-chaos run`: the ensemble, the contenders, the fault scheduler, the negative control and
 //! the checkers.
+//!
+//! Contender processes, by the first letter of their tags: `r` Rust, one session per recipe (one
+//! acquire at a time each); `j` Curator; `b` Rust busy sessions (many acquires at once on one
+//! session, some giving up early); `z` the Java client of ZooKeeper's lock recipe; `k` kazoo.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -13,11 +17,13 @@ use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{Deadline, Framework};
 use zk_recipes_testing::{CuratorProcess, FaultProxy, TestingCluster};
 
-use crate::check::{check_queue, is_curator};
+use crate::check::{busy_counts, check_queue, is_curator};
 use crate::check::{check_recipe, RecipeReport};
 use crate::events::{epoch_micros, Event};
-use crate::recipes::{CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT, QUEUE_ROOT};
+use crate::interop::{InteropArgs, Launchers};
+use crate::recipes::{Contenders, CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT, QUEUE_ROOT};
 use crate::rng::Rng;
+use crate::tally::Counts;
 
 /// Roots of the negative control (locking off), apart from the real run's.
 const CONTROL_LOCK_ROOT: &str = "/chaos-control";
@@ -52,6 +58,17 @@ pub struct RunConfig {
     /// Curator contender processes, and sessions per recipe in each.
     pub curator_processes: usize,
     pub curator_clients: usize,
+    /// Rust busy-session contender processes, their sessions, and the hold loops of every busy
+    /// recipe (batch-0..3, zk-recipe, kazoo-lock) that each session runs at once.
+    pub busy_processes: usize,
+    pub busy_clients: usize,
+    pub busy_loops: usize,
+    /// The percentage of a busy session's acquires that give up early.
+    pub give_up_percent: u64,
+    /// ZooKeeper-recipe (Java) and kazoo contender processes, and sessions in each.
+    pub zookeeper_recipe_processes: usize,
+    pub kazoo_processes: usize,
+    pub interop_clients: usize,
     /// The session timeout every contender asks for.
     pub session_timeout: Duration,
     /// How long each hold lasts besides its round trips.
@@ -60,7 +77,9 @@ pub struct RunConfig {
     pub fault_gap: (Duration, Duration),
     /// How late `lost()` may fire after the next holder came in before it counts as an overlap.
     pub lost_tolerance: Duration,
-    /// The recipes.
+    /// The lock recipes (the table's rows): the per-recipe ones go to the Rust and Curator
+    /// contenders, the busy ones to the busy-session contenders (and to the ZooKeeper-recipe and
+    /// kazoo contenders: see [`Recipe::contenders`]).
     pub recipes: Vec<Recipe>,
     /// The queues, and the items put into each (half by Rust, half by Curator for the plain
     /// queue; the negative control puts a tenth).
@@ -74,6 +93,54 @@ pub struct RunConfig {
     pub mode: String,
 }
 
+impl RunConfig {
+    /// The recipes `kind`'s processes take.
+    fn recipes_of(&self, kind: Kind) -> Vec<Recipe> {
+        let wanted = |recipe: &&Recipe| match kind {
+            Kind::Rust | Kind::Curator => recipe.contenders() == Contenders::PerRecipe,
+            Kind::Busy => recipe.contenders() != Contenders::PerRecipe,
+            Kind::ZooKeeperRecipe => recipe.contenders() == Contenders::BusyAndZooKeeperRecipe,
+            Kind::Kazoo => recipe.contenders() == Contenders::BusyAndKazoo,
+        };
+        self.recipes.iter().filter(wanted).copied().collect()
+    }
+
+    /// How many processes of `kind` the run starts (none when they would have nothing to do).
+    fn processes(&self, kind: Kind) -> usize {
+        let idle = self.recipes_of(kind).is_empty();
+        match kind {
+            Kind::Rust | Kind::Curator if idle && self.queues.is_empty() => 0,
+            Kind::Rust => self.rust_processes,
+            Kind::Curator => self.curator_processes,
+            _ if idle => 0,
+            Kind::Busy => self.busy_processes,
+            Kind::ZooKeeperRecipe => self.zookeeper_recipe_processes,
+            Kind::Kazoo => self.kazoo_processes,
+        }
+    }
+}
+
+/// The rows of the negative control that no checker caught: a row without violations, or a
+/// ZooKeeper-recipe or kazoo row on which one side's holders were never caught.
+fn blind_rows(reports: &BTreeMap<Recipe, RecipeReport>) -> Vec<String> {
+    let mut blind = Vec::new();
+    for (recipe, report) in reports {
+        if report.total_violations() == 0 {
+            blind.push(recipe.name().to_owned());
+            continue;
+        }
+        if matches!(recipe.contenders(), Contenders::BusyAndZooKeeperRecipe | Contenders::BusyAndKazoo) {
+            if report.rust_violations.is_empty() {
+                blind.push(format!("{} (rust holders)", recipe.name()));
+            }
+            if report.other_violations.is_empty() {
+                blind.push(format!("{} (other holders)", recipe.name()));
+            }
+        }
+    }
+    blind
+}
+
 /// The kinds of fault, in the report's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Fault {
@@ -84,6 +151,7 @@ enum Fault {
     Partition,
     KillRust,
     KillCurator,
+    KillInterop,
     EnsembleRestart,
 }
 
@@ -97,13 +165,14 @@ impl Fault {
             Fault::Partition => "partition",
             Fault::KillRust => "kill-rust-contender",
             Fault::KillCurator => "kill-curator-contender",
+            Fault::KillInterop => "kill-interop-contender",
             Fault::EnsembleRestart => "ensemble-restart",
         }
     }
 
     /// Picks a fault by weight.
     fn pick(rng: &mut Rng) -> Fault {
-        const WEIGHTED: [(Fault, u64); 8] = [
+        const WEIGHTED: [(Fault, u64); 9] = [
             (Fault::KillServer, 3),
             (Fault::KillLeader, 2),
             (Fault::PauseShort, 2),
@@ -111,6 +180,7 @@ impl Fault {
             (Fault::Partition, 4),
             (Fault::KillRust, 2),
             (Fault::KillCurator, 2),
+            (Fault::KillInterop, 2),
             (Fault::EnsembleRestart, 0),
         ];
         let total: u64 = WEIGHTED.iter().map(|(_, weight)| weight).sum();
@@ -125,15 +195,49 @@ impl Fault {
     }
 }
 
-/// A contender process of either language.
+/// What runs in a contender slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `zkr-chaos contend`: one session per recipe and client.
+    Rust,
+    /// The Curator driver's `chaos-contend`.
+    Curator,
+    /// `zkr-chaos contend --loops N`: busy sessions.
+    Busy,
+    /// `tests/java/ZkRecipeChaos.java`.
+    ZooKeeperRecipe,
+    /// `tests/python/kazoo_chaos.py`.
+    Kazoo,
+}
+
+impl Kind {
+    /// The first letter of its tags (and so of its holders' names).
+    fn letter(self) -> char {
+        match self {
+            Kind::Rust => 'r',
+            Kind::Curator => 'j',
+            Kind::Busy => 'b',
+            Kind::ZooKeeperRecipe => 'z',
+            Kind::Kazoo => 'k',
+        }
+    }
+
+    /// Whether it runs our recipes (`zkr-chaos contend`).
+    fn is_rust(self) -> bool {
+        matches!(self, Kind::Rust | Kind::Busy)
+    }
+}
+
+/// A contender process: ours, kazoo's and the ZooKeeper recipe's are driven alike (`stop` on
+/// stdin); Curator's through its driver.
 enum Running {
-    Rust { child: Box<Child>, stdin: Option<ChildStdin> },
+    Child { child: Box<Child>, stdin: Option<ChildStdin> },
     Curator(Box<CuratorProcess>),
 }
 
 /// One contender slot: its proxies (one per member) outlive its incarnations.
 struct Slot {
-    curator: bool,
+    kind: Kind,
     index: usize,
     proxies: Vec<FaultProxy>,
     running: Option<Running>,
@@ -155,6 +259,7 @@ struct StrandedLock {
 
 struct Phase<'a> {
     config: &'a RunConfig,
+    launchers: &'a Launchers,
     locking: bool,
     lock_root: &'static str,
     check_root: &'static str,
@@ -176,6 +281,11 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         config.duration.as_secs(),
         config.recipes.iter().map(|recipe| recipe.name()).collect::<Vec<_>>().join(",")
     );
+    let launchers = Launchers::prepare(
+        &config.out_dir,
+        config.processes(Kind::ZooKeeperRecipe) > 0,
+        config.processes(Kind::Kazoo) > 0,
+    )?;
     let mut cluster = TestingCluster::builder()
         .with_size(3)
         .with_min_session_timeout(Duration::from_secs(1))
@@ -193,28 +303,32 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
     // The negative control: the same contenders and checkers with locking off, no faults.
     let control = Phase {
         config: &config,
+        launchers: &launchers,
         locking: false,
         lock_root: CONTROL_LOCK_ROOT,
         check_root: CONTROL_CHECK_ROOT,
         queue_root: CONTROL_QUEUE_ROOT,
         name: "control",
     };
-    let (control_reports, _) = control.execute(&mut cluster, &observer, None).await?;
+    let (control_reports, _, _) = control.execute(&mut cluster, &observer, None).await?;
     let control_violations: u64 = control_reports.values().map(RecipeReport::total_violations).sum();
     println!("\n== negative control (locking off, {} s, no faults)", config.control_duration.as_secs());
     print_table(&control_reports);
-    let control_caught_all = control_reports.values().all(|report| report.total_violations() > 0);
+    let blind = blind_rows(&control_reports);
+    let control_caught_all = blind.is_empty();
     println!(
         "negative control: {control_violations} violations ({})",
         if control_caught_all {
-            "every recipe's checkers fired, as they must"
+            "every recipe's checkers fired, and on the ZooKeeper-recipe and kazoo rows against both sides, as they must"
+                .to_owned()
         } else {
-            "SOME RECIPE REPORTED NONE: the checkers are blind"
+            format!("NOT CAUGHT: {}: the checkers are blind", blind.join(", "))
         }
     );
 
     let chaos = Phase {
         config: &config,
+        launchers: &launchers,
         locking: true,
         lock_root: LOCK_ROOT,
         check_root: CHECK_ROOT,
@@ -222,7 +336,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         name: "chaos",
     };
     let mut rng = Rng::new(config.seed);
-    let (reports, faults) = chaos.execute(&mut cluster, &observer, Some(&mut rng)).await?;
+    let (reports, faults, busy) = chaos.execute(&mut cluster, &observer, Some(&mut rng)).await?;
 
     // Leaks: every session is closed or expired now; nothing of the recipes may be left, and
     // the watches must be back to the baseline.
@@ -248,8 +362,25 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         baseline,
         if leaks.clean() { "" } else { " — LEAK" }
     );
+    // The busy sessions must have met what they are there for: batched writes, and acquires
+    // that gave up early (whose nodes the framework then deletes).
+    let gave_up: u64 = reports.values().map(|report| report.gave_up).sum();
+    let busy_met = config.processes(Kind::Busy) == 0
+        || (busy.batches > 0 && (config.give_up_percent == 0 || gave_up > 0));
+    if config.processes(Kind::Busy) > 0 {
+        println!(
+            "busy sessions: {} batches carrying {} creates and deletes ({} sent again one by one); {gave_up} acquires gave up early; \
+             {} nodes deleted by the cleanup worker; {} nodes found again after a lost reply{}",
+            busy.batches,
+            busy.batched_writes,
+            busy.fallbacks,
+            busy.cleanups,
+            busy.found_again,
+            if busy_met { "" } else { " — NOT MET: the run did not see batches or give-ups" }
+        );
+    }
     let violations: u64 = reports.values().map(RecipeReport::total_violations).sum();
-    let clean = violations == 0 && leaks.clean() && control_caught_all;
+    let clean = violations == 0 && leaks.clean() && control_caught_all && busy_met;
     let wall = started.elapsed().as_secs();
     println!(
         "\nRESULT: {} — {} acquisitions, {} queue items, {violations} violations, control {control_violations} violations, wall time {wall} s",
@@ -264,10 +395,20 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         "clean": clean,
         "recipes": reports.iter().map(|(recipe, report)| (recipe.name().to_owned(), report_json(report))).collect::<serde_json::Map<_, _>>(),
         "faults": faults,
+        "busy_sessions": {
+            "batches": busy.batches,
+            "batched_writes": busy.batched_writes,
+            "batch_fallbacks": busy.fallbacks,
+            "cleanups": busy.cleanups,
+            "found_again": busy.found_again,
+            "gave_up": gave_up,
+            "met": busy_met,
+        },
         "leaks": { "nodes": leaks.nodes_by_recipe.values().sum::<u64>(), "ephemerals": leaks.ephemerals, "watches": leaks.watches, "watch_baseline": baseline, "details": leaks.details },
         "control": {
             "violations": control_violations,
             "every_recipe_caught": control_caught_all,
+            "not_caught": blind,
             "recipes": control_reports.iter().map(|(recipe, report)| (recipe.name().to_owned(), report_json(report))).collect::<serde_json::Map<_, _>>(),
         },
     });
@@ -289,7 +430,7 @@ impl Phase<'_> {
         cluster: &mut TestingCluster,
         observer: &Framework,
         mut rng: Option<&mut Rng>,
-    ) -> Result<(BTreeMap<Recipe, RecipeReport>, BTreeMap<String, u64>), String> {
+    ) -> Result<(BTreeMap<Recipe, RecipeReport>, BTreeMap<String, u64>, Counts), String> {
         let config = self.config;
         for recipe in &config.recipes {
             create_persistent(observer, &recipe.guard_dir(self.check_root)).await?;
@@ -303,20 +444,13 @@ impl Phase<'_> {
             expected.insert(*queue, self.produce(observer, cluster, *queue, items).await?);
         }
         let mut slots = Vec::new();
-        for (curator, count) in [(false, config.rust_processes), (true, config.curator_processes)] {
-            for index in 0..count {
+        for kind in [Kind::Rust, Kind::Curator, Kind::Busy, Kind::ZooKeeperRecipe, Kind::Kazoo] {
+            for index in 0..config.processes(kind) {
                 let mut proxies = Vec::new();
                 for member in cluster.members() {
                     proxies.push(FaultProxy::start(member.address()).await.map_err(|err| err.to_string())?);
                 }
-                slots.push(Slot {
-                    curator,
-                    index,
-                    proxies,
-                    running: None,
-                    incarnation: 0,
-                    tag: String::new(),
-                });
+                slots.push(Slot { kind, index, proxies, running: None, incarnation: 0, tag: String::new() });
             }
         }
         for slot in &mut slots {
@@ -423,7 +557,7 @@ impl Phase<'_> {
             .deadline(Deadline::after(STEP))
             .await;
         drop(slots);
-        Ok((reports, faults))
+        Ok((reports, faults, busy_counts(&events)))
     }
 
     /// Puts `items` items into `queue` before the contenders start: the plain queue half from
@@ -514,10 +648,9 @@ impl Phase<'_> {
                         {
                             continue;
                         }
-                        if let Some(slot) = slots
-                            .iter_mut()
-                            .find(|slot| slot.curator && lock.consumer.starts_with(&format!("{}-", slot.tag)))
-                        {
+                        if let Some(slot) = slots.iter_mut().find(|slot| {
+                            slot.kind == Kind::Curator && lock.consumer.starts_with(&format!("{}-", slot.tag))
+                        }) {
                             println!(
                                 "drain: {} item {} is locked by the live session {:#x} of Curator's consumer {}; stopping {}",
                                 queue.name(),
@@ -571,71 +704,111 @@ impl Phase<'_> {
     fn spawn(&self, slot: &mut Slot, log_dir: &Path) -> Result<(), String> {
         let config = self.config;
         slot.incarnation += 1;
-        slot.tag = format!("{}{}x{}", if slot.curator { 'j' } else { 'r' }, slot.index, slot.incarnation);
+        slot.tag = format!("{}{}x{}", slot.kind.letter(), slot.index, slot.incarnation);
         let log = log_dir.join(format!("events-{}.log", slot.tag));
         let connect = slot.proxies.iter().map(FaultProxy::connect_string).collect::<Vec<_>>().join(",");
-        let recipes = config.recipes.iter().map(|recipe| recipe.name()).collect::<Vec<_>>().join(",");
+        let recipes = config.recipes_of(slot.kind);
+        let recipe_names = recipes.iter().map(|recipe| recipe.name()).collect::<Vec<_>>().join(",");
         let locking = if self.locking { "on" } else { "off" };
         let hold_ms = config.hold.as_millis().to_string();
         let timeout_ms = config.session_timeout.as_millis().to_string();
-        if slot.curator {
-            let clients = config.curator_clients.to_string();
-            let process = CuratorProcess::spawn([
-                "--session-timeout-ms",
-                &timeout_ms,
-                "chaos-contend",
-                &connect,
-                &recipes,
-                &clients,
-                &slot.tag,
-                &log.display().to_string(),
-                locking,
-                self.lock_root,
-                self.check_root,
-                &hold_ms,
-                &queues_arg(&config.queues),
-                self.queue_root,
-                &config.process.as_millis().to_string(),
-            ])
-            .map_err(|err| format!("spawning a Curator contender: {err}"))?;
-            slot.running = Some(Running::Curator(Box::new(process)));
-        } else {
-            let exe = std::env::current_exe().map_err(|err| err.to_string())?;
-            let stderr = std::fs::File::create(log_dir.join(format!("stderr-{}.log", slot.tag)))
-                .map_err(|err| err.to_string())?;
-            let mut child = Command::new(exe)
-                .args(["contend", "--connect", &connect, "--recipes", &recipes])
-                .args(["--clients", &config.rust_clients.to_string(), "--tag", &slot.tag])
-                .arg("--log")
-                .arg(&log)
-                .args([
+        // Busy sessions consume no queue: the per-recipe contenders do.
+        let queues = if slot.kind == Kind::Busy { "-".to_owned() } else { queues_arg(&config.queues) };
+        let stderr = || {
+            std::fs::File::create(log_dir.join(format!("stderr-{}.log", slot.tag)))
+                .map_err(|err| err.to_string())
+        };
+        let mut command = match slot.kind {
+            Kind::Curator => {
+                let clients = config.curator_clients.to_string();
+                let process = CuratorProcess::spawn([
                     "--session-timeout-ms",
                     &timeout_ms,
-                    "--locking",
+                    "chaos-contend",
+                    &connect,
+                    &recipe_names,
+                    &clients,
+                    &slot.tag,
+                    &log.display().to_string(),
                     locking,
-                    "--lock-root",
                     self.lock_root,
+                    self.check_root,
+                    &hold_ms,
+                    &queues,
+                    self.queue_root,
+                    &config.process.as_millis().to_string(),
                 ])
-                .args(["--check-root", self.check_root, "--hold-ms", &hold_ms])
-                .args(["--queues", &queues_arg(&config.queues), "--queue-root", self.queue_root])
-                .args(["--process-ms", &config.process.as_millis().to_string()])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(stderr)
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|err| format!("spawning a Rust contender: {err}"))?;
-            let stdin = child.stdin.take();
-            slot.running = Some(Running::Rust { child: Box::new(child), stdin });
-        }
+                .map_err(|err| format!("spawning a Curator contender: {err}"))?;
+                slot.running = Some(Running::Curator(Box::new(process)));
+                return Ok(());
+            }
+            Kind::Rust | Kind::Busy => {
+                let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+                let (clients, loops, give_up) = if slot.kind == Kind::Busy {
+                    (config.busy_clients, config.busy_loops, config.give_up_percent)
+                } else {
+                    (config.rust_clients, 0, 0)
+                };
+                let mut command = Command::new(exe);
+                command
+                    .args(["contend", "--connect", &connect, "--recipes", &recipe_names])
+                    .args(["--clients", &clients.to_string(), "--tag", &slot.tag])
+                    .arg("--log")
+                    .arg(&log)
+                    .args([
+                        "--session-timeout-ms",
+                        &timeout_ms,
+                        "--locking",
+                        locking,
+                        "--lock-root",
+                        self.lock_root,
+                    ])
+                    .args(["--check-root", self.check_root, "--hold-ms", &hold_ms])
+                    .args(["--queues", &queues, "--queue-root", self.queue_root])
+                    .args(["--process-ms", &config.process.as_millis().to_string()])
+                    .args(["--loops", &loops.to_string(), "--give-up-percent", &give_up.to_string()])
+                    .stdin(Stdio::piped())
+                    .kill_on_drop(true);
+                command
+            }
+            Kind::ZooKeeperRecipe | Kind::Kazoo => {
+                let Some(recipe) = recipes.first() else { return Err(format!("{} has no recipe", slot.tag)) };
+                let args = InteropArgs {
+                    connect: &connect,
+                    recipe: recipe.name(),
+                    clients: config.interop_clients,
+                    tag: &slot.tag,
+                    log: &log,
+                    locking: self.locking,
+                    lock_root: self.lock_root,
+                    check_root: self.check_root,
+                    hold_ms: config.hold.as_millis(),
+                    session_timeout_ms: config.session_timeout.as_millis(),
+                };
+                if slot.kind == Kind::Kazoo {
+                    self.launchers.kazoo(&args)?
+                } else {
+                    self.launchers.zookeeper_recipe(&args)?
+                }
+            }
+        };
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(stderr()?)
+            .spawn()
+            .map_err(|err| format!("spawning contender {}: {err}", slot.tag))?;
+        let stdin = child.stdin.take();
+        slot.running = Some(Running::Child { child: Box::new(child), stdin });
         Ok(())
     }
 
     /// SIGKILLs a slot's process (a crash) and notes when.
     async fn kill(&self, slot: &mut Slot, killed: &mut HashMap<String, i64>) {
         match slot.running.take() {
-            Some(Running::Rust { mut child, .. }) => {
-                self.dump_if_silent(slot, child.id()).await;
+            Some(Running::Child { mut child, .. }) => {
+                if slot.kind.is_rust() {
+                    self.dump_if_silent(slot, child.id()).await;
+                }
                 let _ = child.start_kill();
                 let _ = tokio::time::timeout(STEP, child.wait()).await;
             }
@@ -684,7 +857,7 @@ impl Phase<'_> {
     /// after [`EXIT_TIMEOUT`].
     async fn stop(&self, slot: &mut Slot, killed: &mut HashMap<String, i64>) {
         let exited = match slot.running.as_mut() {
-            Some(Running::Rust { child, stdin }) => {
+            Some(Running::Child { child, stdin }) => {
                 if let Some(stdin) = stdin.as_mut() {
                     let _ = stdin.write_all(b"stop\n").await;
                     let _ = stdin.flush().await;
@@ -753,10 +926,14 @@ impl Phase<'_> {
                 }
                 format!("contender {} black-holed {cut} ms", slot.tag)
             }
-            Fault::KillRust | Fault::KillCurator => {
-                let curator = fault == Fault::KillCurator;
+            Fault::KillRust | Fault::KillCurator | Fault::KillInterop => {
+                let targets = |kind: Kind| match fault {
+                    Fault::KillRust => kind.is_rust(),
+                    Fault::KillCurator => kind == Kind::Curator,
+                    _ => matches!(kind, Kind::ZooKeeperRecipe | Kind::Kazoo),
+                };
                 let candidates: Vec<usize> =
-                    (0..slots.len()).filter(|index| slots[*index].curator == curator).collect();
+                    (0..slots.len()).filter(|index| targets(slots[*index].kind)).collect();
                 if candidates.is_empty() {
                     return Ok("no such contender".to_owned());
                 }
@@ -878,9 +1055,15 @@ async fn check_leaks(cluster: &TestingCluster, observer: &Framework, baseline: u
             details: Vec::new(),
         };
         for root in [LOCK_ROOT, CONTROL_LOCK_ROOT] {
+            // ZooKeeper's recipe and kazoo make missing lock dirs persistent: once empty, they go
+            // (a dir that still holds a node stays, and is reported with it).
+            for recipe in Recipe::ALL.into_iter().filter(|recipe| recipe.lock_dir_may_be_persistent()) {
+                let _ =
+                    observer.delete(&recipe.lock_path(root)).quietly().deadline(Deadline::after(STEP)).await;
+            }
             let found = descendants(observer, root).await;
             for node in found {
-                let recipe = Recipe::ALL.into_iter().find(|recipe| node.starts_with(&recipe.lock_path(root)));
+                let recipe = Recipe::ALL.into_iter().find(|recipe| recipe.owns_node(root, &node));
                 if let Some(recipe) = recipe {
                     *leaks.nodes_by_recipe.entry(recipe).or_default() += 1;
                 }
@@ -946,12 +1129,13 @@ fn report_json(report: &RecipeReport) -> serde_json::Value {
     json!({
         "acquisitions": report.acquisitions(),
         "rust_acquisitions": report.rust_acquisitions,
-        "curator_acquisitions": report.curator_acquisitions,
+        "other_acquisitions": report.other_acquisitions,
+        "gave_up": report.gave_up,
         "holders": report.holders,
         "lost_fired": report.lost_fired,
         "violations": report.violations_by_kind(),
         "rust_violations": report.rust_violations,
-        "curator_violations": report.curator_violations,
+        "other_violations": report.other_violations,
         "max_token": report.max_token,
         "max_concurrent": report.max_concurrent,
         "max_late_lost_ms": report.max_late_lost_ms,
@@ -984,7 +1168,7 @@ fn violations_text(report: &RecipeReport) -> String {
 fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
     println!(
         "{:<16} {:>9} {:>7} {:>7} {:>7} {:>6} {:>8} {:>9} {:>6} {:>6}  violations",
-        "recipe", "acquired", "rust", "curator", "holders", "lost", "max-hold", "late-ms", "errors", "leaks",
+        "recipe", "acquired", "rust", "other", "holders", "lost", "max-hold", "late-ms", "errors", "leaks",
     );
     for (recipe, report) in reports.iter().filter(|(recipe, _)| !recipe.is_queue()) {
         let violations = violations_text(report);
@@ -993,7 +1177,7 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
             recipe.name(),
             report.acquisitions(),
             report.rust_acquisitions,
-            report.curator_acquisitions,
+            report.other_acquisitions,
             report.holders,
             report.lost_fired,
             report.max_concurrent,
@@ -1003,8 +1187,13 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
             violations
         );
         let counter = report.counter.map_or("-".to_owned(), |count| count.to_string());
+        let gave_up = if recipe.contenders() == Contenders::PerRecipe {
+            String::new()
+        } else {
+            format!("; gave up {}", report.gave_up)
+        };
         println!(
-            "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}; stale markers {}; fenced after lost {}",
+            "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}; stale markers {}; fenced after lost {}{gave_up}",
             "",
             report.increments,
             report.uncertain_increments,
@@ -1024,7 +1213,7 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
             report.acks_unlogged,
             report.deliveries,
             report.rust_acquisitions,
-            report.curator_acquisitions,
+            report.other_acquisitions,
             report.curator_redeliveries,
             report.curator_stranded_locks,
             report.holders,
