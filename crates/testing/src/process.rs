@@ -244,7 +244,8 @@ pub(crate) fn process_state(pid: u32) -> Option<char> {
 /// there is no `/proc` (macOS, the BSDs).
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn process_state(pid: u32) -> Option<char> {
-    let output = std::process::Command::new("ps").args(["-o", "stat=", "-p", &pid.to_string()]).output().ok()?;
+    let output =
+        std::process::Command::new("ps").args(["-o", "stat=", "-p", &pid.to_string()]).output().ok()?;
     String::from_utf8_lossy(&output.stdout).trim().chars().next()
 }
 
