@@ -13,7 +13,7 @@
 //! scenario). Every timed part follows a warm-up of the same kind (3,000 cycles, or 2 s of the
 //! contended load), for our side and Curator's alike, and the server is warmed up (untimed)
 //! before the first round. Scenarios, each run for zk-recipes, for Curator (through the Java
-//! driver in `tests/java`) and for the raw floor back to back at each point, in an order rotated
+//! driver in `crates/testing/java`) and for the raw floor back to back at each point, in an order rotated
 //! every round, and reported as medians over the rounds with ratios (each ratio twice: of the
 //! medians, and the median of each round's own ratio, which a drift between rounds moves less):
 //! - `floor`: the raw protocol a lock cycle needs — create (ephemeral sequential) and list sent

@@ -1,5 +1,5 @@
 //! Items per second through a distributed queue on a real ZooKeeper server, ours and Curator 5.4's
-//! `DistributedQueue` (through the Java driver in `tests/java`) in the same run: 4 producers and
+//! `DistributedQueue` (through the Java driver in `crates/testing/java`) in the same run: 4 producers and
 //! 4 consumers, each with its own session, in both delivery modes.
 //!
 //! `cargo bench -p zk-recipes-benches --bench queues` (release build; both JVMs compile as in production,

@@ -1,9 +1,9 @@
 //! The other lock layouts against real clients of theirs: ZooKeeper's own lock recipe (a Java
-//! client of its protocol, `tests/java/ZkRecipeLocks.java`) and kazoo 2.11 (`tests/python/
-//! kazoo_driver.py`, in the virtualenv `scripts/install-deps.sh` makes). Rust and the other side
-//! contend on one path; inside every hold both run the same checks (a marker that must not exist, a
-//! versioned counter increment), so two holders at once show up as violations and the counter must
-//! equal the acquisitions.
+//! client of its protocol, `crates/testing/java/ZkRecipeLocks.java`) and kazoo 2.11
+//! (`crates/testing/python/kazoo_driver.py`, in the virtualenv `scripts/install-deps.sh` makes).
+//! Rust and the other side contend on one path; inside every hold both run the same checks (a
+//! marker that must not exist, a versioned counter increment), so two holders at once show up as
+//! violations and the counter must equal the acquisitions.
 //!
 //! Needs Java, `javac`, Debian's ZooKeeper jars, and kazoo (`bash scripts/install-deps.sh`): a
 //! missing kazoo fails the kazoo tests with the install command.

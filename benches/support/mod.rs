@@ -203,7 +203,7 @@ pub fn production_like_server() -> zk_recipes_testing::TestingServerBuilder {
     TestingServer::builder().with_jit(Jit::Full).with_container_check_interval(Duration::from_secs(60))
 }
 
-/// Starts the Curator driver (`tests/java/CuratorDriver.java`) as production runs a JVM.
+/// Starts the Curator driver (`crates/testing/java/CuratorDriver.java`) as production runs a JVM.
 pub fn spawn_curator<S: AsRef<str>>(args: &[S]) -> CuratorProcess {
     CuratorProcess::spawn_with_jit(Jit::Full, args.iter().map(AsRef::as_ref))
         .expect("the Curator driver starts")

@@ -19,9 +19,9 @@
 //! ```
 //!
 //! Holders are `<process tag>-<client>-<n>` (busy sessions: `<tag>-<session>-<loop>.<n>`), unique
-//! across the run. The Curator contender (`tests/java/CuratorChaos.java`), the ZooKeeper-recipe
-//! contender (`tests/java/ZkRecipeChaos.java`) and the kazoo contender
-//! (`tests/python/kazoo_chaos.py`) write the same format.
+//! across the run. The Curator contender (`crates/testing/java/CuratorChaos.java`), the ZooKeeper-recipe
+//! contender (`crates/chaos/java/ZkRecipeChaos.java`) and the kazoo contender
+//! (`crates/chaos/python/kazoo_chaos.py`) write the same format.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

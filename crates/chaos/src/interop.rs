@@ -1,6 +1,6 @@
 //! The other side of the busy-session rows besides our own contenders: a Java client of
-//! ZooKeeper's own lock recipe (`tests/java/ZkRecipeChaos.java`, compiled here against Debian's
-//! ZooKeeper jars) and kazoo 2.11 (`tests/python/kazoo_chaos.py`, on the kazoo virtualenv's
+//! ZooKeeper's own lock recipe (`crates/chaos/java/ZkRecipeChaos.java`, compiled here against Debian's
+//! ZooKeeper jars) and kazoo 2.11 (`crates/chaos/python/kazoo_chaos.py`, on the kazoo virtualenv's
 //! Python). Both are OS processes driven like a Rust contender: `stop` on stdin ends them (exit 0),
 //! EOF kills them at once. The sources are built into `zkr-chaos` and written to the run's output
 //! directory, so a run uses the contenders it was built with.
@@ -12,10 +12,10 @@ use tokio::process::Command;
 use zk_recipes_testing::{java_binary, kazoo_python, zookeeper_classpath};
 
 /// The ZooKeeper-recipe contender's source and main class.
-const ZOOKEEPER_RECIPE_SOURCE: &str = include_str!("../../../tests/java/ZkRecipeChaos.java");
+const ZOOKEEPER_RECIPE_SOURCE: &str = include_str!("../java/ZkRecipeChaos.java");
 const ZOOKEEPER_RECIPE_CLASS: &str = "zkrecipes.chaos.ZkRecipeChaos";
 /// The kazoo contender's source.
-const KAZOO_SOURCE: &str = include_str!("../../../tests/python/kazoo_chaos.py");
+const KAZOO_SOURCE: &str = include_str!("../python/kazoo_chaos.py");
 
 /// JVM flags of the ZooKeeper-recipe contender: small heap, quick start, the client's INFO logs
 /// off.

@@ -31,10 +31,10 @@ pub enum Recipe {
     /// travel in batches; Rust only.
     Batch(u8),
     /// `Mutex::with_layout(.., LockLayout::ZooKeeperRecipe)` (busy sessions) beside a Java client
-    /// of ZooKeeper's own lock recipe (`tests/java/ZkRecipeChaos.java`).
+    /// of ZooKeeper's own lock recipe (`crates/chaos/java/ZkRecipeChaos.java`).
     ZooKeeperLock,
     /// `Mutex::with_layout(.., LockLayout::Kazoo)` (busy sessions) beside kazoo 2.11's `Lock`
-    /// (`tests/python/kazoo_chaos.py`).
+    /// (`crates/chaos/python/kazoo_chaos.py`).
     KazooLock,
     /// `DistributedQueue` with a lock path (lock-safe) / `zk_recipes_queue::DistributedQueue`.
     Queue,

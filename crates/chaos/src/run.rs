@@ -204,9 +204,9 @@ enum Kind {
     Curator,
     /// `zkr-chaos contend --loops N`: busy sessions.
     Busy,
-    /// `tests/java/ZkRecipeChaos.java`.
+    /// `crates/chaos/java/ZkRecipeChaos.java`.
     ZooKeeperRecipe,
-    /// `tests/python/kazoo_chaos.py`.
+    /// `crates/chaos/python/kazoo_chaos.py`.
     Kazoo,
 }
 

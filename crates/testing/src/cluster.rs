@@ -319,7 +319,7 @@ impl ClusterMember {
     /// [`TestingError::FourLetterWord`] if it does not answer with a mode (e.g. during an election).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn mode(&self) -> Result<ServerMode> {
         mode_of(self.address()).await
     }
@@ -327,7 +327,7 @@ impl ClusterMember {
     /// Sends a four-letter word to this member; 5 s deadline.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn four_letter_word(&self, command: &str) -> Result<String> {
         four_letter_word(self.address(), command, DEFAULT_FOUR_LETTER_TIMEOUT).await
     }
@@ -335,7 +335,7 @@ impl ClusterMember {
     /// `mntr` of this member as a map.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn mntr(&self) -> Result<BTreeMap<String, String>> {
         mntr_of(self.address()).await
     }
@@ -343,7 +343,7 @@ impl ClusterMember {
     /// This member's `zk_znode_count`.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn znode_count(&self) -> Result<u64> {
         znode_count_of(self.address()).await
     }
@@ -351,7 +351,7 @@ impl ClusterMember {
     /// Watches registered on this member (sessions connected to it), from `wchc`.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn watch_count(&self) -> Result<usize> {
         Ok(watches_of(self.address()).await?.values().map(Vec::len).sum())
     }
@@ -396,7 +396,8 @@ impl TestingCluster {
     /// See [`TestingClusterBuilder::start`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled start kills every JVM it started (synchronously, on drop) and frees
+    /// the slot.
     pub async fn start(size: usize) -> Result<TestingCluster> {
         TestingClusterBuilder::new().with_size(size).start().await
     }
@@ -440,7 +441,7 @@ impl TestingCluster {
     /// [`TestingError::NoLeader`] if there is none right now (e.g. during an election).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the members; a cancelled call closes its connection.
     pub async fn leader_index(&self) -> Result<usize> {
         for (index, member) in self.members.iter().enumerate() {
             if member.is_running() && probe_mode(member.address()).await == Some(ServerMode::Leader) {
@@ -458,7 +459,7 @@ impl TestingCluster {
     /// `timeout`; [`TestingError::ServerExited`] if a member dies meanwhile.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the members and waits; the members run on as they were.
     pub async fn wait_until_serving(&mut self, timeout: Duration) -> Result<()> {
         for member in &mut self.members {
             member.log_from = crate::process::log_len(&member.launch.log_path);
@@ -595,7 +596,7 @@ impl TestingCluster {
     /// The mode of member `index` from `srvr`.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn mode(&self, index: usize) -> Result<ServerMode> {
         self.member(index)?.mode().await
     }
@@ -603,7 +604,7 @@ impl TestingCluster {
     /// Sends a four-letter word to member `index`; 5 s deadline.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn four_letter_word(&self, index: usize, command: &str) -> Result<String> {
         self.member(index)?.four_letter_word(command).await
     }

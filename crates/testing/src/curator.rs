@@ -1,6 +1,6 @@
 //! Apache Curator in a JVM, driven line by line from Rust interop tests.
 //!
-//! The driver program is `tests/java/CuratorDriver.java` (embedded here at build time). It runs
+//! The driver program is `java/CuratorDriver.java` (in this crate) (embedded here at build time). It runs
 //! Curator 5.4 recipes (`InterProcessMutex`, `InterProcessSemaphoreV2`,
 //! `InterProcessSemaphoreMutex`, `Revoker`) on command-line arguments, prints machine-readable
 //! lines (`NODE <path>`, `HELD <micros>`, `DONE acquisitions=N violations=M`, …) to stdout, reads
@@ -25,12 +25,12 @@ use crate::process::log_tail;
 /// [`curator_driver_classes`]. `CuratorDriver.java` holds `main` and the shared helpers; each
 /// other file is an extension class with its recipes' commands, listed in its `EXTENSIONS`.
 pub(crate) const CURATOR_DRIVER_SOURCES: &[(&str, &str)] = &[
-    ("CuratorDriver.java", include_str!("../../../tests/java/CuratorDriver.java")),
-    ("CuratorNodes.java", include_str!("../../../tests/java/CuratorNodes.java")),
-    ("CuratorCounters.java", include_str!("../../../tests/java/CuratorCounters.java")),
-    ("CuratorBarriers.java", include_str!("../../../tests/java/CuratorBarriers.java")),
-    ("ZkRecipeLocks.java", include_str!("../../../tests/java/ZkRecipeLocks.java")),
-    ("CuratorChaos.java", include_str!("../../../tests/java/CuratorChaos.java")),
+    ("CuratorDriver.java", include_str!("../java/CuratorDriver.java")),
+    ("CuratorNodes.java", include_str!("../java/CuratorNodes.java")),
+    ("CuratorCounters.java", include_str!("../java/CuratorCounters.java")),
+    ("CuratorBarriers.java", include_str!("../java/CuratorBarriers.java")),
+    ("ZkRecipeLocks.java", include_str!("../java/ZkRecipeLocks.java")),
+    ("CuratorChaos.java", include_str!("../java/CuratorChaos.java")),
 ];
 
 /// The driver's main class.
@@ -57,7 +57,7 @@ const LOG_TAIL_LINES: usize = 30;
 /// Poll period while waiting for the driver to exit.
 const EXIT_POLL: Duration = Duration::from_millis(10);
 
-/// Compiles the driver (`tests/java/*.java`) once per process (and once per source, classpath and `javac`,
+/// Compiles the driver (`java/*.java` in this crate) once per process (and once per source, classpath and `javac`,
 /// across processes) and returns the directory holding its classes.
 ///
 /// The classes go next to the running executable (for a test: `target/<profile>/curator-driver/
@@ -472,7 +472,7 @@ impl CuratorProcess {
     /// [`TestingError::Io`] if its status cannot be read.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only polls the JVM's status; the JVM runs on.
     pub async fn wait(&mut self, timeout: Duration) -> Result<ExitStatus> {
         let deadline = Instant::now() + timeout;
         loop {

@@ -166,4 +166,15 @@ impl TestingError {
 }
 
 /// Shorthand for `Result<T, TestingError>`.
+///
+/// # Example
+/// ```
+/// use zk_recipes_testing::{Result, TestingServer};
+///
+/// /// The number of znodes a fresh server holds.
+/// async fn fresh_znode_count() -> Result<u64> {
+///     let server = TestingServer::start().await?;
+///     server.znode_count().await
+/// }
+/// ```
 pub type Result<T, E = TestingError> = std::result::Result<T, E>;

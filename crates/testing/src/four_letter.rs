@@ -14,6 +14,18 @@ use crate::error::{Result, TestingError};
 pub const DEFAULT_FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The `Mode:` line of `srvr`: what role a server plays.
+///
+/// # Example
+/// ```
+/// use zk_recipes_testing::{parse_srvr_mode, ServerMode};
+///
+/// assert_eq!(parse_srvr_mode("Mode: standalone\n"), Some(ServerMode::Standalone));
+/// assert_eq!(parse_srvr_mode("Mode: observer\n"), Some(ServerMode::Observer));
+/// match parse_srvr_mode("Mode: leader\n") {
+///     Some(mode) if mode.is_quorum_member() => println!("serves as {mode:?}"),
+///     other => println!("not a voting member: {other:?}"),
+/// }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerMode {

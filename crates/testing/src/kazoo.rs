@@ -1,12 +1,39 @@
-//! kazoo (the Python ZooKeeper client) on the other side of an interop test: small scripts under
-//! `tests/python/`, run with the virtualenv `scripts/install-deps.sh` makes, and driven line by
-//! line like the Curator driver ([`CuratorProcess`]).
+//! kazoo (the Python ZooKeeper client) on the other side of an interop test: small scripts in this
+//! crate's `python/` (embedded at build time, written out once per process), run with the
+//! virtualenv `scripts/install-deps.sh` makes, and driven line by line like the Curator driver
+//! ([`CuratorProcess`]).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use crate::curator::CuratorProcess;
 use crate::error::{Result, TestingError};
+
+/// The kazoo scripts (file name, text), embedded so that a published copy of this crate carries
+/// them.
+const KAZOO_SCRIPTS: &[(&str, &str)] = &[("kazoo_driver.py", include_str!("../python/kazoo_driver.py"))];
+
+/// Writes `script` (one of [`KAZOO_SCRIPTS`]) to a directory of this process's, once; its path.
+fn script_path(script: &str) -> Result<PathBuf> {
+    let Some((_, text)) = KAZOO_SCRIPTS.iter().find(|(name, _)| *name == script) else {
+        return Err(TestingError::io(
+            format!("no kazoo script {script:?} in zk-recipes-testing"),
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        ));
+    };
+    let dir = std::env::temp_dir().join(format!("zk-recipes-kazoo-{}", std::process::id()));
+    let path = dir.join(script);
+    if !path.is_file() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|err| TestingError::io(format!("creating {}", dir.display()), err))?;
+        // Written aside and renamed: a concurrent caller never runs half a script.
+        let staging = dir.join(format!(".{script}.{:?}", std::thread::current().id()));
+        std::fs::write(&staging, text)
+            .and_then(|()| std::fs::rename(&staging, &path))
+            .map_err(|err| TestingError::io(format!("writing {}", path.display()), err))?;
+    }
+    Ok(path)
+}
 
 /// Environment variable naming the virtualenv that holds kazoo (defaults to [`DEFAULT_VENV`]).
 pub const VENV_ENV: &str = "ZK_RECIPES_VENV";
@@ -48,12 +75,14 @@ pub fn kazoo_python() -> Result<PathBuf> {
 }
 
 impl CuratorProcess {
-    /// Runs the kazoo script `tests/python/<script>` with `args` on the kazoo virtualenv's Python
+    /// Runs the kazoo script `<script>` (this crate's `python/kazoo_driver.py`) with `args` on the
+    /// kazoo virtualenv's Python
     /// ([`kazoo_python`]), driven as the Curator driver is: lines on stdout, commands on stdin,
     /// stderr to a log quoted in errors; SIGKILLed when dropped.
     ///
     /// # Errors
-    /// [`TestingError::KazooNotFound`]; [`TestingError::Io`] if it cannot be spawned.
+    /// [`TestingError::KazooNotFound`]; [`TestingError::Io`] for an unknown script, or if it cannot
+    /// be written out or spawned.
     ///
     /// # Example
     /// ```no_run
@@ -69,7 +98,7 @@ impl CuratorProcess {
         S: AsRef<std::ffi::OsStr>,
     {
         let python = kazoo_python()?;
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/python").join(script);
+        let script = script_path(script)?;
         let mut command = Command::new(python);
         command.arg("-u").arg(script).args(args);
         CuratorProcess::launch(command, "kazoo")

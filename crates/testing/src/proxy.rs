@@ -78,6 +78,17 @@ pub struct FaultProxy {
 }
 
 /// What the proxy has done so far, for assertions.
+///
+/// # Example
+/// ```no_run
+/// # fn demo(proxy: &zk_recipes_testing::FaultProxy) {
+/// let before = proxy.stats();
+/// let cut = proxy.cut_now();
+/// let after = proxy.stats();
+/// assert_eq!(after.cut, before.cut + cut as u64);
+/// println!("{} connections so far, {} bytes to the server", after.accepted, after.bytes_to_server);
+/// # }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProxyStats {
@@ -96,6 +107,17 @@ pub struct ProxyStats {
 }
 
 /// The create request whose reply [`FaultProxy::cut_after_next_create`] dropped.
+///
+/// # Example
+/// ```no_run
+/// # async fn demo(proxy: &zk_recipes_testing::FaultProxy) -> Result<(), zk_recipes_testing::TestingError> {
+/// let cut = proxy.cut_after_next_create();
+/// // ... the client creates /app/lock/lock- (sequential) through the proxy ...
+/// let create = cut.await?;
+/// assert_eq!(create.server_error, 0, "the server created the node; the client never heard");
+/// println!("{} (op code {}, xid {})", create.path, create.op_code, create.xid);
+/// # Ok(()) }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CutCreate {
@@ -177,6 +199,19 @@ impl RequestMatch {
 }
 
 /// The request whose reply [`FaultProxy::cut_after_next_reply`] dropped.
+///
+/// # Example
+/// ```no_run
+/// # async fn demo(proxy: &zk_recipes_testing::FaultProxy) -> Result<(), zk_recipes_testing::TestingError> {
+/// use zk_recipes_testing::RequestMatch;
+///
+/// let cut = proxy.cut_after_next_reply(RequestMatch::delete().under("/app/jobs"));
+/// // ... the client deletes /app/jobs/job-1 through the proxy and gets a connection loss ...
+/// let reply = cut.await?;
+/// assert_eq!((reply.op_code, reply.path.as_str()), (2, "/app/jobs/job-1"));
+/// assert!(reply.ops.is_empty(), "not a multi");
+/// # Ok(()) }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CutReply {
@@ -202,8 +237,24 @@ pub struct CutReply {
 /// # Errors
 /// [`TestingError::ProxyClosed`] if the proxy is dropped first.
 ///
+/// # Example
+/// ```no_run
+/// # async fn demo(proxy: &zk_recipes_testing::FaultProxy) -> Result<(), zk_recipes_testing::TestingError> {
+/// use std::time::Duration;
+/// use zk_recipes_testing::RequestMatch;
+///
+/// let cut = proxy.cut_after_next_reply(RequestMatch::set_data());
+/// // ... the client under test sets some data through the proxy ...
+/// match tokio::time::timeout(Duration::from_secs(5), cut).await {
+///     Ok(hit) => println!("cut after {:?}", hit?.path),
+///     Err(_) => println!("no setData in 5 s: dropping the handle disarmed the cut"),
+/// }
+/// # Ok(()) }
+/// ```
+///
 /// # Cancel safety
-/// Cancel safe; cancelling disarms.
+/// Cancel safe: dropping this before the cut happened disarms it (no connection is cut for it);
+/// dropping it afterwards only loses the report.
 #[derive(Debug)]
 #[must_use = "the cut is disarmed when this is dropped"]
 pub struct CutAfterReply {
@@ -220,6 +271,20 @@ impl Future for CutAfterReply {
 
 /// The request that started a [`FaultProxy::black_hole_at_next_request`] black hole; it never
 /// reached the server.
+///
+/// # Example
+/// ```no_run
+/// # async fn demo(proxy: &zk_recipes_testing::FaultProxy) -> Result<(), zk_recipes_testing::TestingError> {
+/// use std::time::Duration;
+/// use zk_recipes_testing::RequestMatch;
+///
+/// let held = proxy.black_hole_at_next_request(RequestMatch::multi(), Duration::from_secs(10));
+/// // ... the client commits a multi through the proxy ...
+/// let request = held.await?;
+/// assert_eq!(request.op_code, 14);
+/// println!("held back: {:?}", request.ops);
+/// # Ok(()) }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldRequest {
@@ -239,8 +304,23 @@ pub struct HeldRequest {
 /// # Errors
 /// [`TestingError::ProxyClosed`] if the proxy is dropped first.
 ///
+/// # Example
+/// ```no_run
+/// # async fn demo(proxy: &zk_recipes_testing::FaultProxy) -> Result<(), zk_recipes_testing::TestingError> {
+/// use std::time::Duration;
+/// use zk_recipes_testing::RequestMatch;
+///
+/// let trigger = proxy.black_hole_at_next_request(RequestMatch::create(), Duration::from_secs(30));
+/// // ... the client under test creates a node through the proxy ...
+/// let request = trigger.await?;
+/// assert!(proxy.is_black_holed());
+/// println!("the create of {} never reached the server", request.path);
+/// # Ok(()) }
+/// ```
+///
 /// # Cancel safety
-/// Cancel safe; cancelling disarms.
+/// Cancel safe: dropping this before a request fired the trigger disarms it (no black hole starts
+/// for it); dropping it afterwards only loses the report.
 #[derive(Debug)]
 #[must_use = "the trigger is disarmed when this is dropped"]
 pub struct BlackHoleAtRequest {
@@ -271,7 +351,8 @@ impl Future for BlackHoleAtRequest {
 /// ```
 ///
 /// # Cancel safety
-/// Cancel safe; cancelling disarms.
+/// Cancel safe: dropping this before the cut happened disarms it (no connection is cut for it);
+/// dropping it afterwards only loses the report.
 #[derive(Debug)]
 #[must_use = "the cut is disarmed when this is dropped"]
 pub struct CutAfterCreate {
@@ -410,7 +491,8 @@ impl FaultProxy {
     /// [`TestingError::Io`] if `target` does not resolve or no port can be bound.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled start leaves nothing running (a listener it bound is closed with
+    /// it).
     pub async fn start(target: impl ToSocketAddrs) -> Result<FaultProxy> {
         let target = tokio::net::lookup_host(target)
             .await

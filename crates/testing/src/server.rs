@@ -482,7 +482,7 @@ impl TestingServer {
     /// See [`four_letter_word`](crate::four_letter_word).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn four_letter_word(&self, command: &str) -> Result<String> {
         four_letter_word(self.address(), command, DEFAULT_FOUR_LETTER_TIMEOUT).await
     }
@@ -490,7 +490,7 @@ impl TestingServer {
     /// The server's mode from `srvr` ([`ServerMode::Standalone`] for this type).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn mode(&self) -> Result<ServerMode> {
         mode_of(self.address()).await
     }
@@ -498,7 +498,7 @@ impl TestingServer {
     /// `mntr` as a map (`zk_znode_count`, `zk_watch_count`, `zk_num_alive_connections`, …).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn mntr(&self) -> Result<BTreeMap<String, String>> {
         mntr_of(self.address()).await
     }
@@ -507,7 +507,7 @@ impl TestingServer {
     /// the `/zookeeper` system nodes).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn znode_count(&self) -> Result<u64> {
         znode_count_of(self.address()).await
     }
@@ -515,7 +515,7 @@ impl TestingServer {
     /// Watched paths per session id, from `wchc` (see [`parse_wchc`](crate::parse_wchc)).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn watches(&self) -> Result<BTreeMap<String, Vec<String>>> {
         watches_of(self.address()).await
     }
@@ -525,7 +525,7 @@ impl TestingServer {
     /// child watches; to show those are gone (or not polled), use `mntr` packet counts.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only asks the server; a cancelled call closes its connection.
     pub async fn watch_count(&self) -> Result<usize> {
         Ok(self.watches().await?.values().map(Vec::len).sum())
     }

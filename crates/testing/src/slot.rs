@@ -47,7 +47,7 @@ impl ServerSlot {
     /// process, and takes the slot.
     ///
     /// # Cancel safety
-    /// Cancel safe: a cancelled wait holds nothing.
+    /// Cancel safe: a cancelled wait loses its place in the FIFO queue and holds nothing.
     pub async fn acquire() -> ServerSlot {
         ServerSlot { _guard: SLOT.lock().await }
     }

@@ -14,6 +14,10 @@ pub const SERVER_START: Duration = Duration::from_secs(15 * 60);
 
 /// Awaits `future` at most [`STEP`]; panics naming `what` if it does not finish in time.
 ///
+/// # Cancel safety
+/// Dropping it drops `future` where it stands: a cancelled call loses what `future`'s own cancel
+/// safety says.
+///
 /// ```no_run
 /// # async fn demo() {
 /// use zk_recipes_testing::{within, within_for, TestingServer, SERVER_START};
@@ -27,6 +31,10 @@ pub async fn within<T>(what: &str, future: impl IntoFuture<Output = T>) -> T {
 
 /// Awaits `future` (anything `.await` takes, such as a builder that is a future) at most `limit`;
 /// panics naming `what` if it does not finish in time.
+///
+/// # Cancel safety
+/// Dropping it drops `future` where it stands: a cancelled call loses what `future`'s own cancel
+/// safety says.
 pub async fn within_for<T>(limit: Duration, what: &str, future: impl IntoFuture<Output = T>) -> T {
     match tokio::time::timeout(limit, future).await {
         Ok(value) => value,
@@ -35,6 +43,9 @@ pub async fn within_for<T>(limit: Duration, what: &str, future: impl IntoFuture<
 }
 
 /// Polls `condition` every 20 ms until it holds, at most [`STEP`]; panics naming `what` otherwise.
+///
+/// # Cancel safety
+/// Dropping it drops the `condition` future being polled, if any; it only waits otherwise.
 ///
 /// ```no_run
 /// # async fn demo(server: zk_recipes_testing::TestingServer) {
@@ -97,6 +108,17 @@ pub fn capture_warnings() -> CapturedLogs {
 }
 
 /// What [`capture_warnings`] captured; capturing stops when this is dropped.
+///
+/// # Example
+/// ```
+/// let logs = zk_recipes_testing::capture_warnings();
+/// tracing::warn!("first");
+/// tracing::info!("below WARN: not captured");
+/// tracing::warn!("second");
+/// assert_eq!(logs.text().lines().count(), 2);
+/// assert!(logs.contains("second") && !logs.contains("below WARN"));
+/// drop(logs); // capturing stops
+/// ```
 #[must_use = "capturing stops when this is dropped"]
 pub struct CapturedLogs {
     buffer: Arc<parking_lot::Mutex<Vec<u8>>>,

@@ -5,7 +5,7 @@
  * Standalone on the plain ZooKeeper API (Debian's ZooKeeper jars; Debian ships no recipes jar):
  * the chaos run compiles it on its own, so it needs nothing of the Curator driver.
  *
- * The recipe's protocol, as tests/java/ZkRecipeLocks.java speaks it (with the recipe's two known
+ * The recipe's protocol, as crates/testing/java/ZkRecipeLocks.java speaks it (with the recipe's two known
  * defects fixed, as our layout does):
  *   - node DIR/x-<session id>-<seq>, EPHEMERAL_SEQUENTIAL, data {0x12, 0x34}; before creating, and
  *     after a connection loss during the create, our node is found again by "x-<session id>-" (one
