@@ -136,7 +136,7 @@ impl DistributedBarrier {
     /// A framework error from the read.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads.
     ///
     /// ```no_run
     /// # async fn demo(barrier: zk_recipes_barrier::DistributedBarrier) -> Result<(), zk_recipes_barrier::BarrierError> {

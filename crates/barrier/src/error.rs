@@ -3,6 +3,20 @@
 use zk_recipes_framework::Error as FrameworkError;
 
 /// A `Result` with a [`BarrierError`].
+///
+/// ```
+/// use std::future::Future;
+/// use std::time::Duration;
+/// use zk_recipes_barrier::{DistributedBarrier, Result};
+/// use zk_recipes_framework::Deadline;
+///
+/// /// Holds every waiter until `release` resolves.
+/// async fn hold_until(barrier: &DistributedBarrier, release: impl Future<Output = ()>) -> Result<()> {
+///     barrier.set(Deadline::after(Duration::from_secs(5))).await?;
+///     release.await;
+///     barrier.remove(Deadline::after(Duration::from_secs(5))).await
+/// }
+/// ```
 pub type Result<T, E = BarrierError> = std::result::Result<T, E>;
 
 /// What can go wrong with a barrier.

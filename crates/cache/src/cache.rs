@@ -17,12 +17,38 @@ use crate::worker;
 pub const DEFAULT_LOAD_CONCURRENCY: usize = 256;
 
 /// Which nodes a cache keeps: `true` to keep the node at this full path (and look below it).
+///
+/// [`CacheBuilder::filter`] takes the function itself; this is the shape it is kept in.
+///
+/// ```
+/// use std::sync::Arc;
+/// use zk_recipes_cache::PathFilter;
+///
+/// let skip_drafts: PathFilter = Arc::new(|path: &str| !path.ends_with("/drafts"));
+/// assert!(skip_drafts("/docs/published"));
+/// assert!(!skip_drafts("/docs/drafts"));
+/// ```
 pub type PathFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// Configures a [`Cache`] ([`Cache::builder`]).
 ///
 /// Defaults: the node and its whole subtree, data and stat, data as stored (not decompressed),
 /// every node, [`DEFAULT_LOAD_CONCURRENCY`] reads in flight while loading.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_cache::Result<()> {
+/// use zk_recipes_cache::Cache;
+///
+/// // Every service's registration, without the (large) data, and nothing under `/services/tmp`.
+/// let cache = Cache::builder(&framework, "/services")
+///     .stats_only()
+///     .filter(|path| path != "/services/tmp")
+///     .load_concurrency(32)
+///     .start()?;
+/// // One node only, its data gunzipped as Curator's `compressed()` wrote it.
+/// let config = Cache::builder(&framework, "/app/config").single_node().compressed_data().start()?;
+/// # Ok(()) }
+/// ```
 #[must_use = "a builder does nothing until start() is called"]
 pub struct CacheBuilder {
     framework: Framework,
@@ -285,7 +311,7 @@ impl Cache {
     /// [`CacheError::Framework`] with a timeout at the deadline.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits. The cache goes on loading in its task either way.
     pub async fn initialized(&self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         let mut initialized = self.shared.initialized.subscribe();
@@ -316,6 +342,10 @@ impl Cache {
 
     /// Stops the cache and waits for its task to end (its watch removed). Dropping the cache
     /// does the same without waiting.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the cache stops either way (its task is aborted when the call is first polled,
+    /// or when the dropped cache goes); a cancelled call only stops waiting for the task to end.
     pub async fn close(mut self) {
         if let Some(task) = self.task.take() {
             task.abort();

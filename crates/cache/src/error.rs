@@ -3,6 +3,17 @@
 use zk_recipes_framework::Error as FrameworkError;
 
 /// A `Result` with a [`CacheError`].
+///
+/// ```
+/// use zk_recipes_cache::{Cache, Result};
+/// use zk_recipes_framework::Deadline;
+///
+/// /// The names of the registered services, once the cache has loaded.
+/// async fn services(cache: &Cache) -> Result<Vec<String>> {
+///     cache.initialized(Deadline::after(std::time::Duration::from_secs(10))).await?;
+///     Ok(cache.children(cache.root()))
+/// }
+/// ```
 pub type Result<T, E = CacheError> = std::result::Result<T, E>;
 
 /// What can go wrong starting or waiting on a [`Cache`](crate::Cache).

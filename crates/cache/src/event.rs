@@ -77,6 +77,20 @@ impl CacheEvent {
 ///
 /// Events queue up without bound until read: a subscriber that stops reading holds memory.
 /// Drop the subscription when done.
+///
+/// ```no_run
+/// # async fn demo(cache: zk_recipes_cache::Cache) {
+/// use zk_recipes_cache::CacheEvent;
+///
+/// let mut events = cache.events();
+/// while let Some(event) = events.next().await {
+///     match event {
+///         CacheEvent::Initialized => println!("loaded: {} nodes", cache.len()),
+///         other => println!("{:?} changed", other.path()),
+///     }
+/// }
+/// # }
+/// ```
 #[must_use = "events queue up until read; drop the subscription when done"]
 #[derive(Debug)]
 pub struct CacheEvents {

@@ -165,6 +165,20 @@ struct Promotion {
 type MakeValue<'a> = dyn Fn(Option<&[u8]>) -> Result<Vec<u8>> + Sync + 'a;
 
 /// A node's bytes as an atomic value reads them: `None` when the node does not exist.
+///
+/// ```no_run
+/// # async fn demo(value: zk_recipes_counter::DistributedAtomicValue) -> zk_recipes_counter::Result<()> {
+/// use zk_recipes_counter::Bytes;
+/// use zk_recipes_framework::Deadline;
+///
+/// let read = value.get(Deadline::after(std::time::Duration::from_secs(5))).await?;
+/// let current: &Bytes = read.post_value();
+/// match current {
+///     None => println!("no node yet"),
+///     Some(bytes) => println!("{} bytes", bytes.len()),
+/// }
+/// # Ok(()) }
+/// ```
 pub type Bytes = Option<Vec<u8>>;
 
 /// A value in one node, changed by compare-and-set (Curator's `DistributedAtomicValue`): each
@@ -252,7 +266,7 @@ impl DistributedAtomicValue {
     /// Framework errors.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads.
     pub async fn get(&self, deadline: impl Into<Deadline>) -> Result<AtomicValue<Bytes>> {
         let deadline = deadline.into();
         let current = self.read_current(deadline).await?.map(|(data, _)| data);
@@ -341,7 +355,9 @@ impl DistributedAtomicValue {
     /// promoted lock's errors.
     ///
     /// # Cancel safety
-    /// If dropped after sending, the value may or may not have been set.
+    /// If cancelled after a write was sent, the value may or may not have been set (at most once).
+    /// A promoted lock it held or waited for is given up: the framework's cleanup worker deletes
+    /// its node.
     pub async fn try_set(
         &self,
         new_value: &[u8],

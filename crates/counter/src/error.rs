@@ -4,6 +4,17 @@ use zk_recipes_framework::Error as FrameworkError;
 use zk_recipes_mutex::LockError;
 
 /// A `Result` with a [`CounterError`].
+///
+/// ```
+/// use zk_recipes_counter::{DistributedAtomicLong, Result};
+/// use zk_recipes_framework::Deadline;
+///
+/// /// Takes the next ticket number, if the increment went through.
+/// async fn next_ticket(counter: &DistributedAtomicLong) -> Result<Option<i64>> {
+///     let incremented = counter.increment(Deadline::after(std::time::Duration::from_secs(5))).await?;
+///     Ok(incremented.succeeded().then(|| *incremented.post_value()))
+/// }
+/// ```
 pub type Result<T, E = CounterError> = std::result::Result<T, E>;
 
 /// What can go wrong with a shared value or an atomic counter.

@@ -13,6 +13,16 @@ use crate::error::{CounterError, Result};
 
 /// A number a [`DistributedAtomicNumber`] keeps: `i64` (Curator's `DistributedAtomicLong`) or `i32`
 /// (`DistributedAtomicInteger`). Sealed: the encodings are Curator's.
+///
+/// ```
+/// use zk_recipes_counter::AtomicNumber;
+///
+/// assert_eq!(<i64 as AtomicNumber>::WIDTH, 8);
+/// assert_eq!(AtomicNumber::encode(258_i32), [0, 0, 1, 2]);
+/// assert_eq!(<i32 as AtomicNumber>::decode(&[0, 0, 1, 2, 99]), Some(258), "extra bytes are ignored");
+/// assert_eq!(<i64 as AtomicNumber>::decode(&[1, 2]), None);
+/// assert_eq!(AtomicNumber::wrapping_add(i32::MAX, 1), i32::MIN, "wraps as Java's int");
+/// ```
 pub trait AtomicNumber: private::Sealed + Copy + Default + fmt::Debug + Send + Sync + 'static {
     /// The encoding's width in bytes.
     const WIDTH: usize;
@@ -351,8 +361,9 @@ impl<N: AtomicNumber> DistributedAtomicNumber<N> {
     /// framework and promoted-lock errors.
     ///
     /// # Cancel safety
-    /// If dropped after sending, the delta may or may not have been added (once, never twice);
-    /// `get` tells which.
+    /// If cancelled after a write was sent, the delta may or may not have been added (once at most,
+    /// never twice). A promoted lock it held or waited for is given up: the framework's cleanup
+    /// worker deletes its node.
     pub async fn add(&self, delta: N, deadline: impl Into<Deadline>) -> Result<AtomicValue<N>> {
         let deadline = deadline.into();
         let path = self.path().to_owned();

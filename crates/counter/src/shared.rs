@@ -120,7 +120,9 @@ impl SharedValue {
     /// otherwise framework errors (a timeout at `deadline`).
     ///
     /// # Cancel safety
-    /// Cancel safe; the node may have been created.
+    /// Cancel safe: a cancelled start returns no handle, and the watch it may have set is dropped
+    /// with it. The node may have been created with `seed` meanwhile; a later `start` finds it and
+    /// keeps its value.
     pub async fn start(
         framework: &Framework,
         path: &str,
@@ -177,7 +179,7 @@ impl SharedValue {
     /// `NoNode` if it was deleted; framework errors.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads.
     pub async fn read(&self, deadline: impl Into<Deadline>) -> Result<VersionedValue<Vec<u8>>> {
         let deadline = deadline.into();
         let framework = &self.inner.framework;
@@ -328,7 +330,7 @@ impl SharedValueChanges {
     /// is closed or dropped.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a value seen meanwhile is not missed; the next call returns the latest one.
     pub async fn next(&mut self) -> Option<VersionedValue<Vec<u8>>> {
         self.receiver.changed().await.ok()?;
         Some(self.receiver.borrow_and_update().value.clone())
@@ -400,7 +402,9 @@ impl SharedCount {
     /// As [`SharedValue::start`].
     ///
     /// # Cancel safety
-    /// Cancel safe; the node may have been created.
+    /// Cancel safe: a cancelled start returns no handle, and the watch it may have set is dropped
+    /// with it. The node may have been created with `seed` meanwhile; a later `start` finds it and
+    /// keeps its value.
     pub async fn start(
         framework: &Framework,
         path: &str,
@@ -439,7 +443,7 @@ impl SharedCount {
     /// As [`SharedValue::read`], and [`CounterError::CorruptData`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads.
     pub async fn read(&self, deadline: impl Into<Deadline>) -> Result<VersionedValue<i32>> {
         let deadline = deadline.into();
         let seen = self.value.read(deadline).await?;
@@ -514,7 +518,7 @@ impl SharedCountChanges {
     /// is not a count.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a value seen meanwhile is not missed; the next call returns the latest one.
     pub async fn next(&mut self) -> Option<Result<VersionedValue<i32>>> {
         let seen = self.changes.next().await?;
         Some(

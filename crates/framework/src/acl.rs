@@ -33,7 +33,18 @@ pub trait AclProvider: fmt::Debug + Send + Sync + 'static {
 }
 
 /// An [`AclProvider`] with a default ACL and per-subtree overrides: a node gets the ACL of the
-/// longest rule whose path is the node's path or one of its ancestors.
+/// longest rule whose path is the node's path or one of its ancestors. Hand it to the framework with
+/// [`FrameworkBuilder::acl_provider`](crate::FrameworkBuilder::acl_provider).
+///
+/// ```
+/// use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission};
+/// use zk_recipes_framework::{AclProvider, PathAclProvider};
+///
+/// let read_only = vec![Acl::new(Permission::READ, AuthId::anyone())];
+/// let provider = PathAclProvider::open().with_path("/app/config", read_only.clone());
+/// assert_eq!(provider.acl_for_path("/app/config/db"), read_only.as_slice());
+/// assert_eq!(provider.acl_for_path("/app/configs"), provider.default_acl(), "a sibling, not a child");
+/// ```
 #[derive(Debug, Clone)]
 pub struct PathAclProvider {
     default: Vec<Acl>,

@@ -47,6 +47,17 @@ impl Limit {
 }
 
 /// A created node: its path (with the sequence a sequential mode appended) and its `Stat`.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+/// use zk_recipes_framework::{zookeeper_client::CreateMode, Created};
+///
+/// let Created { path, stat, .. } =
+///     framework.create("/app/jobs/job-").mode(CreateMode::PersistentSequential).await?;
+/// assert!(path.starts_with("/app/jobs/job-"));
+/// assert_eq!(stat.version, 0);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Created {
@@ -256,6 +267,18 @@ fn map_server_refusals(err: Error) -> Error {
 }
 
 /// A node's data and `Stat` ([`Framework::get_data`]).
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+/// use zk_recipes_framework::{Deadline, NodeData};
+///
+/// let NodeData { data, stat, .. } = framework.get_data("/app/config", Deadline::never()).await?;
+/// // Write back only if nobody changed it since the read.
+/// let mut next = data;
+/// next.extend_from_slice(b";reviewed");
+/// framework.set_data("/app/config", &next, Some(stat.version), Deadline::never()).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct NodeData {
@@ -376,6 +399,21 @@ async fn delete_children(session: &Session, path: &str) -> Result<()> {
 }
 
 /// One write of a [`Transaction`].
+///
+/// [`Transaction`]'s `create`, `set_data`, `delete` and `check` each add one; build them yourself
+/// to add a list at once with [`Transaction::op`].
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+/// use zk_recipes_framework::TransactionOp;
+///
+/// let ops = ["/app/jobs/a", "/app/jobs/b"]
+///     .into_iter()
+///     .map(|path| TransactionOp::Delete { path: path.to_owned(), version: None });
+/// let transaction = ops.fold(framework.transaction(), |transaction, op| transaction.op(op));
+/// transaction.await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TransactionOp {
@@ -414,6 +452,25 @@ pub enum TransactionOp {
 }
 
 /// What one operation of a committed [`Transaction`] did, in order.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+/// use zk_recipes_framework::{zookeeper_client::CreateMode, TransactionResult};
+///
+/// let results = framework
+///     .transaction()
+///     .create("/app/history/v-", b"v5", CreateMode::PersistentSequential)
+///     .set_data("/app/config", b"v5", None)
+///     .await?;
+/// for result in results {
+///     match result {
+///         TransactionResult::Created { path, .. } => println!("created {path}"),
+///         TransactionResult::SetData { stat } => println!("config now at version {}", stat.version),
+///         _ => {}
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TransactionResult {
@@ -638,6 +695,9 @@ impl Framework {
     /// `NoNode` ([`Error::is_no_node`]) if it does not exist; [`Error::InvalidPath`] before anything
     /// is sent; otherwise as [`Framework::retry`].
     ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
     /// let node = framework.get_data("/app/config", zk_recipes_framework::Deadline::never()).await?;
@@ -660,6 +720,10 @@ impl Framework {
     /// # Errors
     /// `NoNode`, `BadVersion` from the server; [`Error::InvalidPath`] and [`Error::DataTooLarge`]
     /// before anything is sent; otherwise as [`Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// If cancelled after the request was sent, the data may or may not have been set. Cancelled
+    /// before, nothing was written.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
@@ -687,6 +751,9 @@ impl Framework {
     /// # Errors
     /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
     ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
     /// if framework.exists("/app/config", zk_recipes_framework::Deadline::never()).await?.is_none() {
@@ -710,6 +777,9 @@ impl Framework {
     /// # Errors
     /// `NoNode` if it does not exist; otherwise as [`get_data`](Self::get_data).
     ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
+    ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
     /// let (children, stat) = framework.children("/app/jobs", zk_recipes_framework::Deadline::never()).await?;
@@ -731,6 +801,10 @@ impl Framework {
     ///
     /// # Errors
     /// As [`exists`](Self::exists).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it writes nothing; a cancelled call only leaves the server's catching up
+    /// unconfirmed.
     pub async fn sync(&self, path: &str, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         self.read(path, deadline, |session, path| async move { Ok(session.client().sync(&path).await?) })
@@ -742,6 +816,9 @@ impl Framework {
     ///
     /// # Errors
     /// As [`exists`](Self::exists).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn ephemerals(&self, path: &str, deadline: impl Into<Deadline>) -> Result<Vec<String>> {
         let deadline = deadline.into();
         self.read(path, deadline, |session, path| async move {
@@ -754,6 +831,9 @@ impl Framework {
     ///
     /// # Errors
     /// `NoNode` if it does not exist; otherwise as [`exists`](Self::exists).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn descendant_count(&self, path: &str, deadline: impl Into<Deadline>) -> Result<usize> {
         let deadline = deadline.into();
         self.read(path, deadline, |session, path| async move {
@@ -767,6 +847,9 @@ impl Framework {
     ///
     /// # Errors
     /// As [`Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn whoami(&self, deadline: impl Into<Deadline>) -> Result<Vec<(String, String)>> {
         let deadline = deadline.into();
         self.retry_across_sessions(deadline, |session| async move {

@@ -131,6 +131,9 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::Timeout`] if they have not by `deadline`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only waits. The cleanups go on in the background either way.
     pub async fn wait_for_cleanups(&self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         let pending = self.core().cleanup.sending.pending.clone();

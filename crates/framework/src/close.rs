@@ -97,7 +97,7 @@ impl Framework {
     /// lives, and holds and leaderships end now.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits. Dropping it neither starts nor delays the close.
     pub async fn closing(&self) {
         let mut snapshot = self.core().subscribe();
         let _ = snapshot.wait_for(|snapshot| snapshot.closing || snapshot.closed).await;

@@ -120,7 +120,8 @@ impl Framework {
     /// write is in flight, the outcome is unknown); otherwise as [`Framework::retry`].
     ///
     /// # Cancel safety
-    /// If dropped after the write was sent, it may or may not have been applied.
+    /// If cancelled after the write was sent, the write may or may not have been applied, and
+    /// nothing reads it back: read the node to find out. Cancelled before, nothing was written.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {

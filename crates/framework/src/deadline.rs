@@ -83,6 +83,10 @@ impl Deadline {
     ///
     /// The returned future holds `future` once, in place (an `async fn` would keep a second,
     /// moved-from copy of it in its state), so wrapping a large future costs only the timer.
+    ///
+    /// # Cancel safety
+    /// Dropping it drops `future` where it stands: a cancelled call loses what `future`'s own
+    /// cancel safety says.
     pub fn run<T, F>(&self, future: F) -> impl std::future::Future<Output = Result<T>>
     where
         F: std::future::Future<Output = Result<T>>,
@@ -102,6 +106,9 @@ impl Deadline {
     /// timer is on the heap, and only when there is a deadline: a call that waits without one
     /// carries 16 bytes for it. For long waits that select on several things, one of them the
     /// deadline.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only waits.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -129,6 +136,9 @@ impl Deadline {
     }
 
     /// Sleeps for `duration`, or returns [`Error::Timeout`] if the deadline comes first.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only sleeps.
     pub async fn sleep(&self, duration: Duration) -> Result<()> {
         let wake = Instant::now() + duration;
         match self.at {

@@ -225,4 +225,20 @@ pub(crate) fn is_connection_error(err: &zookeeper_client::Error) -> bool {
 }
 
 /// The framework's result type.
+///
+/// ```
+/// use zk_recipes_framework::path::{self, PathError};
+/// use zk_recipes_framework::{Deadline, Framework, Result};
+///
+/// async fn config(framework: &Framework) -> Result<Vec<u8>> {
+///     Ok(framework.get_data("/app/config", Deadline::never()).await?.data)
+/// }
+///
+/// // The error type can be named too.
+/// fn check(path: &str) -> Result<(), PathError> {
+///     path::validate(path)
+/// }
+/// assert!(check("/app/config").is_ok());
+/// # let _ = config;
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;

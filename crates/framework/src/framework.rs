@@ -275,6 +275,9 @@ impl Framework {
     /// # Errors
     /// [`Error::Timeout`] if none is by then, naming why the last attempt to open one failed (its
     /// source is that [`ConnectionFailure`]); [`Error::Closed`] if the framework is closed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only waits for a session. A cancelled call sends nothing and holds nothing.
     pub async fn block_until_connected(&self, timeout: Duration) -> Result<()> {
         self.session(Deadline::after(timeout)).await.map(drop)
     }
@@ -282,7 +285,7 @@ impl Framework {
     /// A connected session, waiting for one until `deadline`.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits for a session. A cancelled call sends nothing and holds nothing.
     pub async fn session(&self, deadline: impl Into<Deadline>) -> Result<Session> {
         let deadline = deadline.into();
         self.wait_for_session(Wanted::Any, deadline).await
@@ -299,7 +302,8 @@ impl Framework {
     /// the deadline; [`Error::Closed`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits for that session. A cancelled call sends nothing and holds
+    /// nothing.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework, node: zk_recipes_framework::OwnedNode) -> zk_recipes_framework::Result<()> {
@@ -321,7 +325,8 @@ impl Framework {
     /// returned future borrows nothing, and is small: made for many waiting calls at once.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only watches the connection state. A cancelled wait sends nothing and holds
+    /// nothing.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
@@ -448,6 +453,9 @@ impl Framework {
     /// As [`retry`](Self::retry), but when the session is lost the operation starts over on the next
     /// session (counted against the same budget). Only for operations that are safe to repeat from
     /// scratch on a new session.
+    ///
+    /// # Cancel safety
+    /// As [`retry`](Self::retry).
     pub fn retry_across_sessions<'a, T, F, Fut>(
         &'a self,
         deadline: impl Into<Deadline>,

@@ -27,6 +27,11 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// If cancelled after a create was sent, some of the missing containers may have been created
+    /// (and an empty container is reaped by the server only once it has had children). Calling it
+    /// again finishes the path.
     pub async fn ensure_path(&self, path: &str, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         validate(path)?;
@@ -53,6 +58,10 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a cancelled call may have deleted part of the tree (descendants go first,
+    /// so `path` itself is deleted last). Calling it again finishes the delete.
     pub async fn delete_recursive(&self, path: &str, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         self.delete(path).deleting_children_if_needed().quietly().deadline(deadline).await
@@ -75,7 +84,9 @@ impl Framework {
     /// [`Error::Timeout`] at the deadline; otherwise as [`Framework::retry_across_sessions`].
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped call leaves no node behind (the cleanup worker deletes it).
+    /// Cancel safe: a cancelled create returns no node and leaves none behind: a node it may have
+    /// created (a reply still in flight) is found by its `_c_<uuid>-` prefix and deleted by the
+    /// framework's cleanup worker.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
@@ -109,7 +120,9 @@ impl Framework {
     /// As [`create_protected`](Self::create_protected).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled create returns no node and leaves none behind: a node it may have
+    /// created (a reply still in flight) is found by its `_c_<uuid>-` prefix and deleted by the
+    /// framework's cleanup worker.
     pub fn create_protected_ephemeral<'a>(
         &'a self,
         parent: &'a str,
@@ -130,7 +143,9 @@ impl Framework {
     /// As [`create_protected`](Self::create_protected).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled create returns no node and leaves none behind: a node it may have
+    /// created (a reply still in flight) is found by its `_c_<uuid>-` prefix and deleted by the
+    /// framework's cleanup worker.
     pub fn create_protected_and_list<'a>(
         &'a self,
         parent: &'a str,
@@ -156,7 +171,9 @@ impl Framework {
     /// As [`create_protected`](Self::create_protected).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled create returns no node and leaves none behind: a node it may have
+    /// created (a reply still in flight) is found by its marker and deleted by the framework's
+    /// cleanup worker. A session marker's turn in its lane is given up with it.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
@@ -189,7 +206,9 @@ impl Framework {
     /// As [`create_protected`](Self::create_protected).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled create returns no node and leaves none behind: a node it may have
+    /// created (a reply still in flight) is found by its marker and deleted by the framework's
+    /// cleanup worker. A session marker's turn in its lane is given up with it.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
@@ -441,6 +460,15 @@ fn fresh_protected_prefix(buffer: &mut [u8; path::PROTECTED_PREFIX_LEN]) -> &str
 
 /// How a create makes missing parents (Curator's `creatingParentsIfNeeded` /
 /// `creatingParentContainersIfNeeded`): empty nodes with the framework's default ACL.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+/// use zk_recipes_framework::ParentMode;
+///
+/// // `/app` and `/app/jobs` are made as containers if missing: the server reaps them when empty.
+/// framework.create("/app/jobs/nightly").creating_parents(ParentMode::Container).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParentMode {
     /// Persistent parents: they stay until deleted.
@@ -526,6 +554,9 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::SessionLost`] once that session is gone; otherwise as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub fn children_on_session<'a>(
         &'a self,
         generation: u64,
@@ -553,6 +584,10 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::SessionLost`] once that session is gone; otherwise as [`retry`](Self::retry).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads. A watch the server set for a cancelled call is dropped with it,
+    /// unread.
     pub fn watch_data_on_session<'a>(
         &'a self,
         generation: u64,
@@ -1114,7 +1149,9 @@ impl OwnedNode {
     /// which goes on trying in the background.
     ///
     /// # Cancel safety
-    /// Cancel safe: if dropped, the cleanup worker deletes the node.
+    /// Cancel safe: the node is not lost track of. A cancelled delete drops the `OwnedNode` it
+    /// took, which hands the node to the framework's cleanup worker: it is deleted in the
+    /// background (a node at a fixed path only if it is still ours).
     pub async fn delete(mut self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         let path = self.path.as_str();
@@ -1164,7 +1201,9 @@ impl OwnedNode {
     /// [`Error::DataTooLarge`] before anything is sent; otherwise as [`Framework::retry`].
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped call leaves no node behind (the cleanup worker deletes it).
+    /// Cancel safe: a cancelled create returns no node and leaves none behind: a node it may have
+    /// created (a reply still in flight) is found by its `_c_<uuid>-` prefix and deleted by the
+    /// framework's cleanup worker. This node is left as it was.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {

@@ -16,6 +16,16 @@
 use std::fmt::Write as _;
 
 /// Why a path is not a valid ZooKeeper path (the rules of ZooKeeper's `PathUtils.validatePath`).
+///
+/// ```
+/// use zk_recipes_framework::path::{validate, PathError};
+///
+/// assert_eq!(validate(""), Err(PathError::Empty));
+/// assert_eq!(validate("/app//locks"), Err(PathError::EmptyName { index: 5 }));
+/// assert_eq!(validate("/app/./locks"), Err(PathError::RelativeName { index: 5 }));
+/// let err = validate("/app/\u{0}").unwrap_err();
+/// assert_eq!(err.to_string(), "invalid character '\\0' at byte 5");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PathError {

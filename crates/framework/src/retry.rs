@@ -16,10 +16,40 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 /// Decides whether a failed operation may be tried again.
+///
+/// Implement it for a policy Curator does not have; hand it to
+/// [`FrameworkBuilder::retry_policy`](crate::FrameworkBuilder::retry_policy).
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::RetryPolicy;
+///
+/// /// Three quick retries, then give up.
+/// #[derive(Debug)]
+/// struct ThreeQuick;
+///
+/// impl RetryPolicy for ThreeQuick {
+///     fn allow_retry(&self, retry_count: u32, _elapsed: Duration) -> Option<Duration> {
+///         (retry_count < 3).then_some(Duration::from_millis(10))
+///     }
+/// }
+///
+/// assert_eq!(ThreeQuick.allow_retry(2, Duration::ZERO), Some(Duration::from_millis(10)));
+/// assert_eq!(ThreeQuick.allow_retry(3, Duration::ZERO), None);
+/// ```
 pub trait RetryPolicy: Debug + Send + Sync + 'static {
     /// Called after a retryable failure. `retry_count` is the number of retries already made (0 on
     /// the first failure) and `elapsed` the time since the top-level call started. Returns how long
     /// to sleep before the next try, or `None` to give up.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zk_recipes_framework::retry::{RetryNTimes, RetryPolicy};
+    ///
+    /// let policy = RetryNTimes::new(1, Duration::from_millis(20));
+    /// assert_eq!(policy.allow_retry(0, Duration::ZERO), Some(Duration::from_millis(20)));
+    /// assert_eq!(policy.allow_retry(1, Duration::from_millis(20)), None);
+    /// ```
     fn allow_retry(&self, retry_count: u32, elapsed: Duration) -> Option<Duration>;
 }
 
@@ -82,6 +112,17 @@ impl RetryPolicy for ExponentialBackoffRetry {
 
 /// Curator's `BoundedExponentialBackoffRetry`: [`ExponentialBackoffRetry`] whose every sleep is at
 /// most `max_sleep`.
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::{BoundedExponentialBackoffRetry, RetryPolicy};
+///
+/// let policy =
+///     BoundedExponentialBackoffRetry::new(Duration::from_millis(100), Duration::from_millis(500), 10);
+/// let sleep = policy.allow_retry(9, Duration::ZERO).expect("the tenth retry is allowed");
+/// assert!(sleep >= Duration::from_millis(100) && sleep <= Duration::from_millis(500));
+/// assert_eq!(policy.allow_retry(10, Duration::ZERO), None);
+/// ```
 #[derive(Debug, Clone)]
 pub struct BoundedExponentialBackoffRetry(ExponentialBackoffRetry);
 
@@ -99,6 +140,15 @@ impl RetryPolicy for BoundedExponentialBackoffRetry {
 }
 
 /// Retries `n` times with the same sleep between tries (Curator's `RetryNTimes`).
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::{RetryNTimes, RetryPolicy};
+///
+/// let policy = RetryNTimes::new(3, Duration::from_millis(250));
+/// assert_eq!(policy.allow_retry(2, Duration::ZERO), Some(Duration::from_millis(250)));
+/// assert_eq!(policy.allow_retry(3, Duration::ZERO), None);
+/// ```
 #[derive(Debug, Clone)]
 pub struct RetryNTimes {
     n: u32,
@@ -119,6 +169,15 @@ impl RetryPolicy for RetryNTimes {
 }
 
 /// Retries once (Curator's `RetryOneTime`).
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::{RetryOneTime, RetryPolicy};
+///
+/// let policy = RetryOneTime::new(Duration::from_millis(100));
+/// assert_eq!(policy.allow_retry(0, Duration::ZERO), Some(Duration::from_millis(100)));
+/// assert_eq!(policy.allow_retry(1, Duration::ZERO), None);
+/// ```
 #[derive(Debug, Clone)]
 pub struct RetryOneTime(RetryNTimes);
 
@@ -136,6 +195,15 @@ impl RetryPolicy for RetryOneTime {
 }
 
 /// Retries until `max_elapsed` has passed since the call started (Curator's `RetryUntilElapsed`).
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::{RetryPolicy, RetryUntilElapsed};
+///
+/// let policy = RetryUntilElapsed::new(Duration::from_secs(30), Duration::from_secs(1));
+/// assert_eq!(policy.allow_retry(100, Duration::from_secs(29)), Some(Duration::from_secs(1)));
+/// assert_eq!(policy.allow_retry(0, Duration::from_secs(30)), None);
+/// ```
 #[derive(Debug, Clone)]
 pub struct RetryUntilElapsed {
     max_elapsed: Duration,
@@ -156,6 +224,14 @@ impl RetryPolicy for RetryUntilElapsed {
 }
 
 /// Retries forever (Curator's `RetryForever`); bound it with a deadline on the call.
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::{RetryForever, RetryPolicy};
+///
+/// let policy = RetryForever::new(Duration::from_millis(500));
+/// assert_eq!(policy.allow_retry(u32::MAX, Duration::MAX), Some(Duration::from_millis(500)));
+/// ```
 #[derive(Debug, Clone)]
 pub struct RetryForever {
     retry_interval: Duration,
@@ -175,6 +251,13 @@ impl RetryPolicy for RetryForever {
 }
 
 /// Never retries.
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::{NoRetry, RetryPolicy};
+///
+/// assert_eq!(NoRetry.allow_retry(0, Duration::ZERO), None);
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoRetry;
 

@@ -56,6 +56,19 @@ impl ConnectionState {
 
 /// Which connection states recipes treat as an error: a held lock, a leadership, a taken queue item
 /// can no longer be trusted in an error state (Curator's `ConnectionStateErrorPolicy`).
+///
+/// ```
+/// use zk_recipes_framework::{ConnectionState, ErrorPolicy, Framework};
+///
+/// assert_eq!(ErrorPolicy::default(), ErrorPolicy::Standard);
+/// assert!(ErrorPolicy::Standard.is_error_state(ConnectionState::Suspended));
+/// assert!(!ErrorPolicy::SessionOnly.is_error_state(ConnectionState::Suspended));
+/// assert!(ErrorPolicy::SessionOnly.is_error_state(ConnectionState::Lost));
+///
+/// // Locks held through a short suspension, as Curator's `SessionConnectionStateErrorPolicy`.
+/// let builder = Framework::builder("127.0.0.1:2181").error_policy(ErrorPolicy::SessionOnly);
+/// # let _ = builder;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ErrorPolicy {
     /// `Suspended` and `Lost` are errors (Curator's `StandardConnectionStateErrorPolicy`). The safe
@@ -77,6 +90,21 @@ impl ErrorPolicy {
 }
 
 /// One transition of the connection.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) {
+/// use zk_recipes_framework::{ConnectionState, ConnectionUpdate};
+///
+/// let mut events = framework.connection_events();
+/// while let Some(update) = events.next().await {
+///     if let ConnectionUpdate::Changed(event) = update {
+///         if event.state == ConnectionState::Lost {
+///             println!("session {:#x} (generation {}) is gone", event.session_id.0, event.generation);
+///         }
+///     }
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionEvent {
     /// The new state.
@@ -91,6 +119,15 @@ pub struct ConnectionEvent {
 }
 
 /// What a subscriber receives: a transition, or word that it fell behind and missed some.
+///
+/// ```
+/// use zk_recipes_framework::{ConnectionState, ConnectionUpdate};
+///
+/// // A subscriber that fell behind acts as if the session was lost.
+/// let update = ConnectionUpdate::Lagged { missed: 3 };
+/// assert_eq!(update.state(), ConnectionState::Lost);
+/// assert_eq!(update.at(), None);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConnectionUpdate {
     /// The next transition, in order.
@@ -186,6 +223,15 @@ impl ConnectionEvents {
 }
 
 /// The connection as it is now ([`crate::Framework::current`]).
+///
+/// ```no_run
+/// # fn demo(framework: zk_recipes_framework::Framework) {
+/// let now = framework.current();
+/// if now.state.is_some_and(|state| state.is_connected()) {
+///     println!("generation {} with a {:?} session timeout", now.generation, now.session_timeout);
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionSnapshot {
     /// The latest state; `None` before the first session was established.

@@ -14,6 +14,24 @@ use crate::path;
 use crate::state::{ConnectionEvents, ConnectionState, ConnectionUpdate};
 
 /// What a [`PersistentWatch`] reports.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+/// use zk_recipes_framework::{Deadline, WatchEvent};
+///
+/// let mut watch = framework.watch("/app/members", false, Deadline::never()).await?;
+/// while let Some(event) = watch.next().await {
+///     match event {
+///         WatchEvent::ChildrenChanged { .. } | WatchEvent::Reset => {
+///             let (members, _) = framework.children("/app/members", Deadline::never()).await?;
+///             println!("members: {members:?}");
+///         }
+///         WatchEvent::Deleted { path } => println!("{path} was deleted"),
+///         _ => {}
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WatchEvent {
@@ -90,7 +108,9 @@ impl Framework {
     /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled call returns no watch, and a watch the server set for it is removed
+    /// (best effort, as when a `PersistentWatch` is dropped) when zookeeper-client drops the
+    /// watcher nobody took.
     pub async fn watch(
         &self,
         path: &str,

@@ -116,4 +116,13 @@ impl From<LockError> for LeaderError {
 }
 
 /// The leader crate's result type.
+///
+/// ```
+/// use zk_recipes_leader::{LeaderLatch, Result};
+///
+/// /// Who leads now, by participant id.
+/// async fn leader_id(latch: &LeaderLatch) -> Result<Option<String>> {
+///     Ok(latch.leader().await?.map(|participant| participant.id))
+/// }
+/// ```
 pub type Result<T, E = LeaderError> = std::result::Result<T, E>;

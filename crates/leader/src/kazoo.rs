@@ -58,7 +58,8 @@ impl KazooElection {
     /// [`LeaderError::Lock`] if our node is lost (session lost) while waiting; framework errors.
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped `lead` leaves no node behind.
+    /// Cancel safe: a cancelled `lead` loses its place in line; its node, if it was created, is
+    /// deleted by the framework's cleanup worker.
     pub async fn lead(&self) -> Result<KazooLeadership> {
         self.lead_until(Deadline::never()).await
     }
@@ -71,7 +72,8 @@ impl KazooElection {
     /// Otherwise as [`lead`](Self::lead).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `lead_until` loses its place in line; its node, if it was created,
+    /// is deleted by the framework's cleanup worker.
     pub async fn lead_until(&self, deadline: impl Into<Deadline>) -> Result<KazooLeadership> {
         let deadline = deadline.into();
         Ok(KazooLeadership { guard: self.mutex.lock_until(deadline).await? })
@@ -84,7 +86,9 @@ impl KazooElection {
     /// As [`lead`](Self::lead); releasing failed.
     ///
     /// # Cancel safety
-    /// Cancel safe: if dropped, leadership (or our place in line) is given up in the background.
+    /// Cancel safe, but `leading` is dropped where it stands: a cancelled `run` gives up leadership
+    /// (or its place in line), and the framework's cleanup worker deletes its node in the
+    /// background.
     pub async fn run<T, Fut>(&self, leading: impl FnOnce(&KazooLeadership) -> Fut) -> Result<T>
     where
         Fut: Future<Output = T>,
@@ -101,6 +105,9 @@ impl KazooElection {
     ///
     /// # Errors
     /// As [`zk_recipes_framework::Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn contenders(&self) -> Result<Vec<String>> {
         let participants = self.mutex.participants().await?;
         let driver = KazooDriver::lock();
@@ -144,7 +151,8 @@ impl KazooLeadership {
     /// Resolves when this leadership can no longer be trusted (see [`MutexGuard::lost`]).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed.
     pub async fn lost(&self) -> LostReason {
         self.guard.lost().await
     }
@@ -155,7 +163,8 @@ impl KazooLeadership {
     /// As [`MutexGuard::release`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: leadership is given up either way. A cancelled release leaves the delete to the
+    /// framework's cleanup worker, which deletes the node in the background.
     pub async fn release(self) -> Result<()> {
         self.guard.release().await.map_err(LeaderError::from)
     }

@@ -5,6 +5,28 @@ use std::fmt::Debug;
 use zk_recipes_framework::NodeMarker;
 
 /// What a driver decided for one listing of the lock directory.
+///
+/// ```
+/// use zk_recipes_lock_internals::{Decision, LockDriver, StandardDriver};
+///
+/// let driver = StandardDriver::new("lock-");
+/// let children = driver.sort_children(vec![
+///     "_c_c-lock-0000000003".to_string(),
+///     "_c_a-lock-0000000001".to_string(),
+///     "_c_b-lock-0000000002".to_string(),
+/// ]);
+/// // Two leases: the first two hold, the third watches the first.
+/// let decision = driver.gets_the_lock(&children, "_c_c-lock-0000000003", 2).unwrap();
+/// assert_eq!(
+///     decision,
+///     Decision {
+///         holds: false,
+///         path_to_watch: Some("_c_a-lock-0000000001".to_string()),
+///         holds_once_watched_node_goes: true,
+///     }
+/// );
+/// assert!(driver.gets_the_lock(&children, "_c_b-lock-0000000002", 2).unwrap().holds);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     /// Whether our node holds a lease.
@@ -17,6 +39,15 @@ pub struct Decision {
 
 /// Our node is not among the children: it was deleted (our session was lost, or someone deleted
 /// it).
+///
+/// ```
+/// use zk_recipes_lock_internals::{LockDriver, OurNodeMissing, StandardDriver};
+///
+/// let driver = StandardDriver::new("lock-");
+/// let children = vec!["_c_a-lock-0000000001".to_string()];
+/// let err = driver.gets_the_lock(&children, "_c_b-lock-0000000002", 1).unwrap_err();
+/// assert_eq!(err, OurNodeMissing { our_node: "_c_b-lock-0000000002".to_string() });
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("our node {our_node:?} is not among the lock's children")]
 pub struct OurNodeMissing {
@@ -26,7 +57,32 @@ pub struct OurNodeMissing {
 
 /// Decides from the sorted contenders whether we hold, and which single node to watch otherwise.
 ///
-/// The standard rule is [`StandardDriver`]; the read-write lock plugs in its own.
+/// The standard rule is [`StandardDriver`]; the read-write lock plugs in its own. Every method but
+/// [`lock_name`](Self::lock_name) has Curator's default.
+///
+/// ```
+/// use zk_recipes_lock_internals::{sort_children_by, LockDriver};
+///
+/// /// Contenders `job-<n>` queued by the number after the name, as a number.
+/// #[derive(Debug)]
+/// struct NumericDriver;
+///
+/// impl LockDriver for NumericDriver {
+///     fn lock_name(&self) -> &str {
+///         "job-"
+///     }
+///
+///     fn sort_children(&self, children: Vec<String>) -> Vec<String> {
+///         let mut sorted = sort_children_by(children, |child| self.sort_key(child));
+///         sorted.sort_by_key(|child| self.sort_key(child).parse::<u64>().unwrap_or(u64::MAX));
+///         sorted
+///     }
+/// }
+///
+/// let children = NumericDriver.sort_children(vec!["job-10".into(), "job-9".into()]);
+/// assert_eq!(children, ["job-9", "job-10"]);
+/// assert!(NumericDriver.gets_the_lock(&children, "job-9", 1).unwrap().holds);
+/// ```
 pub trait LockDriver: Debug + Send + Sync + 'static {
     /// The name every contender node carries (`lock-`, `__READ__`, ...), after the protected prefix.
     fn lock_name(&self) -> &str;

@@ -85,4 +85,16 @@ impl LockError {
 }
 
 /// The lock-internals result type.
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_lock_internals::{LockInternals, Result, Wait};
+///
+/// async fn try_once(internals: &LockInternals) -> Result<bool> {
+///     let held = internals.acquire(b"", Wait::No(Deadline::after(Duration::from_secs(5)))).await?;
+///     Ok(held.is_some())
+/// }
+/// # let _ = try_once;
+/// ```
 pub type Result<T, E = LockError> = std::result::Result<T, E>;

@@ -60,7 +60,9 @@ impl SharedHold {
     /// cleanup worker goes on in the background).
     ///
     /// # Cancel safety
-    /// Cancel safe: if dropped, the cleanup worker deletes the node.
+    /// Cancel safe: the node is not left behind. A cancelled release of the last guard leaves the
+    /// delete to the framework's cleanup worker, which deletes the node in the background; for any
+    /// other guard there is nothing to cancel.
     pub async fn release(self) -> Result<()> {
         match self.into_last() {
             Some(lease) => lease.release(Deadline::after(RELEASE_TIMEOUT)).await,

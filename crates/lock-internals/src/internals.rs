@@ -18,6 +18,27 @@ use crate::lease::HeldLease;
 use crate::listing::{self, PipelinedFlag, SortedChildren};
 
 /// Whether an acquire waits for the lock.
+///
+/// Both carry the deadline of the whole call: [`Wait::No`]'s bounds creating the node, listing
+/// once, and giving the node back when the lock is taken.
+///
+/// ```no_run
+/// # use zk_recipes_lock_internals::LockInternals;
+/// # async fn demo(internals: LockInternals) -> zk_recipes_lock_internals::Result<()> {
+/// use std::time::Duration;
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_lock_internals::Wait;
+///
+/// // Only if it is free now.
+/// match internals.acquire(b"", Wait::No(Deadline::after(Duration::from_secs(5)))).await? {
+///     Some(held) => println!("holding {}", held.path()),
+///     None => println!("taken: our node was given back"),
+/// }
+/// // Waiting for it, at most ten seconds (a timeout is an error).
+/// let held = internals.acquire(b"", Wait::Until(Deadline::after(Duration::from_secs(10)))).await?;
+/// assert!(held.is_some());
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub enum Wait {
     /// Wait until the deadline.
@@ -202,8 +223,8 @@ impl LockInternals {
     /// on). On every error our node is deleted.
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped acquire leaves no node behind, even if dropped after the create was
-    /// sent (the framework's cleanup worker deletes it).
+    /// Cancel safe: a cancelled acquire loses its place in line; its node, if it was created (even
+    /// if the create's reply was still in flight), is deleted by the framework's cleanup worker.
     pub async fn acquire(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {
         // Each half boxed, so a waiting acquire's memory is only what waiting needs: the create's
         // state is freed before the wait's is allocated, and the caller's future stays small.
@@ -226,7 +247,8 @@ impl LockInternals {
     /// As [`acquire`](Self::acquire); on every error our node is deleted.
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped call leaves no node behind.
+    /// Cancel safe: a cancelled enqueue gets no place in line; its node, if it was created, is
+    /// deleted by the framework's cleanup worker.
     pub fn enqueue<'a>(
         &'a self,
         data: &'a [u8],
@@ -304,7 +326,8 @@ impl LockInternals {
     /// As [`acquire`](Self::acquire); on every error our node is deleted.
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped wait leaves no node behind.
+    /// Cancel safe: a cancelled wait loses its place in line: the `QueuedNode` it took is dropped,
+    /// and the framework's cleanup worker deletes its node.
     pub fn wait_queued(
         &self,
         queued: QueuedNode,
@@ -450,6 +473,9 @@ impl LockInternals {
     ///
     /// # Errors
     /// As [`Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn participants(&self, deadline: impl Into<Deadline>) -> Result<Vec<(String, Vec<u8>)>> {
         let deadline = deadline.into();
         let dir = self.dir.as_str();
@@ -487,6 +513,10 @@ pub const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
 ///
 /// # Errors
 /// As [`Framework::retry`].
+///
+/// # Cancel safety
+/// If cancelled after the request was sent, the revocation may or may not have been written;
+/// writing it again is harmless.
 ///
 /// ```no_run
 /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_lock_internals::Result<()> {

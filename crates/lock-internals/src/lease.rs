@@ -13,6 +13,21 @@ use zk_recipes_framework::{
 use crate::error::{LockError, Result};
 
 /// One write of a [`HeldLease::write_guarded`] call.
+///
+/// ```no_run
+/// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
+/// use zk_recipes_framework::{zookeeper_client::CreateMode, Deadline};
+/// use zk_recipes_lock_internals::GuardedOp;
+///
+/// // Move a job from "pending" to "done", only while we still hold the lock.
+/// let done = b"ok".to_vec();
+/// let ops = [
+///     GuardedOp::Delete { path: "/app/jobs/pending/42".into(), version: None },
+///     GuardedOp::Create { path: "/app/jobs/done/42".into(), data: done, mode: CreateMode::Persistent },
+/// ];
+/// held.write_guarded(&ops, Deadline::after(std::time::Duration::from_secs(5))).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GuardedOp {
@@ -44,6 +59,21 @@ pub enum GuardedOp {
 }
 
 /// Why a held lock can no longer be trusted ([`HeldLease::lost`]).
+///
+/// ```no_run
+/// # async fn demo(held: zk_recipes_lock_internals::HeldLease) {
+/// use zk_recipes_framework::ConnectionState;
+/// use zk_recipes_lock_internals::LostReason;
+///
+/// match held.lost().await {
+///     LostReason::Connection(ConnectionState::Suspended) => println!("suspended: stop writing"),
+///     LostReason::Connection(state) => println!("connection {state:?}: another may hold it now"),
+///     LostReason::NodeDeleted => println!("our node was deleted"),
+///     LostReason::Closed => println!("the framework is closing"),
+///     other => println!("{other:?}"),
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LostReason {
@@ -57,6 +87,23 @@ pub enum LostReason {
 }
 
 /// Our node while it holds a lease. Deleted when released or dropped.
+///
+/// ```no_run
+/// # use zk_recipes_lock_internals::LockInternals;
+/// # async fn demo(internals: LockInternals) -> zk_recipes_lock_internals::Result<()> {
+/// use std::time::Duration;
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_lock_internals::Wait;
+///
+/// let held = internals.acquire(b"", Wait::Until(Deadline::never())).await?.expect("waited until held");
+/// println!("{} holds, fencing token {}", held.path(), held.fencing_token());
+/// tokio::select! {
+///     reason = held.lost() => println!("lost ({reason:?}): stop"),
+///     () = tokio::time::sleep(Duration::from_secs(1)) => println!("work done"),
+/// }
+/// held.release(Deadline::after(Duration::from_secs(5))).await?;
+/// # Ok(()) }
+/// ```
 #[must_use = "dropping a HeldLease releases it"]
 pub struct HeldLease {
     node: OwnedNode,
@@ -128,7 +175,8 @@ impl HeldLease {
     /// release. Otherwise as [`OwnedNode::delete`].
     ///
     /// # Cancel safety
-    /// Cancel safe: if dropped, the cleanup worker deletes the node.
+    /// Cancel safe: the hold ends either way. A cancelled release leaves the delete to the
+    /// framework's cleanup worker, which deletes the node in the background.
     pub fn release(self, deadline: impl Into<Deadline>) -> impl Future<Output = Result<()>> + Send {
         let Self { node, timer, .. } = self;
         // Boxed, and not an `async fn` (which would keep `self` twice): a caller that holds this
@@ -152,7 +200,9 @@ impl HeldLease {
     /// was created, and nothing is tried on a newer session. Otherwise framework errors.
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped call leaves no node behind.
+    /// Cancel safe: a cancelled call returns no node and leaves none behind: a node it may have
+    /// created is found by its `_c_<uuid>-` prefix and deleted by the framework's cleanup worker.
+    /// Our hold is not affected.
     ///
     /// ```no_run
     /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
@@ -190,7 +240,8 @@ impl HeldLease {
     /// together exceed the framework's limit, before anything is sent).
     ///
     /// # Cancel safety
-    /// If dropped after the multi was sent, it may or may not have been committed.
+    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
+    /// them or none). Cancelled before, nothing was written. The hold is not affected either way.
     ///
     /// ```no_run
     /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
@@ -258,7 +309,8 @@ impl HeldLease {
     /// framework errors.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and watches our node's data. A later call reads it again, so a
+    /// request that came meanwhile is not missed.
     pub async fn revocation_requested(&self) -> Result<()> {
         crate::internals::wait_for_revocation(
             self.node.framework(),
@@ -279,8 +331,9 @@ impl HeldLease {
     /// already unsafe.
     ///
     /// # Cancel safety
-    /// Cancel safe. A dropped call may leave a data watch on our node, which fires when the node is
-    /// deleted.
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed. A cancelled call may leave a data watch on our node,
+    /// which fires when the node is deleted.
     pub async fn lost(&self) -> LostReason {
         let reason = self.lost_reason().await;
         if let Some(timer) = &self.timer {

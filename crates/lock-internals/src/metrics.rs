@@ -71,6 +71,18 @@ impl LockMetrics {
 
 /// Times a hold (recorded when dropped: released or dropped), and counts its loss once. Given to
 /// [`crate::HeldLease::timed`].
+///
+/// ```no_run
+/// # fn demo(framework: zk_recipes_framework::Framework, node: zk_recipes_framework::OwnedNode) {
+/// use std::time::Instant;
+/// use zk_recipes_lock_internals::{HeldLease, HoldTimer, LockMetrics};
+///
+/// let metrics = LockMetrics::new(&framework, "/app/pool/leases", "lease-");
+/// let timer: HoldTimer = metrics.acquired(Instant::now());
+/// let lease = HeldLease::new(node).timed(timer);
+/// drop(lease); // the hold's time is recorded now (and the node deleted in the background)
+/// # }
+/// ```
 pub struct HoldTimer {
     started: Instant,
     metrics: LockMetrics,

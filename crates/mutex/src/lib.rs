@@ -257,6 +257,9 @@ impl Mutex {
     ///
     /// # Errors
     /// As [`zk_recipes_framework::Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<(String, Vec<u8>)>> {
         self.internals.participants(Deadline::after(RELEASE_TIMEOUT)).await
     }

@@ -45,6 +45,22 @@ pub struct SingleNodeLock {
 }
 
 /// What [`SingleNodeLock::try_lock`] found.
+///
+/// ```no_run
+/// # async fn demo(lock: zk_recipes_mutex::SingleNodeLock) -> zk_recipes_mutex::Result<()> {
+/// use std::time::Duration;
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_mutex::TryLock;
+///
+/// match lock.try_lock_until(Deadline::after(Duration::from_secs(5))).await? {
+///     TryLock::Acquired(guard) => {
+///         println!("ours: {}", guard.node_path());
+///         guard.release().await?;
+///     }
+///     TryLock::Held(holder) => println!("held by session {:#x}", holder.session_id),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 #[must_use = "an acquired lock is released when its guard is dropped"]
 pub enum TryLock {
@@ -55,6 +71,17 @@ pub enum TryLock {
 }
 
 /// Who holds a single-node lock.
+///
+/// ```
+/// use zk_recipes_mutex::Holder;
+///
+/// let holder = Holder {
+///     owner_id: b"10.0.0.7#9b2f0c3e-5d1a-4e8b-a1f4-2c6d8e0b7a13".to_vec(),
+///     session_id: 0x1000_0000_0000_0001,
+///     fencing_token: 4_294_967_302,
+/// };
+/// assert_eq!(holder.owner(), b"10.0.0.7");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
     /// The data of the lock node: the hold's owner id, `<owner>#<uuid>` for ours.
@@ -115,6 +142,9 @@ impl SingleNodeLock {
     ///
     /// # Errors
     /// As [`try_lock_until`](Self::try_lock_until).
+    ///
+    /// # Cancel safety
+    /// As [`try_lock_until`](Self::try_lock_until).
     pub async fn try_lock(&self) -> Result<TryLock> {
         self.try_lock_until(Deadline::after(zk_recipes_framework::DEFAULT_OPERATION_TIMEOUT)).await
     }
@@ -129,7 +159,9 @@ impl SingleNodeLock {
     /// never returned here.
     ///
     /// # Cancel safety
-    /// Cancel safe: a node created for a dropped call is deleted.
+    /// Cancel safe: a cancelled try takes nothing. Its create runs on in a task of its own; a node
+    /// it makes for the caller that is gone is deleted by the framework's cleanup worker (only
+    /// while it is still ours), so others may see the lock held for that moment.
     pub async fn try_lock_until(&self, deadline: impl Into<Deadline>) -> Result<TryLock> {
         let deadline = deadline.into();
         let mut owner_id = self.owner.clone();
@@ -163,6 +195,9 @@ impl SingleNodeLock {
     ///
     /// # Errors
     /// [`LockError::Framework`] from the read.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn holder(&self, deadline: impl Into<Deadline>) -> Result<Option<Holder>> {
         let deadline = deadline.into();
         match self.framework.get_data(&self.path, deadline).await {
@@ -179,6 +214,21 @@ impl SingleNodeLock {
 
 /// A held single-node lock. Dropping it releases in the background (only while the node is
 /// still ours); [`release`](Self::release) releases and reports.
+///
+/// ```no_run
+/// # async fn demo(lock: zk_recipes_mutex::SingleNodeLock) -> zk_recipes_mutex::Result<()> {
+/// use zk_recipes_mutex::TryLock;
+///
+/// if let TryLock::Acquired(guard) = lock.try_lock().await? {
+///     println!("running as {}", String::from_utf8_lossy(guard.owner_id()));
+///     tokio::select! {
+///         reason = guard.lost() => println!("lost ({reason:?}): stop the job"),
+///         () = tokio::time::sleep(std::time::Duration::from_secs(60)) => println!("job done"),
+///     }
+///     guard.release().await?;
+/// }
+/// # Ok(()) }
+/// ```
 #[must_use = "if unused the lock is immediately released"]
 pub struct SingleNodeGuard {
     lease: HeldLease,
@@ -210,7 +260,8 @@ impl SingleNodeGuard {
     /// framework's policy, a lost session, our node deleted, or the framework closed.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed.
     pub async fn lost(&self) -> LostReason {
         self.lease.lost().await
     }
@@ -224,7 +275,9 @@ impl SingleNodeGuard {
     /// [`RELEASE_TIMEOUT`] (the cleanup worker goes on in the background).
     ///
     /// # Cancel safety
-    /// Cancel safe: if dropped, the cleanup worker releases (only while the node is ours).
+    /// Cancel safe: the node is not left behind. A cancelled release leaves the delete to the
+    /// framework's cleanup worker, which deletes the node in the background (only while it is still
+    /// ours).
     pub async fn release(self) -> Result<()> {
         self.lease.release(Deadline::after(RELEASE_TIMEOUT)).await
     }

@@ -3,6 +3,17 @@
 use zk_recipes_framework::Error as FrameworkError;
 
 /// A `Result` with a [`NodeError`].
+///
+/// ```
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_nodes::{PersistentNode, Result};
+///
+/// /// Publishes a new address once the node exists.
+/// async fn publish(node: &PersistentNode, address: &str) -> Result<()> {
+///     node.wait_for_initial_create(Deadline::after(std::time::Duration::from_secs(10))).await?;
+///     node.set_data(address.as_bytes().to_vec()).await
+/// }
+/// ```
 pub type Result<T, E = NodeError> = std::result::Result<T, E>;
 
 /// What can go wrong with a kept node.

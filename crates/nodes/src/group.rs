@@ -12,6 +12,19 @@ use crate::error::{NodeError, Result};
 use crate::persistent::PersistentNode;
 
 /// Configures a [`GroupMember`] ([`GroupMember::builder`]).
+///
+/// Defaults: the payload is this host's address.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_nodes::Result<()> {
+/// use zk_recipes_nodes::GroupMember;
+///
+/// let member = GroupMember::builder(&framework, "/services/api/members", "worker-3")
+///     .data(b"10.0.0.7:8080")
+///     .start()?;
+/// # drop(member);
+/// # Ok(()) }
+/// ```
 #[must_use = "a builder does nothing until start() is called"]
 #[derive(Debug)]
 pub struct GroupMemberBuilder {
@@ -123,7 +136,7 @@ impl GroupMember {
     /// with its framework.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits. The member's node and the cache go on in their tasks either way.
     pub async fn initialized(&self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         self.node.wait_for_initial_create(deadline).await?;
@@ -157,7 +170,10 @@ impl GroupMember {
     /// As [`PersistentNode::set_data`].
     ///
     /// # Cancel safety
-    /// Cancelling may or may not have set the data.
+    /// Cancel safe in effect: once the call is first polled, the new data is with this member's
+    /// node's task, which keeps it for later re-creations and sets it on the server whether or not
+    /// the call still waits. A cancelled call only misses the outcome (a failed set is not
+    /// reported).
     pub async fn set_data(&self, data: Vec<u8>) -> Result<()> {
         self.node.set_data(data).await
     }
@@ -172,6 +188,10 @@ impl GroupMember {
     ///
     /// # Errors
     /// As [`PersistentNode::close`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the member leaves either way (its node is deleted in the background when the
+    /// member is dropped); a cancelled call only misses the outcome.
     pub async fn close(self) -> Result<()> {
         self.cache.close().await;
         self.node.close().await
@@ -188,6 +208,23 @@ impl fmt::Debug for GroupMember {
 }
 
 /// A change in a group ([`GroupMember::events`]).
+///
+/// ```no_run
+/// # async fn demo(member: zk_recipes_nodes::GroupMember) {
+/// use zk_recipes_nodes::MemberEvent;
+///
+/// let mut events = member.events();
+/// while let Some(event) = events.next().await {
+///     match event {
+///         MemberEvent::Joined { id, data } => println!("+ {id} ({})", String::from_utf8_lossy(&data)),
+///         MemberEvent::Changed { id, .. } => println!("~ {id}"),
+///         MemberEvent::Left { id } => println!("- {id}"),
+///         MemberEvent::Initialized => println!("every member present at the start is known"),
+///         _ => {}
+///     }
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MemberEvent {
@@ -216,6 +253,19 @@ pub enum MemberEvent {
 
 /// A subscription to a group's changes ([`GroupMember::events`]); it ends when the member is
 /// closed or dropped.
+///
+/// ```no_run
+/// # async fn demo(member: zk_recipes_nodes::GroupMember) {
+/// let mut events = member.events();
+/// // Take what is already known without waiting, then wait for the next change.
+/// while let Some(event) = events.try_next() {
+///     println!("{event:?}");
+/// }
+/// if let Some(event) = events.next().await {
+///     println!("then {event:?}");
+/// }
+/// # }
+/// ```
 #[must_use = "events queue up until read; drop the subscription when done"]
 #[derive(Debug)]
 pub struct MemberEvents {
@@ -227,7 +277,7 @@ impl MemberEvents {
     /// The next change; `None` once the member is gone.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: an event is taken only when returned.
     pub async fn next(&mut self) -> Option<MemberEvent> {
         loop {
             let event = self.events.next().await?;

@@ -18,6 +18,21 @@ use crate::error::{NodeError, Result};
 ///
 /// Defaults: [`CreateMode::Ephemeral`], not protected, empty data, no TTL; missing parents are
 /// created as containers (as Curator's).
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_nodes::Result<()> {
+/// use zk_recipes_framework::zookeeper_client::CreateMode;
+/// use zk_recipes_nodes::PersistentNode;
+///
+/// // `/services/api/_c_<uuid>-instance-<seq>`, found again after a connection loss during the create.
+/// let node = PersistentNode::builder(&framework, "/services/api/instance-")
+///     .mode(CreateMode::EphemeralSequential)
+///     .protected()
+///     .data(b"10.0.0.7:8080")
+///     .start()?;
+/// # drop(node);
+/// # Ok(()) }
+/// ```
 #[must_use = "a builder does nothing until start() is called"]
 #[derive(Debug)]
 pub struct PersistentNodeBuilder {
@@ -213,7 +228,7 @@ impl PersistentNode {
     /// A framework timeout at the deadline; [`NodeError::Closed`] if the node was closed.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits. The node's task goes on creating it either way.
     pub async fn wait_for_initial_create(&self, deadline: impl Into<Deadline>) -> Result<String> {
         let deadline = deadline.into();
         let mut created = self.shared.created.subscribe();
@@ -233,7 +248,9 @@ impl PersistentNode {
     /// set; [`NodeError::Closed`] once closed.
     ///
     /// # Cancel safety
-    /// Cancelling may or may not have set the data.
+    /// Cancel safe in effect: once the call is first polled, the new data is with the node's task,
+    /// which keeps it for later re-creations and sets it on the server whether or not the call
+    /// still waits. A cancelled call only misses the outcome (a failed set is not reported).
     pub async fn set_data(&self, data: Vec<u8>) -> Result<()> {
         let (reply, answer) = oneshot::channel();
         self.commands.send(Command::SetData(data, reply)).map_err(|_| NodeError::Closed)?;
@@ -244,6 +261,11 @@ impl PersistentNode {
     ///
     /// # Errors
     /// From the delete (then it is retried in the background, as Curator's guaranteed delete).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the node's task stops and deletes the node once the call is first polled,
+    /// whether or not the call still waits (and a node dropped before that is deleted in the
+    /// background). A cancelled call only misses the outcome.
     pub async fn close(self) -> Result<()> {
         let (reply, answer) = oneshot::channel();
         self.commands.send(Command::Close(reply)).map_err(|_| NodeError::Closed)?;

@@ -20,6 +20,24 @@ pub const DEFAULT_TOUCH_CHILD: &str = "touch";
 pub const DEFAULT_TOUCH_FACTOR: u32 = 2;
 
 /// Configures a [`PersistentTtlNode`] ([`PersistentTtlNode::builder`]).
+///
+/// Defaults: empty data, the touch child [`DEFAULT_TOUCH_CHILD`], touched every `ttl /`
+/// [`DEFAULT_TOUCH_FACTOR`].
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_nodes::Result<()> {
+/// use std::time::Duration;
+/// use zk_recipes_nodes::PersistentTtlNode;
+///
+/// // Touched every 20 s: the node goes about a minute after this process stops.
+/// let node = PersistentTtlNode::builder(&framework, "/jobs/nightly/running", Duration::from_secs(60))
+///     .data(b"worker-3")
+///     .touch_child("heartbeat")
+///     .touch_factor(3)
+///     .start()?;
+/// # drop(node);
+/// # Ok(()) }
+/// ```
 #[must_use = "a builder does nothing until start() is called"]
 #[derive(Debug)]
 pub struct PersistentTtlNodeBuilder {
@@ -173,7 +191,7 @@ impl PersistentTtlNode {
     /// As [`PersistentNode::wait_for_initial_create`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits. The container's task goes on creating it either way.
     pub async fn wait_for_initial_create(&self, deadline: impl Into<Deadline>) -> Result<String> {
         let deadline = deadline.into();
         self.node().wait_for_initial_create(deadline).await
@@ -185,7 +203,9 @@ impl PersistentTtlNode {
     /// As [`PersistentNode::set_data`].
     ///
     /// # Cancel safety
-    /// Cancelling may or may not have set the data.
+    /// Cancel safe in effect: once the call is first polled, the new data is with the node's task,
+    /// which keeps it for later re-creations and sets it on the server whether or not the call
+    /// still waits. A cancelled call only misses the outcome (a failed set is not reported).
     pub async fn set_data(&self, data: Vec<u8>) -> Result<()> {
         self.node().set_data(data).await
     }
@@ -195,6 +215,10 @@ impl PersistentTtlNode {
     ///
     /// # Errors
     /// [`NodeError::Closed`] if the keeper had already ended with its framework.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the touching stops when the call is first polled (or when the node is dropped);
+    /// the nodes stay either way. A cancelled call only misses the outcome.
     pub async fn close(mut self) -> Result<()> {
         self.touching.abort();
         match self.node.take() {

@@ -3,6 +3,17 @@
 use zk_recipes_framework::Error as FrameworkError;
 
 /// A boxed error from a [`crate::QueueSerializer`] or a consumer's handler.
+///
+/// ```
+/// use zk_recipes_queue::BoxError;
+///
+/// // `?` turns any error into it.
+/// fn parse_count(bytes: &[u8]) -> Result<u32, BoxError> {
+///     Ok(std::str::from_utf8(bytes)?.trim().parse()?)
+/// }
+/// assert_eq!(parse_count(b" 42").unwrap(), 42);
+/// assert!(parse_count(b"forty-two").is_err());
+/// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// What can go wrong with a queue.
@@ -127,4 +138,14 @@ impl From<zk_recipes_framework::zookeeper_client::Error> for QueueError {
 }
 
 /// The queue's result type.
+///
+/// ```
+/// use zk_recipes_queue::{DistributedQueue, Result};
+///
+/// /// Puts every job, and returns how many the queue holds now.
+/// async fn enqueue_all(queue: &DistributedQueue<Vec<u8>>, jobs: &[Vec<u8>]) -> Result<usize> {
+///     queue.put_batch(jobs).await?;
+///     queue.len().await
+/// }
+/// ```
 pub type Result<T, E = QueueError> = std::result::Result<T, E>;

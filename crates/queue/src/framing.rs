@@ -152,6 +152,16 @@ pub fn frame<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
 }
 
 /// Why a node's data is not a valid frame.
+///
+/// ```
+/// use zk_recipes_queue::framing::{unframe, FrameError};
+///
+/// assert_eq!(unframe(&[0, 1, 0]), Err(FrameError::Truncated));
+/// assert_eq!(unframe(&[0, 0, 0, 1, 2]), Err(FrameError::Version(1)));
+/// assert_eq!(unframe(&[0, 1, 0, 1, 9]), Err(FrameError::Opcode(9)));
+/// assert_eq!(unframe(&[0, 1, 0, 1, 1, 0xff, 0xff, 0xff, 0xff]), Err(FrameError::Length(-1)));
+/// assert_eq!(FrameError::Version(1).to_string(), "unknown frame version 0x00000001");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrameError {

@@ -529,7 +529,9 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// server said.
     ///
     /// # Cancel safety
-    /// Not cancel safe: a dropped call may or may not have stored the item.
+    /// Not cancel safe: if cancelled after the create was sent, the item may or may not have been
+    /// stored, and nothing tells which. Cancelled before (while waiting for room in a bounded
+    /// queue, say), nothing was stored.
     pub async fn put(&self, item: &T) -> Result<String> {
         let bytes = self.encode(std::slice::from_ref(item))?;
         self.put_node(ITEM_PREFIX, bytes).await
@@ -542,7 +544,9 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// As [`put`](Self::put); [`QueueError::InvalidArgument`] for no items.
     ///
     /// # Cancel safety
-    /// Not cancel safe.
+    /// Not cancel safe: if cancelled after the create was sent, the items (all of them or none) may
+    /// or may not have been stored, and nothing tells which. Cancelled before (while waiting for
+    /// room in a bounded queue, say), nothing was stored.
     pub async fn put_many(&self, items: &[T]) -> Result<String> {
         let bytes = self.encode(items)?;
         self.put_node(ITEM_PREFIX, bytes).await
@@ -558,7 +562,9 @@ impl<T: Send + 'static> DistributedQueue<T> {
     /// As [`put`](Self::put), checked for every item before anything is sent.
     ///
     /// # Cancel safety
-    /// Not cancel safe.
+    /// Not cancel safe: a cancelled call may have stored some of the items. Each multi sent before
+    /// it was cancelled may or may not have been committed (as a whole); items of multis not yet
+    /// sent were not stored. Nothing tells which: read the queue to find out.
     pub async fn put_batch(&self, items: &[T]) -> Result<Vec<String>> {
         let nodes = items
             .iter()
@@ -572,6 +578,9 @@ impl<T: Send + 'static> DistributedQueue<T> {
     ///
     /// # Errors
     /// As [`Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads (a missing queue directory may have been created).
     pub async fn len(&self) -> Result<usize> {
         let inner = &*self.inner;
         let children = inner
@@ -588,6 +597,9 @@ impl<T: Send + 'static> DistributedQueue<T> {
     ///
     /// # Errors
     /// As [`len`](Self::len).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads (a missing queue directory may have been created).
     pub async fn is_empty(&self) -> Result<bool> {
         Ok(self.len().await? == 0)
     }
@@ -602,6 +614,9 @@ impl<T: Send + 'static> DistributedQueue<T> {
     ///
     /// # Errors
     /// A timeout at `deadline`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only waits. The background work goes on either way.
     pub async fn flush_background(&self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         Ok(self.inner.background.idle(deadline).await?)
@@ -862,6 +877,9 @@ macro_rules! common_queue_methods {
             ///
             /// # Errors
             /// As [`DistributedQueue::len`].
+            ///
+            /// # Cancel safety
+            /// As [`DistributedQueue::len`].
             pub async fn len(&self) -> Result<usize> {
                 self.queue.len().await
             }
@@ -870,6 +888,9 @@ macro_rules! common_queue_methods {
             ///
             /// # Errors
             /// As [`DistributedQueue::len`].
+            ///
+            /// # Cancel safety
+            /// As [`DistributedQueue::is_empty`].
             pub async fn is_empty(&self) -> Result<bool> {
                 self.queue.is_empty().await
             }
@@ -878,6 +899,9 @@ macro_rules! common_queue_methods {
             ///
             /// # Errors
             /// A timeout at `deadline`.
+            ///
+            /// # Cancel safety
+            /// As [`DistributedQueue::flush_background`].
             pub async fn flush_background(&self, deadline: impl Into<Deadline>) -> Result<()> {
                 let deadline = deadline.into();
                 self.queue.flush_background(deadline).await
@@ -897,7 +921,9 @@ impl<T: Send + 'static> DistributedPriorityQueue<T> {
     /// As [`DistributedQueue::put`].
     ///
     /// # Cancel safety
-    /// Not cancel safe.
+    /// Not cancel safe: if cancelled after the create was sent, the item may or may not have been
+    /// stored, and nothing tells which. Cancelled before (while waiting for room in a bounded
+    /// queue, say), nothing was stored.
     pub async fn put(&self, item: &T, priority: i32) -> Result<String> {
         let bytes = self.queue.encode(std::slice::from_ref(item))?;
         self.queue.put_node(&names::priority_name(priority), bytes).await
@@ -909,7 +935,9 @@ impl<T: Send + 'static> DistributedPriorityQueue<T> {
     /// As [`DistributedQueue::put_many`].
     ///
     /// # Cancel safety
-    /// Not cancel safe.
+    /// Not cancel safe: if cancelled after the create was sent, the items (all of them or none) may
+    /// or may not have been stored, and nothing tells which. Cancelled before (while waiting for
+    /// room in a bounded queue, say), nothing was stored.
     pub async fn put_many(&self, items: &[T], priority: i32) -> Result<String> {
         let bytes = self.queue.encode(items)?;
         self.queue.put_node(&names::priority_name(priority), bytes).await
@@ -924,7 +952,9 @@ impl<T: Send + 'static> DistributedDelayQueue<T> {
     /// [`DistributedQueue::put`].
     ///
     /// # Cancel safety
-    /// Not cancel safe.
+    /// Not cancel safe: if cancelled after the create was sent, the item may or may not have been
+    /// stored, and nothing tells which. Cancelled before (while waiting for room in a bounded
+    /// queue, say), nothing was stored.
     pub async fn put(&self, item: &T, due: SystemTime) -> Result<String> {
         let name = names::delay_name(epoch_ms(due)?);
         let bytes = self.queue.encode(std::slice::from_ref(item))?;
@@ -937,7 +967,9 @@ impl<T: Send + 'static> DistributedDelayQueue<T> {
     /// As [`put`](Self::put).
     ///
     /// # Cancel safety
-    /// Not cancel safe.
+    /// Not cancel safe: if cancelled after the create was sent, the item may or may not have been
+    /// stored, and nothing tells which. Cancelled before (while waiting for room in a bounded
+    /// queue, say), nothing was stored.
     pub async fn put_after(&self, item: &T, delay: Duration) -> Result<String> {
         self.put(item, SystemTime::now() + delay).await
     }
@@ -948,7 +980,9 @@ impl<T: Send + 'static> DistributedDelayQueue<T> {
     /// As [`put`](Self::put) and [`DistributedQueue::put_many`].
     ///
     /// # Cancel safety
-    /// Not cancel safe.
+    /// Not cancel safe: if cancelled after the create was sent, the items (all of them or none) may
+    /// or may not have been stored, and nothing tells which. Cancelled before (while waiting for
+    /// room in a bounded queue, say), nothing was stored.
     pub async fn put_many(&self, items: &[T], due: SystemTime) -> Result<String> {
         let name = names::delay_name(epoch_ms(due)?);
         let bytes = self.queue.encode(items)?;
@@ -971,7 +1005,9 @@ impl<T: Send + 'static> DistributedIdQueue<T> {
     /// [`QueueError::InvalidArgument`] for an empty id; as [`DistributedQueue::put`].
     ///
     /// # Cancel safety
-    /// Not cancel safe.
+    /// Not cancel safe: if cancelled after the create was sent, the item may or may not have been
+    /// stored, and nothing tells which. Cancelled before (while waiting for room in a bounded
+    /// queue, say), nothing was stored.
     pub async fn put(&self, item: &T, id: &str) -> Result<String> {
         if id.is_empty() {
             return Err(QueueError::InvalidArgument("an item id cannot be empty".into()));
@@ -990,7 +1026,9 @@ impl<T: Send + 'static> DistributedIdQueue<T> {
     /// [`QueueError::InvalidArgument`] for an empty id; as [`Framework::retry`].
     ///
     /// # Cancel safety
-    /// Not cancel safe: a dropped call may have removed some items.
+    /// Not cancel safe: a cancelled call may have removed some of the items, and their count is
+    /// lost. With a lock path, a call cancelled while it holds an item's lock leaves that lock node
+    /// in place until the session ends: the item is held back from consumers meanwhile.
     pub async fn remove(&self, id: &str) -> Result<usize> {
         if id.is_empty() {
             return Err(QueueError::InvalidArgument("an item id cannot be empty".into()));

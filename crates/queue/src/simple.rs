@@ -78,7 +78,8 @@ impl SimpleQueue {
     /// as [`Framework::retry`].
     ///
     /// # Cancel safety
-    /// Not cancel safe: a dropped call may or may not have stored the item.
+    /// Not cancel safe: if cancelled after the create was sent, the item may or may not have been
+    /// stored, and nothing tells which. Cancelled before, nothing was stored.
     pub async fn offer(&self, data: &[u8]) -> Result<String> {
         if data.len() > DEFAULT_MAX_NODE_BYTES {
             return Err(QueueError::ItemTooLarge { size: data.len(), limit: DEFAULT_MAX_NODE_BYTES });
@@ -109,7 +110,7 @@ impl SimpleQueue {
     /// As [`Framework::retry`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads.
     pub async fn peek(&self) -> Result<Option<Vec<u8>>> {
         self.head(false, Deadline::never()).await
     }
@@ -120,7 +121,8 @@ impl SimpleQueue {
     /// As [`Framework::retry`].
     ///
     /// # Cancel safety
-    /// Not cancel safe: a dropped call may have removed an item it then never returns.
+    /// Not cancel safe: if cancelled after the delete was sent, the head may have been removed, and
+    /// its item is then lost: nobody gets it.
     pub async fn poll(&self) -> Result<Option<Vec<u8>>> {
         self.head(true, Deadline::never()).await
     }
@@ -131,7 +133,9 @@ impl SimpleQueue {
     /// [`FrameworkError::Closed`] when the framework is closed; as [`Framework::retry`].
     ///
     /// # Cancel safety
-    /// Not cancel safe while an item is being removed (it may be lost); cancel safe while waiting.
+    /// Cancel safe while it waits for an item: it removes nothing then, and a later call takes the
+    /// next one. Not cancel safe once it removes the head: cancelled after the delete was sent, the
+    /// item may have been removed, and is then lost.
     pub async fn take(&self) -> Result<Vec<u8>> {
         let span = info_span!("simple_queue_take", path = %self.path);
         let taken = self.take_until(Deadline::never()).instrument(span).await?;

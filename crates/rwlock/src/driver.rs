@@ -16,6 +16,21 @@ fn read_write_sort_key(child: &str) -> &str {
 /// Writers: the standard rule (hold when first), over readers and writers alike. Always lists again
 /// after a wake: a downgraded read node reuses an old sequence, so a deletion before us does not
 /// prove we are first.
+///
+/// ```
+/// use zk_recipes_lock_internals::LockDriver;
+/// use zk_recipes_rwlock::WriteDriver;
+///
+/// let driver = WriteDriver::default();
+/// let children = driver.sort_children(vec![
+///     "_c_b-__WRIT__0000000002".to_string(),
+///     "_c_a-__READ__0000000001".to_string(),
+/// ]);
+/// let decision = driver.gets_the_lock(&children, "_c_b-__WRIT__0000000002", 1).unwrap();
+/// assert!(!decision.holds, "a reader is before us");
+/// assert_eq!(decision.path_to_watch.as_deref(), Some("_c_a-__READ__0000000001"));
+/// assert!(!decision.holds_once_watched_node_goes, "always lists again");
+/// ```
 #[derive(Debug, Clone)]
 pub struct WriteDriver {
     standard: StandardDriver,
@@ -50,6 +65,20 @@ impl LockDriver for WriteDriver {
 /// Readers: hold iff no writer sorts before us; otherwise watch the first writer before us (all
 /// readers behind one writer wake together, by design). A later reader never overtakes a waiting
 /// writer, since the writer sorts before it.
+///
+/// ```
+/// use zk_recipes_lock_internals::LockDriver;
+/// use zk_recipes_rwlock::ReadDriver;
+///
+/// let children = ReadDriver.sort_children(vec![
+///     "_c_c-__READ__0000000003".to_string(),
+///     "_c_a-__READ__0000000001".to_string(),
+///     "_c_b-__WRIT__0000000002".to_string(),
+/// ]);
+/// assert!(ReadDriver.gets_the_lock(&children, "_c_a-__READ__0000000001", u32::MAX).unwrap().holds);
+/// let behind_writer = ReadDriver.gets_the_lock(&children, "_c_c-__READ__0000000003", u32::MAX).unwrap();
+/// assert_eq!(behind_writer.path_to_watch.as_deref(), Some("_c_b-__WRIT__0000000002"));
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ReadDriver;
 

@@ -65,12 +65,40 @@ pub use driver::{ReadDriver, WriteDriver, READ_LOCK_NAME, WRITE_LOCK_NAME};
 ///
 /// Cheap to clone; each `read`/`write` call queues on its own, so tasks sharing one `RwLock`
 /// behave like tasks sharing a tokio `RwLock`.
+///
+/// ```no_run
+/// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_rwlock::Result<()> {
+/// use std::time::Duration;
+/// use zk_recipes_rwlock::RwLock;
+///
+/// let lock = RwLock::new(&framework, "/app/config-lock")?;
+/// // Readers share the lock ...
+/// let first = lock.read().await?;
+/// let second = lock.read_timeout(Duration::from_secs(5)).await?;
+/// // ... and keep writers out until both are released.
+/// assert!(lock.try_write().await?.is_none());
+/// first.release().await?;
+/// second.release().await?;
+/// let writer = lock.write_timeout(Duration::from_secs(5)).await?;
+/// writer.release().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct RwLock {
     write: WriteLock,
 }
 
 /// The read half of an [`RwLock`] (Curator's `readLock()`).
+///
+/// ```no_run
+/// # async fn demo(lock: zk_recipes_rwlock::RwLock) -> zk_recipes_rwlock::Result<()> {
+/// use zk_recipes_framework::Deadline;
+///
+/// let reading = lock.read_lock();
+/// let guard = reading.read_until(Deadline::after(std::time::Duration::from_secs(5))).await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct ReadLock {
     internals: LockInternals,
@@ -78,6 +106,19 @@ pub struct ReadLock {
 }
 
 /// The write half of an [`RwLock`] (Curator's `writeLock()`).
+///
+/// ```no_run
+/// # async fn demo(orders: zk_recipes_rwlock::RwLock, stock: zk_recipes_rwlock::RwLock)
+/// #     -> zk_recipes_rwlock::Result<()> {
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_lock_internals::MultiLock;
+///
+/// // Write both, or neither: the halves take part in a `MultiLock`.
+/// let both = MultiLock::new(vec![Box::new(orders.write_lock()), Box::new(stock.write_lock())]);
+/// let guard = both.acquire_until(Deadline::after(std::time::Duration::from_secs(5))).await?;
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct WriteLock {
     internals: LockInternals,
@@ -161,7 +202,8 @@ impl RwLock {
     /// [`LockError::NodeLost`] if the session is lost meanwhile; framework errors.
     ///
     /// # Cancel safety
-    /// Cancel safe: nothing is left behind.
+    /// Cancel safe: a cancelled `read` loses its place in line; its node, if it was created, is
+    /// deleted by the framework's cleanup worker.
     pub async fn read(&self) -> Result<RwLockReadGuard> {
         self.write.read.read_until(Deadline::never()).await
     }
@@ -172,7 +214,8 @@ impl RwLock {
     /// A timeout error ([`LockError::is_timeout`]); otherwise as [`read`](Self::read).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `read_timeout` loses its place in line; its node, if it was
+    /// created, is deleted by the framework's cleanup worker.
     pub async fn read_timeout(&self, timeout: Duration) -> Result<RwLockReadGuard> {
         self.write.read.read_until(Deadline::after(timeout)).await
     }
@@ -191,7 +234,8 @@ impl RwLock {
     /// As [`read_timeout`](Self::read_timeout).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `read_until` loses its place in line; its node, if it was created,
+    /// is deleted by the framework's cleanup worker.
     pub async fn read_until(&self, deadline: impl Into<Deadline>) -> Result<RwLockReadGuard> {
         self.write.read.read_until(deadline).await
     }
@@ -202,7 +246,8 @@ impl RwLock {
     /// As [`read`](Self::read).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `try_read` takes nothing; its node, if it was created, is deleted
+    /// by the framework's cleanup worker.
     pub async fn try_read(&self) -> Result<Option<RwLockReadGuard>> {
         let read = &self.write.read;
         let held = read.internals.acquire(&read.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
@@ -215,7 +260,8 @@ impl RwLock {
     /// As [`read`](Self::read).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `write` loses its place in line; its node, if it was created, is
+    /// deleted by the framework's cleanup worker.
     pub async fn write(&self) -> Result<RwLockWriteGuard> {
         self.write.write_until(Deadline::never()).await
     }
@@ -226,7 +272,8 @@ impl RwLock {
     /// A timeout error; otherwise as [`read`](Self::read).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `write_timeout` loses its place in line; its node, if it was
+    /// created, is deleted by the framework's cleanup worker.
     pub async fn write_timeout(&self, timeout: Duration) -> Result<RwLockWriteGuard> {
         self.write.write_until(Deadline::after(timeout)).await
     }
@@ -237,7 +284,8 @@ impl RwLock {
     /// As [`write_timeout`](Self::write_timeout).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `write_until` loses its place in line; its node, if it was created,
+    /// is deleted by the framework's cleanup worker.
     pub async fn write_until(&self, deadline: impl Into<Deadline>) -> Result<RwLockWriteGuard> {
         self.write.write_until(deadline).await
     }
@@ -248,7 +296,8 @@ impl RwLock {
     /// As [`read`](Self::read).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `try_write` takes nothing; its node, if it was created, is deleted
+    /// by the framework's cleanup worker.
     pub async fn try_write(&self) -> Result<Option<RwLockWriteGuard>> {
         let held = self
             .write
@@ -262,6 +311,9 @@ impl RwLock {
     ///
     /// # Errors
     /// As [`zk_recipes_framework::Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<(String, Vec<u8>)>> {
         self.write.internals.participants(Deadline::after(RELEASE_TIMEOUT)).await
     }
@@ -274,7 +326,8 @@ impl ReadLock {
     /// As [`RwLock::read_timeout`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `read_until` loses its place in line; its node, if it was created,
+    /// is deleted by the framework's cleanup worker.
     pub async fn read_until(&self, deadline: impl Into<Deadline>) -> Result<RwLockReadGuard> {
         let deadline = deadline.into();
         let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
@@ -290,7 +343,8 @@ impl WriteLock {
     /// As [`RwLock::write_timeout`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `write_until` loses its place in line; its node, if it was created,
+    /// is deleted by the framework's cleanup worker.
     pub async fn write_until(&self, deadline: impl Into<Deadline>) -> Result<RwLockWriteGuard> {
         let deadline = deadline.into();
         let held = self.internals.acquire(&self.data, Wait::Until(deadline)).await?;
@@ -301,6 +355,20 @@ impl WriteLock {
 
 /// Proof of a read hold. Released by [`release`](Self::release), or in the background when the
 /// last guard of the hold is dropped.
+///
+/// ```no_run
+/// # async fn demo(lock: zk_recipes_rwlock::RwLock) -> zk_recipes_rwlock::Result<()> {
+/// let guard = lock.read().await?;
+/// println!("reading under {} (fencing token {})", guard.node_path(), guard.fencing_token());
+/// let nested = guard.reenter(); // the same read hold, no ZooKeeper traffic
+/// nested.release().await?;
+/// tokio::select! {
+///     reason = guard.lost() => println!("lost ({reason:?}): a writer may hold it now"),
+///     () = tokio::time::sleep(std::time::Duration::from_secs(1)) => println!("read done"),
+/// }
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
 #[must_use = "if unused the lock is immediately released"]
 #[derive(Debug)]
 pub struct RwLockReadGuard {
@@ -330,7 +398,8 @@ impl RwLockReadGuard {
     /// As [`HeldLease::write_guarded`].
     ///
     /// # Cancel safety
-    /// If dropped after the multi was sent, it may or may not have been committed.
+    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
+    /// them or none). Cancelled before, nothing was written. The hold is not affected either way.
     pub async fn write_guarded(
         &self,
         ops: &[GuardedOp],
@@ -343,7 +412,8 @@ impl RwLockReadGuard {
     /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed.
     pub async fn lost(&self) -> LostReason {
         self.hold.lost().await
     }
@@ -354,7 +424,8 @@ impl RwLockReadGuard {
     /// See [`HeldLease::revocation_requested`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and watches our node's data. A later call reads it again, so a
+    /// request that came meanwhile is not missed.
     pub async fn revocation_requested(&self) -> Result<()> {
         self.hold.revocation_requested().await
     }
@@ -377,13 +448,28 @@ impl RwLockReadGuard {
     /// failed within [`RELEASE_TIMEOUT`] (30 s): the cleanup worker goes on in the background.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: the node is not left behind. A cancelled release of the last guard leaves the
+    /// delete to the framework's cleanup worker, which deletes the node in the background; for any
+    /// other guard there is nothing to cancel.
     pub async fn release(self) -> Result<()> {
         self.hold.release().await
     }
 }
 
 /// Upgrading a read hold is refused; the read guard is handed back.
+///
+/// ```no_run
+/// # async fn demo(lock: zk_recipes_rwlock::RwLock) -> zk_recipes_rwlock::Result<()> {
+/// use zk_recipes_rwlock::UpgradeRefused;
+///
+/// let reader = lock.read().await?;
+/// let Err(UpgradeRefused { guard }) = reader.upgrade() else { unreachable!("always refused") };
+/// // Release the read hold, then queue for the write hold.
+/// guard.release().await?;
+/// let writer = lock.write().await?;
+/// writer.release().await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[error("upgrading a read lock to a write lock is refused: it would deadlock")]
 pub struct UpgradeRefused {
@@ -393,6 +479,19 @@ pub struct UpgradeRefused {
 
 /// Proof of the write hold. Released by [`release`](Self::release), or in the background when the
 /// last guard of the hold is dropped.
+///
+/// ```no_run
+/// # async fn demo(lock: zk_recipes_rwlock::RwLock) -> zk_recipes_rwlock::Result<()> {
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_rwlock::GuardedOp;
+///
+/// let writer = lock.write().await?;
+/// let update = [GuardedOp::SetData { path: "/app/config".into(), data: b"v2".to_vec(), version: None }];
+/// writer.write_guarded(&update, Deadline::after(std::time::Duration::from_secs(5))).await?;
+/// let reader = writer.downgrade().await?; // same fencing token, no writer in between
+/// reader.release().await?;
+/// # Ok(()) }
+/// ```
 #[must_use = "if unused the lock is immediately released"]
 #[derive(Debug)]
 pub struct RwLockWriteGuard {
@@ -423,7 +522,8 @@ impl RwLockWriteGuard {
     /// As [`HeldLease::write_guarded`].
     ///
     /// # Cancel safety
-    /// If dropped after the multi was sent, it may or may not have been committed.
+    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
+    /// them or none). Cancelled before, nothing was written. The hold is not affected either way.
     pub async fn write_guarded(
         &self,
         ops: &[GuardedOp],
@@ -436,7 +536,8 @@ impl RwLockWriteGuard {
     /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed.
     pub async fn lost(&self) -> LostReason {
         self.hold.lost().await
     }
@@ -447,7 +548,8 @@ impl RwLockWriteGuard {
     /// See [`HeldLease::revocation_requested`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and watches our node's data. A later call reads it again, so a
+    /// request that came meanwhile is not missed.
     pub async fn revocation_requested(&self) -> Result<()> {
         self.hold.revocation_requested().await
     }
@@ -468,8 +570,9 @@ impl RwLockWriteGuard {
     /// dropping it).
     ///
     /// # Cancel safety
-    /// Not cancel safe in one respect: if dropped after the read node was created, the read node is
-    /// deleted (by the cleanup worker) and the write hold released — the caller holds nothing.
+    /// Not cancel safe: a cancelled downgrade loses the hold altogether. The write hold it took is
+    /// released (if this was its last guard) and a read node it created is deleted, both by the
+    /// framework's cleanup worker: the caller holds neither.
     pub async fn downgrade(self) -> Result<RwLockReadGuard> {
         let deadline = Deadline::after(RELEASE_TIMEOUT);
         let write_name = path::name(self.hold.path());
@@ -500,7 +603,9 @@ impl RwLockWriteGuard {
     /// failed within [`RELEASE_TIMEOUT`] (30 s): the cleanup worker goes on in the background.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: the node is not left behind. A cancelled release of the last guard leaves the
+    /// delete to the framework's cleanup worker, which deletes the node in the background; for any
+    /// other guard there is nothing to cancel.
     pub async fn release(self) -> Result<()> {
         self.hold.release().await
     }

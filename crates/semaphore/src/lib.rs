@@ -59,6 +59,17 @@ pub const LOCK_NAME: &str = "lock-";
 pub const LEASE_NAME: &str = "lease-";
 
 /// What can go wrong with a semaphore.
+///
+/// ```
+/// use zk_recipes_semaphore::{LockError, SemaphoreError};
+///
+/// let err = SemaphoreError::TooManyLeases { requested: 5, max_leases: 3 };
+/// assert_eq!(err.to_string(), "asked for 5 leases of a semaphore with 3");
+/// assert!(!err.is_retryable());
+///
+/// let lost = SemaphoreError::from(LockError::NodeLost { path: "/app/workers/leases/x".into() });
+/// assert!(lost.is_node_lost() && !lost.is_timeout());
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum SemaphoreError {
@@ -107,6 +118,20 @@ impl From<FrameworkError> for SemaphoreError {
 }
 
 /// The semaphore's result type.
+///
+/// ```
+/// use zk_recipes_semaphore::{Result, Semaphore};
+///
+/// /// Runs a job under one of the semaphore's leases, if one is free now.
+/// async fn run_if_free(semaphore: &Semaphore) -> Result<bool> {
+///     let Some(lease) = semaphore.try_acquire().await? else {
+///         return Ok(false);
+///     };
+///     // ... the job ...
+///     lease.release().await?;
+///     Ok(true)
+/// }
+/// ```
 pub type Result<T, E = SemaphoreError> = std::result::Result<T, E>;
 
 /// A distributed semaphore with `max_leases` leases (Curator's `InterProcessSemaphoreV2`).
@@ -182,7 +207,9 @@ impl Semaphore {
     /// As [`acquire_many_until`](Self::acquire_many_until).
     ///
     /// # Cancel safety
-    /// Cancel safe: nothing is left behind.
+    /// Cancel safe: a cancelled acquire gets no lease and loses its place in line; its nodes, if
+    /// they were created (the internal lock's, and lease nodes of this call), are deleted by the
+    /// framework's cleanup worker.
     pub async fn acquire(&self) -> Result<Lease> {
         self.acquire_one(Deadline::never()).await
     }
@@ -193,7 +220,9 @@ impl Semaphore {
     /// As [`acquire_many_until`](Self::acquire_many_until).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled acquire gets no lease and loses its place in line; its nodes, if
+    /// they were created (the internal lock's, and lease nodes of this call), are deleted by the
+    /// framework's cleanup worker.
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Lease> {
         self.acquire_one(Deadline::after(timeout)).await
     }
@@ -212,7 +241,9 @@ impl Semaphore {
     /// As [`acquire_many_until`](Self::acquire_many_until).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled acquire gets no lease and loses its place in line; its nodes, if
+    /// they were created (the internal lock's, and lease nodes of this call), are deleted by the
+    /// framework's cleanup worker.
     pub async fn acquire_until(&self, deadline: impl Into<Deadline>) -> Result<Lease> {
         self.acquire_one(deadline.into()).await
     }
@@ -223,7 +254,8 @@ impl Semaphore {
     /// As [`acquire_many_until`](Self::acquire_many_until).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled try gets no lease; its nodes, if they were created (the internal
+    /// lock's, and a lease node), are deleted by the framework's cleanup worker.
     pub async fn try_acquire(&self) -> Result<Option<Lease>> {
         let leases = self.acquire_leases(1, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
         Ok(leases.and_then(|mut leases| leases.pop()))
@@ -235,7 +267,9 @@ impl Semaphore {
     /// As [`acquire_many_until`](Self::acquire_many_until).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled acquire gets none of the leases (never some of them) and loses its
+    /// place in line; its nodes, if they were created (the internal lock's, and every lease node of
+    /// this call), are deleted by the framework's cleanup worker.
     pub async fn acquire_many(&self, count: u32) -> Result<Vec<Lease>> {
         self.acquire_many_until(count, Deadline::never()).await
     }
@@ -246,7 +280,8 @@ impl Semaphore {
     /// As [`acquire_many_until`](Self::acquire_many_until).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled try gets none of the leases; its nodes, if they were created (the
+    /// internal lock's, and lease nodes), are deleted by the framework's cleanup worker.
     pub async fn try_acquire_many(&self, count: u32) -> Result<Option<Vec<Lease>>> {
         self.acquire_leases(count, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await
     }
@@ -260,7 +295,9 @@ impl Semaphore {
     /// framework errors. On every error the nodes of this call are deleted.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled acquire gets none of the leases (never some of them) and loses its
+    /// place in line; its nodes, if they were created (the internal lock's, and every lease node of
+    /// this call), are deleted by the framework's cleanup worker.
     pub async fn acquire_many_until(&self, count: u32, deadline: impl Into<Deadline>) -> Result<Vec<Lease>> {
         let deadline = deadline.into();
         let leases = self.acquire_leases(count, Wait::Until(deadline)).await?;
@@ -401,6 +438,9 @@ impl Semaphore {
     ///
     /// # Errors
     /// As [`Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Participants> {
         let nodes = self.participant_nodes().await?;
         Ok(Participants::split(nodes, self.max_leases))
@@ -411,6 +451,9 @@ impl Semaphore {
     ///
     /// # Errors
     /// As [`Framework::retry`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads.
     pub async fn participant_nodes(&self) -> Result<Vec<String>> {
         let leases_dir = self.leases_dir.as_str();
         let children = self
@@ -429,6 +472,15 @@ impl Semaphore {
 }
 
 /// A semaphore's lease nodes, split by [`Semaphore::participants`].
+///
+/// ```no_run
+/// # async fn demo(semaphore: zk_recipes_semaphore::Semaphore) -> zk_recipes_semaphore::Result<()> {
+/// let participants = semaphore.participants().await?;
+/// for (place, node) in participants.waiting.iter().enumerate() {
+///     println!("{node} waits, {} ahead of it", participants.holders.len() + place);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Participants {
@@ -461,6 +513,20 @@ async fn release_quietly(internal_lock: HeldLease) {
 
 /// One lease of a [`Semaphore`]. Released by [`release`](Self::release), or in the background
 /// when dropped.
+///
+/// ```no_run
+/// # async fn demo(semaphore: zk_recipes_semaphore::Semaphore) -> zk_recipes_semaphore::Result<()> {
+/// use std::time::Duration;
+///
+/// let lease = semaphore.acquire_timeout(Duration::from_secs(5)).await?;
+/// println!("{} (fencing token {})", lease.node_path(), lease.fencing_token());
+/// tokio::select! {
+///     reason = lease.lost() => println!("lost ({reason:?}): stop using the resource"),
+///     () = tokio::time::sleep(Duration::from_secs(1)) => println!("work done"),
+/// }
+/// lease.release().await?;
+/// # Ok(()) }
+/// ```
 #[must_use = "if unused the lease is immediately released"]
 #[derive(Debug)]
 pub struct Lease {
@@ -487,7 +553,8 @@ impl Lease {
     /// As [`HeldLease::write_guarded`].
     ///
     /// # Cancel safety
-    /// If dropped after the multi was sent, it may or may not have been committed.
+    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
+    /// them or none). Cancelled before, nothing was written. The lease is not affected either way.
     pub async fn write_guarded(
         &self,
         ops: &[GuardedOp],
@@ -500,7 +567,8 @@ impl Lease {
     /// Resolves when the lease can no longer be trusted. See [`HeldLease::lost`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed.
     pub async fn lost(&self) -> LostReason {
         self.held.lost().await
     }
@@ -510,6 +578,10 @@ impl Lease {
     /// # Errors
     /// The delete failed within [`RELEASE_TIMEOUT`] (30 s); the cleanup worker goes on in the
     /// background.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: the lease is given up either way. A cancelled release leaves the delete to the
+    /// framework's cleanup worker, which deletes the node in the background.
     pub async fn release(self) -> Result<()> {
         Ok(self.held.release(Deadline::after(RELEASE_TIMEOUT)).await?)
     }
@@ -546,7 +618,8 @@ impl SemaphoreMutex {
     /// As [`Semaphore::acquire_many_until`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `lock` loses its place in line; its nodes, if they were created
+    /// (the internal lock's and the lease's), are deleted by the framework's cleanup worker.
     pub async fn lock(&self) -> Result<Lease> {
         self.semaphore.acquire().await
     }
@@ -557,7 +630,9 @@ impl SemaphoreMutex {
     /// As [`Semaphore::acquire_many_until`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `lock_timeout` loses its place in line; its nodes, if they were
+    /// created (the internal lock's and the lease's), are deleted by the framework's cleanup
+    /// worker.
     pub async fn lock_timeout(&self, timeout: Duration) -> Result<Lease> {
         self.semaphore.acquire_timeout(timeout).await
     }
@@ -578,7 +653,9 @@ impl SemaphoreMutex {
     /// ([`SemaphoreError::is_timeout`]), and the call's nodes are deleted.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `lock_until` loses its place in line; its nodes, if they were
+    /// created (the internal lock's and the lease's), are deleted by the framework's cleanup
+    /// worker.
     pub async fn lock_until(&self, deadline: impl Into<Deadline>) -> Result<Lease> {
         self.semaphore.acquire_until(deadline).await
     }
@@ -589,7 +666,8 @@ impl SemaphoreMutex {
     /// As [`Semaphore::acquire_many_until`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: a cancelled `try_lock` takes nothing; its nodes, if they were created, are
+    /// deleted by the framework's cleanup worker.
     pub async fn try_lock(&self) -> Result<Option<Lease>> {
         self.semaphore.try_acquire().await
     }

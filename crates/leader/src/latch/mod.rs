@@ -201,7 +201,8 @@ impl LeaderLatch {
     /// latch is (or gets) closed.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits. The latch stays in the election with its node, and a later call
+    /// sees a leadership that came meanwhile.
     pub async fn await_leadership(&self) -> Result<i64> {
         let mut status = self.shared.status.subscribe();
         let status = *status
@@ -222,7 +223,8 @@ impl LeaderLatch {
     /// the latch in the election (see [`await_leadership_until`](Self::await_leadership_until)).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits. The latch stays in the election with its node, and a later call
+    /// sees a leadership that came meanwhile.
     pub async fn await_leadership_timeout(&self, timeout: Duration) -> Result<i64> {
         match tokio::time::timeout(timeout, self.await_leadership()).await {
             Ok(result) => result,
@@ -253,7 +255,8 @@ impl LeaderLatch {
     /// `await_leadership`.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits. The latch stays in the election with its node, and a later call
+    /// sees a leadership that came meanwhile.
     pub async fn await_leadership_until(&self, deadline: impl Into<Deadline>) -> Result<i64> {
         let deadline = deadline.into();
         let Some(remaining) = deadline.remaining() else {
@@ -291,7 +294,7 @@ impl LeaderLatch {
     /// As [`Framework::retry`], within 30 s.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
         let nodes = self.shared.internals.participants(Deadline::after(PARTICIPANTS_TIMEOUT)).await?;
         Ok(participant::from_nodes(nodes))
@@ -304,7 +307,7 @@ impl LeaderLatch {
     /// As [`participants`](Self::participants).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads.
     pub async fn leader(&self) -> Result<Option<Participant>> {
         Ok(self.participants().await?.into_iter().next())
     }

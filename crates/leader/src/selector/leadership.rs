@@ -98,7 +98,8 @@ impl Leadership {
     /// Resolves when the leadership is cancelled; at once if it already is.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only waits. A later call sees a cancellation that came meanwhile (the first
+    /// reason is kept).
     pub async fn cancelled(&self) -> CancelReason {
         let mut cancel = self.cancel.clone();
         let reason = match cancel.wait_for(Option::is_some).await {

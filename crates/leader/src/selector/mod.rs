@@ -232,7 +232,7 @@ impl LeaderSelector {
     /// As [`Framework::retry`], within 30 s.
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads.
     pub async fn participants(&self) -> Result<Vec<Participant>> {
         Ok(participant::from_nodes(self.shared.mutex.participants().await?))
     }
@@ -243,7 +243,7 @@ impl LeaderSelector {
     /// As [`participants`](Self::participants).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads.
     pub async fn leader(&self) -> Result<Option<Participant>> {
         Ok(self.participants().await?.into_iter().next())
     }

@@ -119,7 +119,9 @@ impl<T> Delivery<T> {
     /// released in the background: the item is delivered again unless the ack did commit).
     ///
     /// # Cancel safety
-    /// Not cancel safe: if dropped, the ack may or may not have committed; the lock is released.
+    /// Not cancel safe: if cancelled after the multi was sent, the ack may or may not have
+    /// committed. The lock is released in the background either way, so an ack that did not commit
+    /// is delivered again. At most once there is nothing to cancel.
     pub async fn ack(mut self) -> Result<()> {
         self.finish(Finish::Delete).await.map(drop)
     }
@@ -135,7 +137,9 @@ impl<T> Delivery<T> {
     /// As [`ack`](Self::ack).
     ///
     /// # Cancel safety
-    /// As [`ack`](Self::ack).
+    /// Not cancel safe. Lock-safe: as [`ack`](Self::ack), the requeue may or may not have
+    /// committed, and an uncommitted one is delivered again. At most once: if cancelled after the
+    /// put was sent, the item may or may not have been put back; if it was not, it is lost.
     pub async fn requeue(mut self) -> Result<Option<String>> {
         self.finish(Finish::Requeue).await
     }
@@ -158,7 +162,8 @@ impl<T> Delivery<T> {
     /// item is ours once taken).
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed.
     pub async fn lost(&self) -> ConnectionState {
         self.lost_signal().wait().await
     }

@@ -68,7 +68,8 @@ impl<T> Item<T> {
     /// [`crate::Delivery::lost`].
     ///
     /// # Cancel safety
-    /// Cancel safe.
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed.
     pub async fn lost(&self) -> ConnectionState {
         self.lost.wait().await
     }

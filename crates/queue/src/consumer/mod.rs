@@ -241,8 +241,10 @@ impl<T: Send + 'static> Consumer<T> {
     /// consumer stopped.
     ///
     /// # Cancel safety
-    /// Dropping the future stops the consumer; nodes being processed are dropped mid-way (lock-safe:
-    /// delivered again).
+    /// Dropping the future stops the consumer, and the nodes being processed are dropped mid-way:
+    /// lock-safe, their locks are released in the background and they are delivered again; at most
+    /// once, they count as consumed (their items are lost). Items taken ahead and not yet handed to
+    /// the handler are given back either way.
     pub async fn run<F, Fut, E>(self, handler: F) -> Result<()>
     where
         F: Fn(T) -> Fut,
