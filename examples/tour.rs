@@ -1,5 +1,6 @@
-//! A tour of zk-recipes: connect, watch the connection, create nodes the Curator way, then a
-//! mutex, a semaphore and a read-write lock.
+//! A tour of zk-recipes, every recipe family in about a minute: connect, watch the connection,
+//! create nodes the Curator way, then a mutex, a semaphore, a read-write lock, leader election, a
+//! lock-safe queue, a cache, a node kept present, counters and a double barrier.
 //!
 //! Run it with `scripts/demo.sh` (or `cargo run -p zk-recipes-examples --example tour`). It uses the
 //! ZooKeeper at `ZK_CONNECT` (e.g. `ZK_CONNECT=127.0.0.1:2181`), or starts an embedded one from
@@ -7,8 +8,15 @@
 
 use std::time::Duration;
 
+use zk_recipes::barrier::DistributedDoubleBarrier;
+use zk_recipes::cache::{Cache, CacheEvent};
+use zk_recipes::counter::{DistributedAtomicLong, SharedCount};
+use zk_recipes::framework::retry::RetryNTimes;
 use zk_recipes::framework::{path, ConnectionUpdate, Deadline, Framework};
+use zk_recipes::leader::{CloseMode, LeaderLatch};
 use zk_recipes::mutex::Mutex;
+use zk_recipes::nodes::PersistentNode;
+use zk_recipes::queue::{DistributedQueue, Utf8Serializer};
 use zk_recipes::rwlock::RwLock;
 use zk_recipes::semaphore::Semaphore;
 
@@ -107,6 +115,94 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         another_reader.release().await?;
     }
     reader.release().await?;
+
+    // 9. Leader election (Curator's LeaderLatch): the first latch leads; when it closes, the next.
+    let first_latch = LeaderLatch::new(&framework, "/leaders/reports", "reports-1")?;
+    first_latch.start()?;
+    let token = first_latch.await_leadership_timeout(Duration::from_secs(5)).await?;
+    let second_latch = LeaderLatch::new(&framework, "/leaders/reports", "reports-2")?;
+    second_latch.start()?;
+    println!("reports-1 leads (fencing token {token}); reports-2 leads: {}", second_latch.has_leadership());
+    first_latch.close(CloseMode::NotifyLeader).await?;
+    second_latch.await_leadership_timeout(Duration::from_secs(5)).await?;
+    println!("reports-1 closed; reports-2 leads: {}", second_latch.has_leadership());
+    second_latch.close(CloseMode::Silent).await?;
+
+    // 10. A lock-safe queue (Curator's DistributedQueue with a lock path): each item is taken by
+    //     one consumer, and given back if that consumer dies before its ack.
+    let queue = DistributedQueue::builder(&framework, "/queues/emails")
+        .serializer(Utf8Serializer)
+        .lock_path("/queues/emails-locks")
+        .build()?;
+    queue.put_batch(&["a@example.com".to_string(), "b@example.com".to_string()]).await?;
+    let mut consumer = queue.consumer();
+    for _ in 0..2 {
+        let delivery = consumer.next().await.ok_or("the consumer stopped")??;
+        println!("took {:?} from the queue", delivery.items());
+        delivery.ack().await?;
+    }
+    consumer.close();
+
+    // 11. A cache of a subtree (Curator's CuratorCache), kept by one persistent watch.
+    framework
+        .create("/config/feature-x")
+        .creating_parents(zk_recipes::framework::ParentMode::Persistent)
+        .data(b"off".to_vec())
+        .deadline(deadline())
+        .await?;
+    let cache = Cache::builder(&framework, "/config").start()?;
+    let mut changes = cache.events();
+    cache.initialized(deadline()).await?;
+    framework.set_data("/config/feature-x", b"on", None, deadline()).await?;
+    while let Some(event) = changes.next().await {
+        if let CacheEvent::Changed { path, new, .. } = event {
+            println!(
+                "the cache saw {path} change to {:?}",
+                String::from_utf8_lossy(new.data.as_deref().unwrap_or_default())
+            );
+            break;
+        }
+    }
+    drop(cache);
+    framework.delete_recursive("/config", deadline()).await?;
+
+    // 12. A node kept present (Curator's PersistentNode): created again if it is deleted.
+    let member =
+        PersistentNode::builder(&framework, "/services/api/worker-1").data(b"10.0.0.7:8080").start()?;
+    member.wait_for_initial_create(deadline()).await?;
+    println!("registered at {}", member.actual_path().unwrap_or_default());
+    member.close().await?;
+
+    // 13. Counters (Curator's DistributedAtomicLong and SharedCount).
+    let hits = DistributedAtomicLong::new(
+        &framework,
+        "/counters/hits",
+        RetryNTimes::new(10, Duration::from_millis(10)),
+    )?;
+    println!("hits is now {}", hits.increment(deadline()).await?.post_value());
+    let slots = SharedCount::start(&framework, "/counters/slots", 0, deadline()).await?;
+    let seen = slots.get()?;
+    println!(
+        "claimed a slot on version {}: {}",
+        seen.version,
+        slots.try_set(seen.version, seen.value + 1, deadline()).await?
+    );
+
+    // 14. A double barrier (Curator's DistributedDoubleBarrier): two members enter together and
+    //     leave together.
+    let members = (0..2).map(|_| {
+        let framework = framework.clone();
+        tokio::spawn(async move {
+            let barrier = DistributedDoubleBarrier::new(&framework, "/barriers/nightly", 2)?;
+            let entered = barrier.enter(Deadline::after(Duration::from_secs(10))).await?;
+            entered.leave(Deadline::after(Duration::from_secs(10))).await?;
+            Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+        })
+    });
+    for member in members.collect::<Vec<_>>() {
+        member.await?.map_err(|err| err.to_string())?;
+    }
+    println!("two members entered the barrier together and left together");
 
     framework.close().await;
     println!("closed. The tour is over.");
