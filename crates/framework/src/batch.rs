@@ -8,8 +8,8 @@
 //!
 //! A request alone goes on its own at once, exactly as before: the batcher only changes what a
 //! busy session sends. At most one create per parent goes in a multi (its nodes would share a
-//! `czxid`, the fencing token of a hold). What a multi cannot settle falls back to requests of
-//! their own:
+//! `czxid`, the fencing token of a hold): a batch is sent as layers, one multi each, back to back.
+//! What a multi cannot settle falls back to requests of their own:
 //! - a multi fails as a whole if one of its operations fails (a reaped parent, a node already
 //!   gone), so then every operation of the batch is sent again on its own, and each caller gets its
 //!   own answer;
@@ -28,7 +28,7 @@
 //! Every batch runs on the session it was queued on, and only there: a caller that must stay on
 //! its node's session (a release) gets that session's answer, or its loss.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -246,48 +246,58 @@ impl Batcher {
         }
     }
 
-    /// Takes the next batch off the queue (leaving out what its callers gave up), and starts the
-    /// batch after it if more is queued.
+    /// Takes the next batch off the queue (leaving out what its callers gave up), in layers, and
+    /// starts the batch after it if more is queued.
     ///
-    /// At most one create per parent goes in a batch: a multi is one transaction with one zxid,
-    /// so the nodes it creates share their `czxid`, which is a hold's fencing token; two waiters of
-    /// one lock batched together would become two holders with one token. A second create under a
-    /// parent waits for the next batch (in its order), so one lock's nodes get growing `czxid`s.
-    fn take_batch(&self, session: &Session) -> Vec<Queued> {
-        let (batch, more) = {
+    /// A layer goes as one multi, and a multi is one transaction with one zxid: the nodes it
+    /// creates share their `czxid`, which is a hold's fencing token. So a layer holds at most one
+    /// create per parent (two waiters of one lock in one multi would become two holders with one
+    /// token): the first create of each parent goes in layer 0 (with every delete), the second in
+    /// layer 1, and so on. The layers are sent back to back, so the batch still costs one round
+    /// trip; each is a transaction of its own, so in whatever order the server runs them, one
+    /// lock's nodes get sequences and `czxid`s that grow together.
+    fn take_batch(&self, session: &Session) -> Vec<Vec<Queued>> {
+        let (layers, more) = {
             let mut state = self.state.lock();
             state.queued.retain(|queued| !queued.is_cancelled());
             let mut bytes = 0;
-            let mut taken = 0;
-            let mut take = vec![false; state.queued.len()];
-            let mut parents: HashSet<&str> = HashSet::new();
+            let mut layer_of: Vec<Option<usize>> = vec![None; state.queued.len()];
+            let mut creates_per_parent: HashMap<&str, usize> = HashMap::new();
             for (index, queued) in state.queued.iter().enumerate() {
                 let size = queued.size();
-                if taken > 0 && (taken == MAX_OPERATIONS || bytes + size > MAX_BATCH_BYTES) {
+                // `index` operations are taken so far.
+                if index > 0 && (index == MAX_OPERATIONS || bytes + size > MAX_BATCH_BYTES) {
                     break;
                 }
-                if let Queued::Create(create, ..) = queued {
-                    if !parents.insert(crate::path::split(&create.path).0) {
-                        continue;
+                layer_of[index] = Some(match queued {
+                    Queued::Create(create, ..) => {
+                        let count = creates_per_parent.entry(crate::path::split(&create.path).0).or_default();
+                        *count += 1;
+                        *count - 1
                     }
-                }
-                take[index] = true;
-                taken += 1;
+                    Queued::Delete(..) => 0,
+                });
                 bytes += size;
             }
-            drop(parents);
-            let (batch, rest): (Vec<_>, Vec<_>) =
-                std::mem::take(&mut state.queued).into_iter().zip(take).partition(|(_, take)| *take);
-            let batch: Vec<Queued> = batch.into_iter().map(|(queued, _)| queued).collect();
-            state.queued = rest.into_iter().map(|(queued, _)| queued).collect();
+            let layer_count = layer_of.iter().flatten().max().map_or(0, |last| last + 1);
+            drop(creates_per_parent);
+            let mut layers: Vec<Vec<Queued>> = (0..layer_count).map(|_| Vec::new()).collect();
+            let mut rest = Vec::new();
+            for (queued, layer) in std::mem::take(&mut state.queued).into_iter().zip(layer_of) {
+                match layer {
+                    Some(layer) => layers[layer].push(queued),
+                    None => rest.push(queued),
+                }
+            }
+            state.queued = rest;
             let more = !state.queued.is_empty();
             state.batch_waiting = more;
-            (batch, more)
+            (layers, more)
         };
         if let (true, Some(runtime)) = (more, &self.runtime) {
             runtime.spawn(run_batch(PendingBatch { session: session.clone(), armed: true }));
         }
-        batch
+        layers
     }
 
     /// Hands a node made for a caller that is gone to the cleanup worker.
@@ -345,16 +355,23 @@ async fn run_batch(mut pending: PendingBatch) {
     // Until every caller of the batch is answered (or its node handed to the cleanup worker),
     // `Framework::wait_for_cleanups` waits for the batch too.
     let _settling = batcher.cleanup.settling();
-    let batch = batcher.take_batch(&session);
+    let layers = batcher.take_batch(&session);
     pending.armed = false;
-    match batch.len() {
-        0 => {}
-        1 => one_by_one(&session, batch).await,
-        operations => {
-            trace!(operations, "sending a batch of writes as one multi");
-            send_multi(&session, batch).await;
+    // Each layer's request is sent when its future is first polled: all go back to back.
+    join_all(layers.into_iter().map(|layer| {
+        let session = &session;
+        async move {
+            match layer.len() {
+                0 => {}
+                1 => one_by_one(session, layer).await,
+                operations => {
+                    trace!(operations, "sending a batch of writes as one multi");
+                    send_multi(session, layer).await;
+                }
+            }
         }
-    }
+    }))
+    .await;
 }
 
 /// The create options of a queued create on `session`.
