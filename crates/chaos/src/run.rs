@@ -802,10 +802,23 @@ impl Phase<'_> {
         Ok(())
     }
 
-    /// SIGKILLs a slot's process (a crash) and notes when.
+    /// SIGKILLs a slot's process (a crash) and notes when. A process that had already exited by
+    /// itself is reported with its exit status, and noted as ended at its last logged event: its
+    /// holds ended when it died, not when we came to kill it.
     async fn kill(&self, slot: &mut Slot, killed: &mut HashMap<String, i64>) {
         match slot.running.take() {
             Some(Running::Child { mut child, .. }) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let log = self.config.out_dir.join(self.name).join(format!("events-{}.log", slot.tag));
+                    let died_at = last_event_micros(&log).unwrap_or_else(epoch_micros);
+                    println!(
+                        "warning: contender {} had exited by itself ({status}); its holds end at its last \
+                         event",
+                        slot.tag
+                    );
+                    killed.insert(slot.tag.clone(), died_at);
+                    return;
+                }
                 if slot.kind.is_rust() {
                     self.dump_if_silent(slot, child.id()).await;
                 }
@@ -1221,6 +1234,12 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
             report.errors,
         );
     }
+}
+
+/// The time of the last event in a contender's log (microseconds since the epoch), if any.
+fn last_event_micros(log: &Path) -> Option<i64> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines().rev().find_map(|line| line.split_whitespace().nth(3)?.parse().ok())
 }
 
 #[cfg(test)]
