@@ -178,7 +178,19 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
     }
     println!("READY");
     let all = futures_join(loops);
-    match tokio::time::timeout(STOP_TIMEOUT * 10, all).await {
+    tokio::pin!(all);
+    // The loops run until `stop`; only then is their end bounded. (Bounding the whole run made
+    // every contender that outlived ten stop timeouts exit by itself with code 4, mid-hold.)
+    let mut stopped = stop.clone();
+    let finished = tokio::select! {
+        () = &mut all => true,
+        _ = stopped.wait_for(|stopped| *stopped) => false,
+    };
+    let ended = match finished {
+        true => Ok(()),
+        false => tokio::time::timeout(STOP_TIMEOUT * 10, &mut all).await.map_err(drop),
+    };
+    match ended {
         Ok(()) => {
             if config.loops > 0 {
                 if let Some(recipe) = config.recipes.first().copied() {
