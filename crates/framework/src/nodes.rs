@@ -18,7 +18,9 @@ use crate::error::{Error, Result};
 use crate::framework::{Framework, Nesting, Sessions};
 use crate::path;
 use crate::session::Session;
-use crate::session_marker::{find_undecided, MarkerLane, SequenceFloor, UndecidedCreate};
+use crate::session_marker::{
+    children_after_sync, find_undecided, MarkerLane, SequenceFloor, UndecidedCreate,
+};
 
 impl Framework {
     /// Creates `path` and every missing ancestor as CONTAINER nodes with empty data (the server
@@ -1007,15 +1009,8 @@ async fn find_protected(
             Err(err) => Err(err.into()),
         };
     }
-    // Behind a sync: after a reconnection to another server, it may not have applied the create.
-    match session.client().sync(parent).await {
-        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
-        Err(err) => return Err(err.into()),
-    }
-    let children = match session.client().list_children(parent).await {
-        Ok(children) => children,
-        Err(zookeeper_client::Error::NoNode) => return Ok(None),
-        Err(err) => return Err(err.into()),
+    let Some(children) = children_after_sync(session, parent).await? else {
+        return Ok(None);
     };
     for child in children.iter().filter(|child| child.starts_with(prefix)) {
         let child_path = path::join(parent, child);

@@ -96,14 +96,8 @@ pub(crate) async fn find_undecided(
     prefix: &str,
     name: &str,
 ) -> Result<Option<(String, i32)>> {
-    match session.client().sync(parent).await {
-        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
-        Err(err) => return Err(err.into()),
-    }
-    let children = match session.client().list_children(parent).await {
-        Ok(children) => children,
-        Err(zookeeper_client::Error::NoNode) => return Ok(None),
-        Err(err) => return Err(err.into()),
+    let Some(children) = children_after_sync(session, parent).await? else {
+        return Ok(None);
     };
     let marker = format!("{prefix}{name}");
     let mut above: Vec<(String, i32)> = children
@@ -124,6 +118,21 @@ pub(crate) async fn find_undecided(
         )));
     }
     Ok(above.pop())
+}
+
+/// `parent`'s children, listed behind a `sync` (`None` if `parent` is gone): a listing after a
+/// lost reply must see that create's outcome, which a server the session reconnected to may not
+/// have applied yet.
+pub(crate) async fn children_after_sync(session: &Session, parent: &str) -> Result<Option<Vec<String>>> {
+    match session.client().sync(parent).await {
+        Ok(()) | Err(zookeeper_client::Error::NoNode) => {}
+        Err(err) => return Err(err.into()),
+    }
+    match session.client().list_children(parent).await {
+        Ok(children) => Ok(Some(children)),
+        Err(zookeeper_client::Error::NoNode) => Ok(None),
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// A create with a session marker whose caller gave up before its outcome was known: the cleanup
