@@ -267,6 +267,70 @@ impl RetryPolicy for NoRetry {
     }
 }
 
+/// The pause between rounds of a loop that keeps trying until it succeeds: a background task that
+/// follows a node, a cleanup worker, a re-registration. Not a [`RetryPolicy`]: such a loop has no
+/// budget and no deadline, only a pause that grows while it keeps failing and starts small again
+/// after it succeeds.
+///
+/// The pauses are `first`, then doubled after each, up to `max`; [`reset`](Self::reset) goes back
+/// to `first`. [`Backoff::default`] is 50 ms up to 1 s, what every loop of the framework and the
+/// recipes uses unless it says otherwise.
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::retry::Backoff;
+///
+/// let mut backoff = Backoff::default();
+/// let pauses: Vec<u128> = (0..7).map(|_| backoff.next_pause().as_millis()).collect();
+/// assert_eq!(pauses, [50, 100, 200, 400, 800, 1000, 1000]);
+/// backoff.reset();
+/// assert_eq!(backoff.next_pause(), Duration::from_millis(50));
+///
+/// let mut slow = Backoff::new(Duration::from_millis(20), Duration::from_secs(2));
+/// assert_eq!(slow.next_pause(), Duration::from_millis(20));
+/// # async fn sleeping(mut backoff: Backoff) { backoff.pause().await }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    first: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    /// Pauses from `first`, doubling up to `max` (`max` below `first` is raised to it).
+    pub fn new(first: Duration, max: Duration) -> Self {
+        Self { first, max: max.max(first), next: first }
+    }
+
+    /// The pause to take now; the next one is twice as long, up to the maximum.
+    pub fn next_pause(&mut self) -> Duration {
+        let now = self.next;
+        self.next = self.next.saturating_mul(2).min(self.max);
+        now
+    }
+
+    /// Sleeps for [`next_pause`](Self::next_pause).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a cancelled pause still counts as taken (the next one is longer).
+    pub async fn pause(&mut self) {
+        tokio::time::sleep(self.next_pause()).await;
+    }
+
+    /// The loop succeeded: the next pause is `first` again.
+    pub fn reset(&mut self) {
+        self.next = self.first;
+    }
+}
+
+impl Default for Backoff {
+    /// 50 ms, doubling up to 1 s.
+    fn default() -> Self {
+        Self::new(Duration::from_millis(50), Duration::from_secs(1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +396,17 @@ mod tests {
         assert_eq!(once.allow_retry(0, Duration::ZERO), Some(7 * MS));
         assert_eq!(once.allow_retry(1, Duration::ZERO), None);
         assert_eq!(NoRetry.allow_retry(0, Duration::ZERO), None);
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_maximum_and_resets() {
+        let mut backoff = Backoff::new(20 * MS, 100 * MS);
+        let pauses: Vec<Duration> = (0..5).map(|_| backoff.next_pause()).collect();
+        assert_eq!(pauses, [20 * MS, 40 * MS, 80 * MS, 100 * MS, 100 * MS]);
+        backoff.reset();
+        assert_eq!(backoff.next_pause(), 20 * MS);
+        let inverted = Backoff::new(50 * MS, MS);
+        assert_eq!(Backoff::clone(&inverted).next_pause(), 50 * MS, "max below first is raised to first");
     }
 
     #[test]
