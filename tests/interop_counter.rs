@@ -26,6 +26,7 @@ use zk_recipes::counter::{
 };
 use zk_recipes::framework::retry::{NoRetry, RetryNTimes};
 use zk_recipes::framework::{Deadline, Framework};
+use zk_recipes::mutex::Hold;
 
 /// Increments per client, and clients per language.
 const PER_CLIENT: usize = 500;

@@ -20,7 +20,7 @@ use common::{
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 use zk_recipes::framework::{path, Framework};
-use zk_recipes::mutex::Mutex;
+use zk_recipes::mutex::{Hold, Mutex};
 
 /// Set (to the connect string) in the environment of the re-executed holder process only.
 const HOLDER_CONNECT_ENV: &str = "ZK_RECIPES_CRASH_HOLDER_CONNECT";

@@ -98,7 +98,7 @@ async fn run_rust_side(
                     RustSide::Mutex(layout) => {
                         let mutex = Mutex::with_layout(&framework, &lock_path, layout)
                             .expect("mutex")
-                            .with_node_data(format!("rust-{index}"));
+                            .node_data(format!("rust-{index}"));
                         let guard = mutex.lock_timeout(STEP).await.expect("lock");
                         tally.violations += exclusive_section(&framework, &marker_dir, &counter_path).await;
                         within("release", guard.release()).await.expect("release");
@@ -108,7 +108,7 @@ async fn run_rust_side(
                         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                         let lock = RwLock::kazoo(&framework, &lock_path)
                             .expect("rwlock")
-                            .with_node_data(format!("rust-{index}"));
+                            .node_data(format!("rust-{index}"));
                         if (seed >> 33) % 100 < write_percent {
                             let guard = lock.write_timeout(STEP).await.expect("write");
                             tally.violations +=
@@ -317,7 +317,7 @@ async fn kazoo_readers_share_with_ours_and_writers_exclude_both_ways() {
     let env = Env::start().await;
     let framework = env.framework().await;
     let lock_path = "/interop-kazoo-rw-share/lock";
-    let ours = RwLock::kazoo(&framework, lock_path).expect("rwlock").with_node_data("rust-1");
+    let ours = RwLock::kazoo(&framework, lock_path).expect("rwlock").node_data("rust-1");
 
     // A kazoo reader holds: our reader joins it, our writer cannot.
     let mut reader = kazoo(["hold", &env.connect(), lock_path, "kazoo-reader", "read"]);

@@ -15,7 +15,7 @@ use common::{
 };
 use zk_recipes::framework::{local_address, path, Deadline, Framework};
 use zk_recipes::lock_internals::revoke;
-use zk_recipes::mutex::Mutex;
+use zk_recipes::mutex::{Hold, Mutex};
 use zk_recipes::semaphore::{Semaphore, SemaphoreMutex};
 
 /// Explicit node data both sides give their nodes.
@@ -142,7 +142,7 @@ async fn golden_nodes_match_curator() {
     // Ours, in the same order.
     let rust_session = session(&framework).await.id().0;
     let rust_waiter_session = session(&waiter_framework).await.id().0;
-    let mutex = Mutex::new(&framework, &format!("{rust_base}/mutex")).expect("mutex").with_node_data(data);
+    let mutex = Mutex::new(&framework, &format!("{rust_base}/mutex")).expect("mutex").node_data(data);
     let mutex_guard = within("mutex", mutex.lock_timeout(STEP)).await.expect("mutex");
     let default_mutex = Mutex::new(&framework, &format!("{rust_base}/mutex-default")).expect("mutex");
     let default_guard = within("default mutex", default_mutex.lock_timeout(STEP)).await.expect("mutex");
@@ -150,10 +150,10 @@ async fn golden_nodes_match_curator() {
         Mutex::new(&framework, &format!("{rust_base}/revocable")).expect("mutex").make_revocable();
     let revocable_guard = within("revocable", revocable.lock_timeout(STEP)).await.expect("revocable");
     let semaphore_path = format!("{rust_base}/semaphore");
-    let semaphore = Semaphore::new(&framework, &semaphore_path, 1).expect("semaphore").with_lease_data(data);
+    let semaphore = Semaphore::new(&framework, &semaphore_path, 1).expect("semaphore").lease_data(data);
     let lease = within("lease", semaphore.acquire_timeout(STEP)).await.expect("lease");
     let waiter_semaphore =
-        Semaphore::new(&waiter_framework, &semaphore_path, 1).expect("semaphore").with_lease_data(data);
+        Semaphore::new(&waiter_framework, &semaphore_path, 1).expect("semaphore").lease_data(data);
     let waiter = tokio::spawn(async move { waiter_semaphore.acquire_timeout(STEP).await });
     let semaphore_mutex =
         SemaphoreMutex::new(&framework, &format!("{rust_base}/semaphore-mutex")).expect("mutex");

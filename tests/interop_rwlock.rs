@@ -22,7 +22,9 @@ use common::{
 };
 use zk_recipes::framework::zookeeper_client::{self, CreateMode};
 use zk_recipes::framework::{local_address, path, Deadline, Framework};
-use zk_recipes::rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, READ_LOCK_NAME, WRITE_LOCK_NAME};
+use zk_recipes::rwlock::{
+    Hold as _, RwLock, RwLockReadGuard, RwLockWriteGuard, READ_LOCK_NAME, WRITE_LOCK_NAME,
+};
 use zk_recipes_testing::{CuratorProcess, TestingError};
 
 /// Explicit node data both sides give their nodes.
@@ -110,11 +112,10 @@ async fn golden_read_write_nodes_match_curator() {
 
     let rust_session = session(&framework).await.id().0;
     let lock = |name: &str| RwLock::new(&framework, &format!("{rust_base}/{name}")).expect("rwlock");
-    let write = within("write", lock("write").with_node_data(data).write_timeout(STEP)).await.expect("write");
-    let read_guard =
-        within("read", lock("read").with_node_data(data).read_timeout(STEP)).await.expect("read");
+    let write = within("write", lock("write").node_data(data).write_timeout(STEP)).await.expect("write");
+    let read_guard = within("read", lock("read").node_data(data).read_timeout(STEP)).await.expect("read");
     let read_default = within("read", lock("read-default").read_timeout(STEP)).await.expect("read");
-    let downgrade_lock = lock("downgrade").with_node_data(data);
+    let downgrade_lock = lock("downgrade").node_data(data);
     let downgrade_write = within("write", downgrade_lock.write_timeout(STEP)).await.expect("write");
     let downgrade_write_path = downgrade_write.node_path().to_owned();
     let downgraded = within("downgrade", downgrade_write.downgrade()).await.expect("downgrade");

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{children, descendants, read, session};
 use zk_recipes::framework::zookeeper_client::{AddWatchMode, EventType, PersistentWatcher};
 use zk_recipes::framework::{path, Deadline, Framework};
-use zk_recipes::lock_internals::{LockError, MultiLock};
+use zk_recipes::lock_internals::{Hold, LockError, MultiLock};
 use zk_recipes::mutex::Mutex;
 use zk_recipes::semaphore::SemaphoreMutex;
 use zk_recipes_testing::{within, within_for, TestingServer, SERVER_START, STEP};

@@ -1,20 +1,12 @@
 //! `DistributedBarrier` against a real ZooKeeper server: set, wait, remove, deadlines, a
 //! reconnection, cancellation, and bad input refused before anything is sent.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_barrier::{BarrierError, DistributedBarrier, DistributedDoubleBarrier};
-use zk_recipes_framework::{local_address, Deadline, Error as FrameworkError, Framework};
+use zk_recipes_framework::{local_address, Deadline, Error as FrameworkError};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
-
-async fn server_and_framework() -> (TestingServer, Framework) {
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    (server, framework)
-}
 
 #[tokio::test]
 async fn a_set_barrier_holds_waiters_until_it_is_removed() {
@@ -26,9 +18,9 @@ async fn a_set_barrier_holds_waiters_until_it_is_removed() {
     assert!(within("is set", barrier.is_set(step())).await.expect("is set"));
     // Curator 5.4's layout: the node PERSISTENT with this host's address, parents empty containers
     // (reaped below once the barrier is removed).
-    assert_eq!(on_server(&framework, "/gates/one/barrier").await, Some((local_address(), 0)));
-    assert_eq!(on_server(&framework, "/gates/one").await, Some((Vec::new(), 0)));
-    assert_eq!(on_server(&framework, "/gates").await, Some((Vec::new(), 0)));
+    assert_eq!(data_and_owner(&framework, "/gates/one/barrier").await, Some((local_address(), 0)));
+    assert_eq!(data_and_owner(&framework, "/gates/one").await, Some((Vec::new(), 0)));
+    assert_eq!(data_and_owner(&framework, "/gates").await, Some((Vec::new(), 0)));
 
     let waiters: Vec<_> = (0..3)
         .map(|_| {
@@ -47,10 +39,10 @@ async fn a_set_barrier_holds_waiters_until_it_is_removed() {
     for waiter in waiters {
         within("waiter through", waiter).await.expect("task").expect("through once removed");
     }
-    assert_eq!(on_server(&framework, "/gates/one/barrier").await, None);
+    assert_eq!(data_and_owner(&framework, "/gates/one/barrier").await, None);
     within("remove again", barrier.remove(step())).await.expect("removing a removed barrier is no error");
     eventually("the emptied parent containers reaped", || async {
-        on_server(&framework, "/gates").await.is_none()
+        data_and_owner(&framework, "/gates").await.is_none()
     })
     .await;
     within("close", framework.close()).await;
@@ -63,7 +55,7 @@ async fn waiting_on_a_barrier_that_is_not_set_returns_at_once() {
     let barrier = DistributedBarrier::new(&framework, "/gates/never-set").expect("barrier");
     within("wait", barrier.wait(step())).await.expect("not set: through");
     assert!(!within("is set", barrier.is_set(step())).await.expect("is set"));
-    assert_eq!(on_server(&framework, "/gates").await, None, "waiting creates nothing");
+    assert_eq!(data_and_owner(&framework, "/gates").await, None, "waiting creates nothing");
     within("close", framework.close()).await;
 }
 
@@ -104,7 +96,7 @@ async fn a_dropped_wait_leaves_no_node_and_no_watch() {
     })
     .await;
     assert_eq!(children(&framework, "/gates/dropped").await, vec!["barrier".to_owned()]);
-    assert_eq!(on_server(&framework, "/gates/dropped/barrier").await, Some((local_address(), 0)));
+    assert_eq!(data_and_owner(&framework, "/gates/dropped/barrier").await, Some((local_address(), 0)));
     within("close", waiter_framework.close()).await;
     within("close", framework.close()).await;
 }

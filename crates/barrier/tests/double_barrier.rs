@@ -37,7 +37,7 @@ async fn members_enter_together_and_leave_together_on_curators_layout() {
     eventually("two members", || async { members(&observer, barrier_path).await.len() == 2 }).await;
     assert_still_waiting("the first of three", &mut first).await;
     assert_still_waiting("the second of three", &mut second).await;
-    assert_eq!(on_server(&observer, &path::join(barrier_path, READY_NODE)).await, None);
+    assert_eq!(data_and_owner(&observer, &path::join(barrier_path, READY_NODE)).await, None);
 
     let third = spawn_enter(&barriers[2]);
     let entered = vec![
@@ -55,12 +55,15 @@ async fn members_enter_together_and_leave_together_on_curators_layout() {
             uuid::Uuid::parse_str(name).is_ok_and(|id| id.get_version_num() == 4 && id.to_string() == name)
         );
         assert_eq!(path::parent(entered.member_path()), Some(barrier_path));
-        let node = on_server(&observer, entered.member_path()).await;
+        let node = data_and_owner(&observer, entered.member_path()).await;
         assert_eq!(node, Some((local_address(), session_of(framework))));
     }
-    assert_eq!(on_server(&observer, &path::join(barrier_path, READY_NODE)).await, Some((local_address(), 0)));
-    assert_eq!(on_server(&observer, barrier_path).await, Some((Vec::new(), 0)));
-    assert_eq!(on_server(&observer, "/double/basic").await, Some((Vec::new(), 0)));
+    assert_eq!(
+        data_and_owner(&observer, &path::join(barrier_path, READY_NODE)).await,
+        Some((local_address(), 0))
+    );
+    assert_eq!(data_and_owner(&observer, barrier_path).await, Some((Vec::new(), 0)));
+    assert_eq!(data_and_owner(&observer, "/double/basic").await, Some((Vec::new(), 0)));
 
     let mut entered = entered.into_iter();
     let mut first_out = spawn_leave(entered.next().expect("first"));
@@ -75,8 +78,10 @@ async fn members_enter_together_and_leave_together_on_curators_layout() {
         finished("out", leave).await;
     }
     assert_eq!(children(&observer, barrier_path).await, Vec::<String>::new(), "nothing left, ready deleted");
-    eventually("the emptied containers reaped", || async { on_server(&observer, "/double").await.is_none() })
-        .await;
+    eventually("the emptied containers reaped", || async {
+        data_and_owner(&observer, "/double").await.is_none()
+    })
+    .await;
     for framework in frameworks.iter().chain([&observer]) {
         within("close", framework.close()).await;
     }
@@ -279,10 +284,10 @@ async fn dropping_a_member_inside_leaves_without_waiting() {
     let barrier = DistributedDoubleBarrier::new(&framework, "/double/single", 1).expect("barrier");
     let entered = within("enter", barrier.enter(step())).await.expect("one of one: in");
     let member = entered.member_path().to_owned();
-    assert!(on_server(&framework, &member).await.is_some());
+    assert!(data_and_owner(&framework, &member).await.is_some());
     drop(entered);
     within("cleanups", framework.wait_for_cleanups(step())).await.expect("cleanups");
-    assert_eq!(on_server(&framework, &member).await, None);
+    assert_eq!(data_and_owner(&framework, &member).await, None);
     within("close", framework.close()).await;
 }
 
@@ -303,7 +308,7 @@ async fn a_dropped_leave_still_deletes_the_member_node() {
         let _ = futures::poll!(&mut leave);
     }
     within("cleanups", one.wait_for_cleanups(step())).await.expect("cleanups");
-    assert_eq!(on_server(&two, &member).await, None, "the dropped leave's member node is gone");
+    assert_eq!(data_and_owner(&two, &member).await, None, "the dropped leave's member node is gone");
     finished("the other one out", spawn_leave(second)).await;
     assert!(children(&two, barrier_path).await.is_empty());
     for framework in [one, two] {

@@ -8,17 +8,6 @@ use std::time::Duration;
 use common::*;
 use zk_recipes_cache::{Cache, CacheError, CacheEvent};
 use zk_recipes_framework::{zookeeper_client::CreateMode, Deadline, Error as FrameworkError, ParentMode};
-use zk_recipes_testing::TestingServer;
-
-fn step() -> Deadline {
-    Deadline::after(STEP)
-}
-
-async fn server_and_framework() -> (TestingServer, zk_recipes_framework::Framework) {
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    (server, framework)
-}
 
 async fn create(framework: &zk_recipes_framework::Framework, path: &str, data: &[u8]) {
     within("create", framework.create(path).data(data).creating_parents(ParentMode::Persistent))

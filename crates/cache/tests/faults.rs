@@ -10,17 +10,33 @@ use std::time::Duration;
 
 use common::*;
 use zk_recipes_cache::{Cache, CacheEvent, CacheEvents};
-use zk_recipes_framework::{Deadline, Framework, ParentMode};
+use zk_recipes_framework::{path, Deadline, Framework, ParentMode};
 use zk_recipes_testing::{FaultProxy, TestingServer};
-
-fn step() -> Deadline {
-    Deadline::after(STEP)
-}
 
 async fn create(framework: &Framework, path: &str, data: &[u8]) {
     within("create", framework.create(path).data(data).creating_parents(ParentMode::Persistent))
         .await
         .expect("create");
+}
+
+/// Every node at and below `root` on the server now: path -> (mzxid, data), read directly.
+pub async fn listing(framework: &Framework, root: &str) -> BTreeMap<String, (i64, Vec<u8>)> {
+    let mut found = BTreeMap::new();
+    let mut to_read = vec![root.to_owned()];
+    while let Some(node) = to_read.pop() {
+        let read = within("get data", framework.get_data(&node, Deadline::after(STEP))).await;
+        match read {
+            Ok(read) => {
+                found.insert(node.clone(), (read.stat.mzxid, read.data));
+                for child in children(framework, &node).await {
+                    to_read.push(path::join(&node, &child));
+                }
+            }
+            Err(err) if err.is_no_node() => {}
+            Err(err) => panic!("get data {node}: {err}"),
+        }
+    }
+    found
 }
 
 /// What the cache holds, in the listing's form: path -> (mzxid, data).

@@ -2,19 +2,17 @@
 //! Curator (through the Java driver), exit codes, `--json`, and `zkr lock` keeping two commands
 //! apart and stopping its command when its session is lost.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::*;
 use serde_json::Value;
 use zk_recipes_framework::Framework;
 use zk_recipes_leader::LeaderLatch;
-use zk_recipes_mutex::Mutex;
+use zk_recipes_mutex::{Hold, Mutex};
 use zk_recipes_queue::DistributedQueue;
 use zk_recipes_semaphore::Semaphore;
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{CuratorProcess, FaultProxy, TestingServer};
 
 fn zkr_binary() -> PathBuf {

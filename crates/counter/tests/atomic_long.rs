@@ -5,18 +5,16 @@
 //! back (applied at most once, and reported honestly), and an increment after a session expiry
 //! (applied exactly once).
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_counter::{
     encode_long, CounterError, DistributedAtomicLong, DistributedAtomicValue, PromotedToLock,
 };
 use zk_recipes_framework::retry::{NoRetry, RetryNTimes};
 use zk_recipes_framework::{Error as FrameworkError, Framework, ParentMode};
 use zk_recipes_mutex::Mutex;
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
 fn optimistic() -> RetryNTimes {

@@ -2,14 +2,12 @@
 //! sets, the change stream, a re-created node, typed errors before anything is sent, and a
 //! `try_set` whose reply is lost or whose request is held back.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_counter::{CounterError, SharedCount, SharedValue, VersionedValue};
 use zk_recipes_framework::zookeeper_client::Error as ZkError;
 use zk_recipes_framework::{Error as FrameworkError, ParentMode};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
 #[tokio::test]

@@ -2,17 +2,15 @@
 //! (`FrameworkBuilder::batch_writes`), against a real ZooKeeper: each caller still gets its own
 //! node, stat, listing and outcome, through failed operations, lost replies and cancellations.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
 use futures::future::join_all;
 use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission};
 use zk_recipes_framework::{AclProvider, Framework, OwnedNode};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
 /// The server's count of packets received so far.

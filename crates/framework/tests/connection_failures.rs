@@ -1,12 +1,10 @@
 //! A framework that cannot open a session says why: in its WARN logs and in the timeout error.
 
-mod common;
-
 use std::error::Error as _;
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::{Error, Framework};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::capture_warnings;
 
 /// The error `block_until_connected` gives against `connect_string`, with its whole source chain.

@@ -1,12 +1,10 @@
 //! Connection states and session re-creation against a real ZooKeeper.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use tokio::time::Instant;
 use zk_recipes_framework::{ConnectionState, ConnectionUpdate, Deadline, Error, Framework};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 #[tokio::test]
@@ -17,12 +15,12 @@ async fn restart_suspends_and_reconnects_the_same_session() {
     let framework = builder(&server.connect_string(), session_timeout).start().expect("framework");
     let mut events = framework.connection_events();
 
-    let (state, session_id, generation) = next_state(&mut events).await;
+    let (state, session_id, generation) = next_connection_state(&mut events).await;
     assert_eq!((state, generation), (ConnectionState::Connected, 1));
 
     let restart_started = Instant::now();
     within("server stop", server.stop()).await.expect("stop");
-    let suspended = next_event(&mut events).await;
+    let suspended = next_connection_event(&mut events).await;
     assert_eq!(suspended.state, ConnectionState::Suspended);
     assert_eq!(suspended.session_id.0, session_id);
     assert!(suspended.at >= restart_started, "stamped when the framework saw it, after the stop began");
@@ -35,7 +33,7 @@ async fn restart_suspends_and_reconnects_the_same_session() {
         "the test needs a session timeout of at least 3x the restart time ({restart_time:?})"
     );
 
-    let reconnected = next_event(&mut events).await;
+    let reconnected = next_connection_event(&mut events).await;
     assert_eq!(reconnected.state, ConnectionState::Reconnected);
     assert_eq!(reconnected.session_id.0, session_id, "the session survived the restart");
     assert_eq!(reconnected.generation, 1, "no new session");
@@ -55,7 +53,7 @@ async fn targeted_expiry_is_lost_then_a_new_session_reconnects() {
     let session_timeout = Duration::from_secs(2);
     let framework = builder(&proxy.connect_string(), session_timeout).start().expect("framework");
     let mut events = framework.connection_events();
-    let (state, first_session, _) = next_state(&mut events).await;
+    let (state, first_session, _) = next_connection_state(&mut events).await;
     assert_eq!(state, ConnectionState::Connected);
     let first_lost = framework.session_lost(1);
     let mut first_lost = std::pin::pin!(first_lost);
@@ -65,12 +63,12 @@ async fn targeted_expiry_is_lost_then_a_new_session_reconnects() {
     let negotiated = framework.current().session_timeout.expect("a session");
     proxy.black_hole(negotiated * 3);
 
-    let (state, _, _) = next_state(&mut events).await;
+    let (state, _, _) = next_connection_state(&mut events).await;
     assert_eq!(state, ConnectionState::Suspended);
-    let (state, lost_session, lost_generation) = next_state(&mut events).await;
+    let (state, lost_session, lost_generation) = next_connection_state(&mut events).await;
     assert_eq!((state, lost_session, lost_generation), (ConnectionState::Lost, first_session, 1));
     within("the first session's loss", first_lost).await.expect("lost, not closed");
-    let (state, new_session, generation) = next_state(&mut events).await;
+    let (state, new_session, generation) = next_connection_state(&mut events).await;
     assert_eq!(state, ConnectionState::Reconnected);
     assert_ne!(new_session, first_session, "a lost session never comes back");
     assert_eq!(generation, 2);
@@ -101,7 +99,7 @@ async fn start_before_the_server_exists_then_connect() {
     let early = framework.block_until_connected(Duration::from_millis(300)).await;
     assert!(matches!(early, Err(Error::Timeout { .. })), "no server yet: {early:?}");
 
-    let _server = within_for(SERVER_START, "server start", TestingServer::builder().with_port(port).start())
+    let _server = within_for(SERVER_START, "server start", TestingServer::builder().port(port).start())
         .await
         .expect("server");
     within("connect", framework.block_until_connected(STEP)).await.expect("connected once the server is up");
@@ -146,11 +144,11 @@ async fn a_lagging_subscriber_is_told_it_lagged() {
         .expect("framework");
     let mut slow = framework.connection_events();
     let mut fast = framework.connection_events();
-    assert_eq!(next_state(&mut fast).await.0, ConnectionState::Connected);
+    assert_eq!(next_connection_state(&mut fast).await.0, ConnectionState::Connected);
     within("stop", server.stop()).await.expect("stop");
-    assert_eq!(next_state(&mut fast).await.0, ConnectionState::Suspended);
+    assert_eq!(next_connection_state(&mut fast).await.0, ConnectionState::Suspended);
     within("restart", server.restart()).await.expect("restart");
-    assert_eq!(next_state(&mut fast).await.0, ConnectionState::Reconnected);
+    assert_eq!(next_connection_state(&mut fast).await.0, ConnectionState::Reconnected);
 
     match within("slow subscriber", slow.next()).await {
         Some(update @ ConnectionUpdate::Lagged { missed }) => {

@@ -1,12 +1,10 @@
 //! The framework on a 3-node ensemble.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{ConnectionState, Deadline};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::TestingCluster;
 
 #[tokio::test]
@@ -16,7 +14,7 @@ async fn the_ensemble_keeps_serving_when_its_leader_is_killed() {
         within_for(SERVER_START, "cluster start", TestingCluster::start(3)).await.expect("cluster");
     let framework = builder(&cluster.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mut events = framework.connection_events();
-    assert_eq!(next_state(&mut events).await.0, ConnectionState::Connected);
+    assert_eq!(next_connection_state(&mut events).await.0, ConnectionState::Connected);
 
     let create = |name: String| {
         let framework = framework.clone();

@@ -1,12 +1,10 @@
 //! The node API (Curator's `CuratorFramework` verbs) against a real ZooKeeper.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, Deadline, Error, ParentMode, TransactionResult, DEFAULT_MAX_NODE_DATA};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 fn server_error(result: &Result<impl std::fmt::Debug, Error>) -> Option<zookeeper_client::Error> {

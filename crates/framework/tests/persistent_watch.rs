@@ -1,12 +1,10 @@
 //! Persistent watches against a real ZooKeeper: events, re-registration after expiry with a reset,
 //! removal on drop.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::{ParentMode, PersistentWatch, WatchEvent};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 /// The next event, within [`STEP`].

@@ -1,15 +1,13 @@
 //! The retry helper, path helpers, protected creates and the cleanup worker against a real
 //! ZooKeeper.
 
-mod common;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::retry::RetryNTimes;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, ConnectionState, Deadline, Error, Framework, DEFAULT_MAX_NODE_DATA};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
 fn connection_loss() -> Error {

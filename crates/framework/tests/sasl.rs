@@ -3,13 +3,11 @@
 //! one gives `Error::AuthFailed` at once. Runs with `--features sasl` (`scripts/test.sh` does).
 #![cfg(feature = "sasl")]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission, SaslOptions};
 use zk_recipes_framework::{Deadline, Error};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::TestingServer;
 
 #[tokio::test]
@@ -18,7 +16,7 @@ async fn sasl_digest_md5_authenticates_and_a_wrong_password_is_a_typed_auth_erro
     let server = within_for(
         SERVER_START,
         "server start",
-        TestingServer::builder().with_sasl_digest_user("alice", "wonderland").start(),
+        TestingServer::builder().sasl_digest_user("alice", "wonderland").start(),
     )
     .await
     .expect("server");

@@ -10,13 +10,11 @@
 //! Runs with `--features tls` (`scripts/test.sh` does).
 #![cfg(feature = "tls")]
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission, TlsOptions};
 use zk_recipes_framework::{ConnectionUpdate, Deadline, Error, ParentMode};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{TestingServer, TlsClientAuth};
 
 /// How long a framework that cannot get a session is given before it must report.
@@ -34,7 +32,7 @@ fn tls_options(ca_pem: &str, identity: Option<(&str, &str)>) -> TlsOptions {
 }
 
 async fn tls_server(client_auth: TlsClientAuth) -> TestingServer {
-    within_for(SERVER_START, "TLS server start", TestingServer::builder().with_tls(client_auth).start())
+    within_for(SERVER_START, "TLS server start", TestingServer::builder().tls(client_auth).start())
         .await
         .expect("a TLS server")
 }

@@ -2,13 +2,11 @@
 //! once, a lost reply reported as an unknown outcome (never repeated), a request held back by a
 //! partition sent again exactly once, and bad input refused before anything is sent.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::Error as ZkError;
 use zk_recipes_framework::{ConditionalWrite, Error, ParentMode, WriteOutcome};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::RequestMatch;
 
 #[tokio::test]

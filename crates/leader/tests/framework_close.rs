@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 use zk_recipes_framework::ErrorPolicy;
 use zk_recipes_leader::{LeaderLatch, LeaderSelector, LeadershipEvent};
+use zk_recipes_mutex::Hold;
 use zk_recipes_testing::TestingServer;
 
 /// When each leadership began and ended, by participant.

@@ -1,12 +1,16 @@
 //! The leader latch against a real ZooKeeper server.
 
+mod checks;
 mod common;
+mod contender;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use checks::*;
 use common::*;
+use contender::*;
 use zk_recipes_framework::{Deadline, ErrorPolicy, Framework};
 use zk_recipes_leader::{
     CloseMode, KazooElection, LeaderError, LeaderLatch, LeadershipEvent, NotLeaderReason,

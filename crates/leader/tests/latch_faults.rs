@@ -1,12 +1,16 @@
 //! The leader latch under faults: an expired leader, a server restart, a lost ensemble member.
 
+mod checks;
 mod common;
+mod contender;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use checks::*;
 use common::*;
+use contender::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{ConnectionState, Deadline, ErrorPolicy, Framework};
 use zk_recipes_leader::{CloseMode, LeaderLatch, LeadershipEvent, NotLeaderReason};

@@ -1,18 +1,20 @@
 //! The leader selector against a real ZooKeeper server.
 
+mod checks;
 mod common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use checks::*;
 use common::*;
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use zk_recipes_framework::{local_address, ConnectionEvents, ConnectionState, Deadline, ErrorPolicy};
 use zk_recipes_leader::{CancelReason, LeaderError, LeaderSelector};
-use zk_recipes_mutex::Mutex as ZkMutex;
+use zk_recipes_mutex::{Hold, Mutex as ZkMutex};
 use zk_recipes_testing::{capture_warnings, FaultProxy, TestingServer};
 
 const SESSION: Duration = Duration::from_secs(10);

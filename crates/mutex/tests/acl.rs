@@ -1,14 +1,12 @@
 //! Per-path ACLs from the framework's `AclProvider` on every node a lock creates, parents included,
 //! against a real server with digest authentication.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::{self, Acl, AuthId, Permission};
 use zk_recipes_framework::{Deadline, Framework, PathAclProvider};
-use zk_recipes_mutex::Mutex;
+use zk_recipes_mutex::{Hold, Mutex};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::TestingServer;
 
 /// Anyone may read; only the creator's identities may change anything (delete children included).

@@ -1,15 +1,13 @@
 //! The mutex under faults and at scale, against real ZooKeeper servers.
 
-mod common;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, ConnectionState, Deadline, Framework};
-use zk_recipes_mutex::{GuardedOp, LockError, Mutex, MutexGuard};
+use zk_recipes_mutex::{GuardedOp, Hold, LockError, Mutex, MutexGuard};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{
     capture_warnings, four_letter_word, parse_mntr, FaultProxy, RequestMatch, TestingCluster, TestingServer,
 };

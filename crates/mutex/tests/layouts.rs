@@ -1,16 +1,14 @@
 //! The mutex on the other lock layouts (ZooKeeper's own recipe, kazoo's) and the eager-enqueue
 //! API, against a real ZooKeeper.
 
-mod common;
-
 use std::future::IntoFuture;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::{path, Deadline, Framework};
-use zk_recipes_mutex::{LockError, LockLayout, Mutex};
+use zk_recipes_mutex::{Hold, LockError, LockLayout, Mutex};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{TestingServer, SERVER_START};
 
 async fn session_id(framework: &Framework) -> i64 {
@@ -39,7 +37,7 @@ async fn golden_node_names_data_and_modes_of_the_three_layouts() {
 
     let kazoo = Mutex::with_layout(&framework, "/golden/kazoo", LockLayout::Kazoo)
         .expect("mutex")
-        .with_node_data("rust-1");
+        .node_data("rust-1");
     let guard = within("lock", kazoo.lock()).await.expect("lock");
     let name = path::name(guard.node_path());
     let (uuid_hex, sequence) = name.split_once("__lock__").expect("kazoo node name");
@@ -52,7 +50,7 @@ async fn golden_node_names_data_and_modes_of_the_three_layouts() {
     // Curator's layout is unchanged: `_c_<hyphenated uuid>-lock-<seq>`.
     let curator = Mutex::with_layout(&framework, "/golden/curator", LockLayout::Curator)
         .expect("mutex")
-        .with_node_data("10.0.0.7");
+        .node_data("10.0.0.7");
     let guard = within("lock", curator.lock()).await.expect("lock");
     let name = path::name(guard.node_path()).to_owned();
     assert_eq!(name.len(), 3 + 36 + 1 + "lock-".len() + 10, "{name}");
@@ -151,7 +149,7 @@ async fn a_predecessor_deleted_between_listing_and_watch_does_not_lose_the_wake_
     };
     let waiter = Mutex::with_layout(&waiter_framework, lock_path, LockLayout::ZooKeeperRecipe)
         .expect("mutex")
-        .with_before_watch_hook(hook);
+        .before_watch_hook(hook);
     let waiting = tokio::spawn(async move { waiter.lock_timeout(STEP).await });
     eventually("the predecessor was deleted in the window", || async { fired.load(Ordering::SeqCst) }).await;
     drop(middle_pending);

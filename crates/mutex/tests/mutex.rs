@@ -1,7 +1,5 @@
 //! The mutex against a real ZooKeeper.
 
-mod common;
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -9,10 +7,10 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, Deadline, Framework};
-use zk_recipes_mutex::{GuardedOp, LockError, LostReason, Mutex, MutexGuard};
+use zk_recipes_mutex::{GuardedOp, Hold, LockError, LostReason, Mutex, MutexGuard};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 #[tokio::test]
@@ -159,7 +157,7 @@ async fn node_data_defaults_to_the_host_address_and_participants_are_in_order() 
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     let mutex = Mutex::new(&framework, "/data/lock").expect("mutex");
     let holder = within("lock", mutex.lock()).await.expect("lock");
-    let custom = Mutex::new(&framework, "/data/lock").expect("mutex").with_node_data(b"custom".to_vec());
+    let custom = Mutex::new(&framework, "/data/lock").expect("mutex").node_data(b"custom".to_vec());
     let waiting = tokio::spawn(async move { custom.lock_timeout(STEP).await.map(drop) });
     eventually("the second contender queued", || async {
         children(&framework, "/data/lock").await.len() == 2
@@ -361,7 +359,7 @@ async fn oversized_data_is_refused_before_anything_is_sent() {
     within("connect", framework.block_until_connected(STEP)).await.expect("connected");
     let before = within("mntr", server.znode_count()).await.expect("znode count");
     let huge = vec![1u8; 2 << 20];
-    let mutex = Mutex::new(&framework, "/oversized/lock").expect("mutex").with_node_data(huge.clone());
+    let mutex = Mutex::new(&framework, "/oversized/lock").expect("mutex").node_data(huge.clone());
     let result = within("lock", mutex.lock()).await;
     assert!(
         matches!(result, Err(LockError::Framework(zk_recipes_framework::Error::DataTooLarge { .. }))),

@@ -2,14 +2,12 @@
 //! Batched writes read stats behind a batch with one: the framework must learn that the server
 //! refuses it without ever costing a hold its connection.
 
-mod common;
-
 use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::ConnectionState;
-use zk_recipes_mutex::Mutex;
+use zk_recipes_mutex::{Hold, Mutex};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer, SERVER_START};
 
 /// The multi-read op code.

@@ -2,18 +2,12 @@
 //! release and drop never deleting another holder's node, a cut create found again, cancelled
 //! tries leaving nothing, expiry, bad input.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::{Deadline, Error as FrameworkError, Framework};
-use zk_recipes_mutex::{Holder, LockError, LostReason, SingleNodeGuard, SingleNodeLock, TryLock};
+use zk_recipes_mutex::{Hold, Holder, LockError, LostReason, SingleNodeGuard, SingleNodeLock, TryLock};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
-
-fn step() -> Deadline {
-    Deadline::after(STEP)
-}
 
 async fn server() -> TestingServer {
     within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server")
@@ -21,10 +15,6 @@ async fn server() -> TestingServer {
 
 fn framework(connect: &str, session_timeout: Duration) -> Framework {
     builder(connect, session_timeout).start().expect("framework")
-}
-
-fn session_of(framework: &Framework) -> i64 {
-    framework.current().session_id.expect("a session").0
 }
 
 async fn acquire(lock: &SingleNodeLock) -> SingleNodeGuard {
@@ -213,7 +203,7 @@ async fn bad_input_is_refused_before_anything_is_sent() {
         let made = SingleNodeLock::new(&a, path);
         assert!(matches!(made, Err(LockError::Framework(_))), "{path}: {made:?}");
     }
-    let lock = SingleNodeLock::new(&a, "/single/big").expect("lock").with_owner(vec![b'x'; 2 << 20]);
+    let lock = SingleNodeLock::new(&a, "/single/big").expect("lock").owned_by(vec![b'x'; 2 << 20]);
     match within("try_lock", lock.try_lock()).await {
         Err(LockError::Framework(FrameworkError::DataTooLarge { .. })) => {}
         other => panic!("expected DataTooLarge, got {other:?}"),

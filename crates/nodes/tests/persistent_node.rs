@@ -1,28 +1,13 @@
 //! `PersistentNode` against a real ZooKeeper server: kept present through deletes, expiry,
 //! another session's node, and closed cleanly.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::CreateMode;
-use zk_recipes_framework::{Deadline, Error as FrameworkError, Framework};
+use zk_recipes_framework::{Deadline, Error as FrameworkError};
 use zk_recipes_nodes::{NodeError, PersistentNode};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
-
-/// The node's data and ephemeral owner on the server, if it exists.
-async fn on_server(framework: &Framework, path: &str) -> Option<(Vec<u8>, i64)> {
-    match within("get data", framework.get_data(path, step())).await {
-        Ok(read) => Some((read.data, read.stat.ephemeral_owner)),
-        Err(err) if err.is_no_node() => None,
-        Err(err) => panic!("get data {path}: {err}"),
-    }
-}
-
-fn session_of(framework: &Framework) -> i64 {
-    framework.current().session_id.expect("a session").0
-}
 
 #[tokio::test]
 async fn a_deleted_node_is_created_again_with_its_data() {
@@ -32,14 +17,14 @@ async fn a_deleted_node_is_created_again_with_its_data() {
     let node = PersistentNode::builder(&framework, "/kept/a").data(b"one").start().expect("node");
     let path = within("created", node.wait_for_initial_create(step())).await.expect("created");
     assert_eq!(path, "/kept/a");
-    assert_eq!(on_server(&other, "/kept/a").await, Some((b"one".to_vec(), session_of(&framework))));
+    assert_eq!(data_and_owner(&other, "/kept/a").await, Some((b"one".to_vec(), session_of(&framework))));
 
     within("delete", other.delete("/kept/a")).await.expect("delete");
-    eventually("created again", || async { on_server(&other, "/kept/a").await.is_some() }).await;
-    assert_eq!(on_server(&other, "/kept/a").await, Some((b"one".to_vec(), session_of(&framework))));
+    eventually("created again", || async { data_and_owner(&other, "/kept/a").await.is_some() }).await;
+    assert_eq!(data_and_owner(&other, "/kept/a").await, Some((b"one".to_vec(), session_of(&framework))));
     assert_eq!(node.actual_path().as_deref(), Some("/kept/a"));
     within("close", node.close()).await.expect("close");
-    assert_eq!(on_server(&other, "/kept/a").await, None, "closed: deleted");
+    assert_eq!(data_and_owner(&other, "/kept/a").await, None, "closed: deleted");
     within("close", framework.close()).await;
     within("close", other.close()).await;
 }
@@ -62,7 +47,7 @@ async fn an_ephemeral_node_is_created_again_on_the_new_session_after_expiry() {
     let new_session = session_of(&framework);
     assert_ne!(new_session, first_session);
     eventually("created again on the new session", || async {
-        on_server(&observer, "/expiring/member").await.map(|(_, owner)| owner) == Some(new_session)
+        data_and_owner(&observer, "/expiring/member").await.map(|(_, owner)| owner) == Some(new_session)
     })
     .await;
     within("close", node.close()).await.expect("close");
@@ -81,10 +66,10 @@ async fn set_data_changes_the_node_and_what_it_is_created_with_again() {
         .expect("node");
     within("created", node.wait_for_initial_create(step())).await.expect("created");
     within("set", node.set_data(b"v2".to_vec())).await.expect("set");
-    assert_eq!(on_server(&framework, "/data/n").await.map(|(data, _)| data), Some(b"v2".to_vec()));
+    assert_eq!(data_and_owner(&framework, "/data/n").await.map(|(data, _)| data), Some(b"v2".to_vec()));
     within("delete", framework.delete("/data/n")).await.expect("delete");
     eventually("created again with v2", || async {
-        on_server(&framework, "/data/n").await.map(|(data, _)| data) == Some(b"v2".to_vec())
+        data_and_owner(&framework, "/data/n").await.map(|(data, _)| data) == Some(b"v2".to_vec())
     })
     .await;
     assert_eq!(node.data(), b"v2");
@@ -111,14 +96,14 @@ async fn another_live_sessions_ephemeral_node_is_waited_for_not_taken_over() {
     assert!(waited.is_err(), "not ours while another session holds it: {waited:?}");
     assert_eq!(node.actual_path(), None);
     assert_eq!(
-        on_server(&framework, "/taken").await,
+        data_and_owner(&framework, "/taken").await,
         Some((b"theirs".to_vec(), session_of(&other))),
         "untouched"
     );
 
     within("other closes", other.close()).await;
     within("created", node.wait_for_initial_create(step())).await.expect("ours once theirs is gone");
-    assert_eq!(on_server(&framework, "/taken").await, Some((b"ours".to_vec(), session_of(&framework))));
+    assert_eq!(data_and_owner(&framework, "/taken").await, Some((b"ours".to_vec(), session_of(&framework))));
     within("close", node.close()).await.expect("close");
     within("close", framework.close()).await;
 }
@@ -134,9 +119,9 @@ async fn a_persistent_node_already_there_is_taken_over_with_our_data() {
         .start()
         .expect("node");
     within("created", node.wait_for_initial_create(step())).await.expect("taken over");
-    assert_eq!(on_server(&framework, "/existing").await, Some((b"new".to_vec(), 0)));
+    assert_eq!(data_and_owner(&framework, "/existing").await, Some((b"new".to_vec(), 0)));
     within("close", node.close()).await.expect("close");
-    assert_eq!(on_server(&framework, "/existing").await, None);
+    assert_eq!(data_and_owner(&framework, "/existing").await, None);
     within("close", framework.close()).await;
 }
 

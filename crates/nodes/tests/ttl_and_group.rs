@@ -2,15 +2,13 @@
 //! container check every 500 ms): kept while touched, gone a TTL after the process stops,
 //! membership converging through joins, payload changes, a crashed member and its return.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::{local_address, Error as FrameworkError, Framework, WatchEvent};
 use zk_recipes_nodes::{GroupMember, MemberEvent, NodeError, PersistentTtlNode};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::FaultProxy;
 
 /// The node's `mzxid`, if it exists.

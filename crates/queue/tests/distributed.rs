@@ -30,13 +30,13 @@ async fn nodes_and_bytes_are_curators() {
         .expect("queue");
     let first = within("put", queue.put(&b"hello".to_vec())).await.expect("put");
     assert_eq!(first, "queue-0000000000");
-    let (bytes, stat) = data(&framework, "/dq/frame/queue/queue-0000000000").await;
+    let (bytes, stat) = data_and_stat(&framework, "/dq/frame/queue/queue-0000000000").await;
     assert_eq!(bytes, [0, 1, 0, 1, 1, 0, 0, 0, 5, b'h', b'e', b'l', b'l', b'o', 2], "Curator's framing");
     assert_eq!(stat.ephemeral_owner, 0, "items are persistent");
 
     let many = within("put_many", queue.put_many(&[b"a".to_vec(), b"bc".to_vec()])).await.expect("put_many");
     assert_eq!(many, "queue-0000000001", "several items, one node");
-    let (bytes, _) = data(&framework, "/dq/frame/queue/queue-0000000001").await;
+    let (bytes, _) = data_and_stat(&framework, "/dq/frame/queue/queue-0000000001").await;
     assert_eq!(bytes, [0, 1, 0, 1, 1, 0, 0, 0, 1, b'a', 1, 0, 0, 0, 2, b'b', b'c', 2]);
 
     let batch = within("put_batch", queue.put_batch(&[b"x".to_vec(), b"y".to_vec(), b"z".to_vec()]))
@@ -51,7 +51,7 @@ async fn nodes_and_bytes_are_curators() {
 
     // The queue path and lock path are PERSISTENT with this host's address; their parent a container.
     for persistent in ["/dq/frame/queue", "/dq/frame/locks"] {
-        let (bytes, stat) = data(&framework, persistent).await;
+        let (bytes, stat) = data_and_stat(&framework, persistent).await;
         assert_eq!(bytes, local_address(), "{persistent} holds the host address");
         assert_eq!(stat.ephemeral_owner, 0, "{persistent} is persistent");
     }
@@ -61,7 +61,7 @@ async fn nodes_and_bytes_are_curators() {
     assert_eq!(delivery.name(), "queue-0000000000");
     assert_eq!(delivery.items(), [b"hello".to_vec()]);
     assert_eq!(delivery.lock_node(), Some("/dq/frame/locks/queue-0000000000"));
-    let (lock_data, lock_stat) = data(&framework, "/dq/frame/locks/queue-0000000000").await;
+    let (lock_data, lock_stat) = data_and_stat(&framework, "/dq/frame/locks/queue-0000000000").await;
     assert_eq!(lock_data, local_address(), "lock nodes hold the host address");
     let session = framework.session(Deadline::after(STEP)).await.expect("session");
     assert!(session.owns(lock_stat.ephemeral_owner), "the lock node is our session's ephemeral node");
@@ -176,7 +176,7 @@ async fn a_failed_handler_requeues_or_deletes() {
     let new_name = within("requeue", delivery.requeue()).await.expect("requeue").expect("new name");
     assert!(new_name > old_name, "{new_name} goes to the tail");
     assert_eq!(children(&framework, "/dq/requeue").await, std::slice::from_ref(&new_name));
-    assert_eq!(data(&framework, &format!("/dq/requeue/{new_name}")).await.0, old_bytes);
+    assert_eq!(data_and_stat(&framework, &format!("/dq/requeue/{new_name}")).await.0, old_bytes);
     let delivery = next_delivery(&mut consumer).await;
     assert_eq!(delivery.items(), [b"one".to_vec(), b"two".to_vec()]);
     within("reject", delivery.reject()).await.expect("reject");

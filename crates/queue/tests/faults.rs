@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 use zk_recipes_framework::{ConnectionState, Deadline, Framework};
 use zk_recipes_queue::{Consumer, Delivery, DistributedQueue, QueueError, Utf8Serializer};
-use zk_recipes_testing::{CutReply, FaultProxy, RequestMatch};
+use zk_recipes_testing::{CutReply, FaultProxy, RequestMatch, TestingServer};
 
 /// ZooKeeper op codes in a multi's operations ([`zk_recipes_testing::CutReply::ops`]).
 const CHECK: i32 = 13;
@@ -397,7 +397,7 @@ async fn lock_safe_an_expired_consumers_item_goes_to_another_and_its_late_ack_is
     let held = next_delivery(&mut doomed_consumer).await;
     assert_eq!(held.items(), ["first"]);
     let doomed_session = session_id(&doomed).await;
-    let (_, stat) = data(&observer, &lock_node).await;
+    let (_, stat) = data_and_stat(&observer, &lock_node).await;
     assert_eq!(stat.ephemeral_owner, doomed_session, "the doomed consumer holds the lock");
 
     // Another consumer waits for the item (it meets the lock and watches it).
@@ -416,7 +416,7 @@ async fn lock_safe_an_expired_consumers_item_goes_to_another_and_its_late_ack_is
     assert!(matches!(lost, ConnectionState::Suspended | ConnectionState::Lost), "{lost:?}");
     let (taken, survivor_consumer) = within("the other consumer gets the item", waiting).await.expect("task");
     assert_eq!((taken.name(), taken.items()), (first.as_str(), &["first".to_string()][..]));
-    let (_, stat) = data(&observer, &lock_node).await;
+    let (_, stat) = data_and_stat(&observer, &lock_node).await;
     assert_eq!(stat.ephemeral_owner, survivor_session, "the lock is the survivor's now");
     proxy.heal();
 
@@ -425,7 +425,7 @@ async fn lock_safe_an_expired_consumers_item_goes_to_another_and_its_late_ack_is
     let late = within("the late ack", held.ack()).await;
     assert!(matches!(late, Err(QueueError::LockLost { .. })), "{late:?}");
     assert_eq!(children(&observer, QUEUE).await, vec![first.clone()], "the item is still there");
-    let (_, stat) = data(&observer, &lock_node).await;
+    let (_, stat) = data_and_stat(&observer, &lock_node).await;
     assert_eq!(stat.ephemeral_owner, survivor_session, "the survivor still holds the lock");
     assert_ne!(session_id(&doomed).await, doomed_session, "the doomed framework has a new session");
 

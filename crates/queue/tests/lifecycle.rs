@@ -279,7 +279,7 @@ async fn an_always_failing_item_goes_to_the_dead_letter_path_after_max_deliverie
             assert_eq!(seen[item], vec![1], "{item} handled once");
         }
         assert!(dead[0].starts_with("queue-"), "a plain queue item: {dead:?}");
-        let (bytes, _) = data(&framework, &format!("{dead_letters}/{}", dead[0])).await;
+        let (bytes, _) = data_and_stat(&framework, &format!("{dead_letters}/{}", dead[0])).await;
         assert_eq!(unframe(&bytes).expect("framed"), vec![b"poison".to_vec()]);
         assert_eq!(delivery_count(&bytes), 3, "it keeps its count");
         // A queue on the dead-letter path reads it.

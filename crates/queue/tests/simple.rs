@@ -20,7 +20,7 @@ async fn fifo_peek_poll_and_raw_bytes() {
     }
     assert!(names.iter().all(|name| name.starts_with("qn-") && name.len() == 13), "{names:?}");
     assert_eq!(children(&framework, "/simple/fifo").await, names, "one qn-<seq> node per item");
-    let (raw, _) = data(&framework, &format!("/simple/fifo/{}", names[0])).await;
+    let (raw, _) = data_and_stat(&framework, &format!("/simple/fifo/{}", names[0])).await;
     assert_eq!(raw, b"item-0", "the simple queue stores raw bytes");
     // Foreign nodes are skipped.
     let session = framework.session(Deadline::after(STEP)).await.expect("session");

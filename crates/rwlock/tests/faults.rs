@@ -1,13 +1,11 @@
 //! The read-write lock under faults, against real ZooKeeper servers.
 
-mod common;
-
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
-use zk_recipes_rwlock::{LockError, LostReason, RwLock, READ_LOCK_NAME};
+use zk_recipes_rwlock::{Hold, LockError, LostReason, RwLock, READ_LOCK_NAME};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
 #[tokio::test]

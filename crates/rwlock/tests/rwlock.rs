@@ -1,15 +1,13 @@
 //! The read-write lock against a real ZooKeeper.
 
-mod common;
-
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{path, Deadline, Error as FrameworkError};
-use zk_recipes_rwlock::{GuardedOp, LockError, RwLock, READ_LOCK_NAME, WRITE_LOCK_NAME};
+use zk_recipes_rwlock::{GuardedOp, Hold, LockError, RwLock, READ_LOCK_NAME, WRITE_LOCK_NAME};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::TestingServer;
 
 #[tokio::test]
@@ -279,8 +277,7 @@ async fn bad_input_fails_with_a_typed_error_and_writes_nothing() {
     let too_large = |result: Result<(), LockError>| {
         matches!(result, Err(LockError::Framework(FrameworkError::DataTooLarge { .. })))
     };
-    let oversized =
-        RwLock::new(&framework, "/bad-input/oversized").expect("rwlock").with_node_data(huge.clone());
+    let oversized = RwLock::new(&framework, "/bad-input/oversized").expect("rwlock").node_data(huge.clone());
     let read = within("read", oversized.read()).await.map(drop);
     assert!(too_large(read.clone()), "read: {read:?}");
     let write = within("write", oversized.write()).await.map(drop);

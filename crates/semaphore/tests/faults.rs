@@ -1,12 +1,10 @@
 //! The semaphore under faults, against a real ZooKeeper.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::ConnectionState;
 use zk_recipes_semaphore::{LockError, Semaphore, SemaphoreError};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
 /// a lease is created under the internal lock, so only on the internal lock's

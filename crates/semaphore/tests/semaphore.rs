@@ -1,14 +1,12 @@
 //! The semaphore and semaphore mutex against a real ZooKeeper.
 
-mod common;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
 use zk_recipes_framework::{path, Deadline};
-use zk_recipes_semaphore::{Semaphore, SemaphoreError, SemaphoreMutex};
+use zk_recipes_semaphore::{Hold, LockError, Semaphore, SemaphoreError, SemaphoreMutex};
+use zk_recipes_test_support::*;
 use zk_recipes_testing::TestingServer;
 
 #[tokio::test]
@@ -131,11 +129,14 @@ async fn bad_input_is_refused_before_anything_is_sent() {
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
     within("connect", framework.block_until_connected(STEP)).await.expect("connected");
     let before = within("znodes", server.znode_count()).await.expect("znode count");
-    assert!(matches!(Semaphore::new(&framework, "/zero", 0), Err(SemaphoreError::ZeroLeases)));
+    assert!(matches!(
+        Semaphore::new(&framework, "/zero", 0),
+        Err(SemaphoreError::Lock(LockError::ZeroLeases))
+    ));
     assert!(matches!(Semaphore::new(&framework, "bad", 1), Err(SemaphoreError::Lock(_))));
     let semaphore = Semaphore::new(&framework, "/input", 2).expect("semaphore");
     let zero = within("acquire_many(0)", semaphore.acquire_many(0)).await;
-    assert!(matches!(zero, Err(SemaphoreError::ZeroLeases)), "{zero:?}");
+    assert!(matches!(zero, Err(SemaphoreError::Lock(LockError::ZeroLeases))), "{zero:?}");
     let too_many = within("acquire_many(3)", semaphore.acquire_many(3)).await;
     assert!(
         matches!(too_many, Err(SemaphoreError::TooManyLeases { requested: 3, max_leases: 2 })),

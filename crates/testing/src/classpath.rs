@@ -192,7 +192,7 @@ fn is_executable(path: &Path) -> bool {
 /// use zk_recipes_testing::{Jit, TestingServer};
 ///
 /// // A benchmark measures the server as it runs in production, not as it starts.
-/// let server = TestingServer::builder().with_jit(Jit::Full).start().await?;
+/// let server = TestingServer::builder().jit(Jit::Full).start().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

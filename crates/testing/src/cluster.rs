@@ -54,7 +54,7 @@ const POLL: Duration = Duration::from_millis(25);
 /// # Example
 /// ```no_run
 /// # async fn demo() -> Result<(), zk_recipes_testing::TestingError> {
-/// let cluster = zk_recipes_testing::TestingCluster::builder().with_size(5).start().await?;
+/// let cluster = zk_recipes_testing::TestingCluster::builder().size(5).start().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -84,57 +84,57 @@ impl TestingClusterBuilder {
     }
 
     /// The number of members; defaults to 3.
-    pub fn with_size(mut self, size: usize) -> Self {
+    pub fn size(mut self, size: usize) -> Self {
         self.size = size;
         self
     }
 
     /// ZooKeeper's `tickTime`; defaults to 200 ms.
-    pub fn with_tick_time(mut self, tick_time: Duration) -> Self {
+    pub fn tick_time(mut self, tick_time: Duration) -> Self {
         self.tuning.tick_time = tick_time;
         self
     }
 
     /// How long a follower may take to connect and sync to a leader (`initLimit`, converted to
     /// ticks); defaults to 10 s.
-    pub fn with_init_limit(mut self, limit: Duration) -> Self {
+    pub fn init_limit(mut self, limit: Duration) -> Self {
         self.init_limit = limit;
         self
     }
 
     /// How far a follower may fall behind (or stay silent) before the leader drops it
     /// (`syncLimit`, converted to ticks); defaults to 10 s.
-    pub fn with_sync_limit(mut self, limit: Duration) -> Self {
+    pub fn sync_limit(mut self, limit: Duration) -> Self {
         self.sync_limit = limit;
         self
     }
 
     /// `minSessionTimeout`; defaults to 1 s.
-    pub fn with_min_session_timeout(mut self, timeout: Duration) -> Self {
+    pub fn min_session_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.min_session_timeout = timeout;
         self
     }
 
     /// `maxSessionTimeout`; defaults to 60 s.
-    pub fn with_max_session_timeout(mut self, timeout: Duration) -> Self {
+    pub fn max_session_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.max_session_timeout = timeout;
         self
     }
 
     /// `-Dznode.container.checkIntervalMs`; defaults to 500 ms.
-    pub fn with_container_check_interval(mut self, interval: Duration) -> Self {
+    pub fn container_check_interval(mut self, interval: Duration) -> Self {
         self.tuning.container_check_interval = interval;
         self
     }
 
     /// How the members' JVMs compile their hot code; defaults to [`Jit::QuickStart`].
-    pub fn with_jit(mut self, jit: Jit) -> Self {
+    pub fn jit(mut self, jit: Jit) -> Self {
         self.tuning.jit = jit;
         self
     }
 
     /// How long start-up (and [`TestingCluster::restart`]) waits; defaults to 60 s.
-    pub fn with_start_timeout(mut self, timeout: Duration) -> Self {
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.start_timeout = timeout;
         self
     }
@@ -399,7 +399,7 @@ impl TestingCluster {
     /// Cancel safe: a cancelled start kills every JVM it started (synchronously, on drop) and frees
     /// the slot.
     pub async fn start(size: usize) -> Result<TestingCluster> {
-        TestingClusterBuilder::new().with_size(size).start().await
+        TestingClusterBuilder::new().size(size).start().await
     }
 
     /// A builder for size, tick time, init/sync limits, session timeout bounds, …

@@ -3,7 +3,7 @@
 //!
 //! * [`TestingServer`]: a standalone server (the machine's ZooKeeper jars run by its JVM) on a
 //!   free loopback port with a temp data dir; stop, kill, restart on the same port, pause.
-//!   [`with_tls`](TestingServerBuilder::with_tls) adds a TLS client port with a throwaway CA
+//!   [`tls`](TestingServerBuilder::tls) adds a TLS client port with a throwaway CA
 //!   ([`TestingTls`]).
 //! * [`TestingCluster`]: an ensemble of `n` members; kill the leader, restart a member.
 //! * [`FaultProxy`]: a TCP proxy between one client and a server that cuts connections,

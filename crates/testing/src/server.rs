@@ -38,7 +38,7 @@ pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 /// | container check interval | 500 ms | `-Dznode.container.checkIntervalMs=500` |
 /// | start timeout | 30 s | until `ruok` answers `imok` and `srvr` shows `Mode: standalone` |
 /// | port | a free loopback port | `clientPort`, `clientPortAddress=127.0.0.1` |
-/// | TLS | none | with [`with_tls`](Self::with_tls): `secureClientPort` (a free loopback port), Netty, PEM stores, `ssl.clientAuth` |
+/// | TLS | none | with [`tls`](Self::tls): `secureClientPort` (a free loopback port), Netty, PEM stores, `ssl.clientAuth` |
 ///
 /// Always set: `maxClientCnxns=0` (no per-IP limit), `admin.enableServer=false`,
 /// `4lw.commands.whitelist=ruok,srvr,stat,mntr,cons,wchc,wchs,dump,conf,envi`, and the JVM flags
@@ -57,8 +57,8 @@ pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 /// use zk_recipes_testing::TestingServer;
 ///
 /// let server = TestingServer::builder()
-///     .with_tick_time(Duration::from_millis(100))
-///     .with_min_session_timeout(Duration::from_millis(500))
+///     .tick_time(Duration::from_millis(100))
+///     .min_session_timeout(Duration::from_millis(500))
 ///     .start()
 ///     .await?;
 /// # Ok(()) }
@@ -90,19 +90,19 @@ impl TestingServerBuilder {
     }
 
     /// ZooKeeper's `tickTime`; defaults to 200 ms.
-    pub fn with_tick_time(mut self, tick_time: Duration) -> Self {
+    pub fn tick_time(mut self, tick_time: Duration) -> Self {
         self.tuning.tick_time = tick_time;
         self
     }
 
     /// The smallest session timeout the server grants (`minSessionTimeout`); defaults to 1 s.
-    pub fn with_min_session_timeout(mut self, timeout: Duration) -> Self {
+    pub fn min_session_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.min_session_timeout = timeout;
         self
     }
 
     /// The largest session timeout the server grants (`maxSessionTimeout`); defaults to 60 s.
-    pub fn with_max_session_timeout(mut self, timeout: Duration) -> Self {
+    pub fn max_session_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.max_session_timeout = timeout;
         self
     }
@@ -116,7 +116,7 @@ impl TestingServerBuilder {
 
     /// The server JVM's maximum heap (`-Xmx`) in MiB; defaults to 256, which holds about 300,000
     /// small nodes. A benchmark of a million-node tree needs about 1,536.
-    pub fn with_heap_mib(mut self, heap_mib: u32) -> Self {
+    pub fn heap_mib(mut self, heap_mib: u32) -> Self {
         self.tuning.heap_mib = heap_mib;
         self
     }
@@ -124,7 +124,7 @@ impl TestingServerBuilder {
     /// Accepts SASL DIGEST-MD5 authentication from `user` with `password` (a JAAS `Server`
     /// section with ZooKeeper's `DigestLoginModule`, and the SASL authentication provider). Call it
     /// once per user. A client with a wrong password is refused (`AuthFailed`).
-    pub fn with_sasl_digest_user(mut self, user: &str, password: &str) -> Self {
+    pub fn sasl_digest_user(mut self, user: &str, password: &str) -> Self {
         self.tuning.sasl_users.push((user.to_owned(), password.to_owned()));
         self
     }
@@ -144,13 +144,13 @@ impl TestingServerBuilder {
     /// # async fn demo() -> Result<(), zk_recipes_testing::TestingError> {
     /// use zk_recipes_testing::{TestingServer, TlsClientAuth};
     ///
-    /// let server = TestingServer::builder().with_tls(TlsClientAuth::Need).start().await?;
+    /// let server = TestingServer::builder().tls(TlsClientAuth::Need).start().await?;
     /// let tls = server.tls().expect("TLS");
     /// let (ca, cert, key) = (tls.ca_pem(), tls.client_cert_pem(), tls.client_key_pem());
     /// let secure_connect_string = server.secure_connect_string().expect("TLS");
     /// # Ok(()) }
     /// ```
-    pub fn with_tls(mut self, client_auth: TlsClientAuth) -> Self {
+    pub fn tls(mut self, client_auth: TlsClientAuth) -> Self {
         self.tls = Some(client_auth);
         self
     }
@@ -158,26 +158,26 @@ impl TestingServerBuilder {
     /// How often empty containers (and expired TTL nodes) are reaped
     /// (`-Dznode.container.checkIntervalMs`); defaults to 500 ms. ZooKeeper reaps a container
     /// only after it has had a child.
-    pub fn with_container_check_interval(mut self, interval: Duration) -> Self {
+    pub fn container_check_interval(mut self, interval: Duration) -> Self {
         self.tuning.container_check_interval = interval;
         self
     }
 
     /// How the server's JVM compiles its hot code; defaults to [`Jit::QuickStart`]. Benchmarks
     /// use [`Jit::Full`], the way a production server runs.
-    pub fn with_jit(mut self, jit: Jit) -> Self {
+    pub fn jit(mut self, jit: Jit) -> Self {
         self.tuning.jit = jit;
         self
     }
 
     /// How long a start (or restart) waits until the server serves; defaults to 30 s.
-    pub fn with_start_timeout(mut self, timeout: Duration) -> Self {
+    pub fn start_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.start_timeout = timeout;
         self
     }
 
     /// Uses this client port instead of a free one (no retry with another port if it is busy).
-    pub fn with_port(mut self, port: u16) -> Self {
+    pub fn port(mut self, port: u16) -> Self {
         self.port = Some(port);
         self
     }
@@ -353,7 +353,7 @@ impl TestingServer {
     }
 
     /// `"127.0.0.1:PORT"` of the TLS client port, if the server was started
-    /// [`with_tls`](TestingServerBuilder::with_tls): for zookeeper-client's `secure_connect` (or
+    /// [`tls`](TestingServerBuilder::tls): for zookeeper-client's `secure_connect` (or
     /// as `tcp+tls://127.0.0.1:PORT` in a connect string). The server's certificate is valid for
     /// `127.0.0.1` and `localhost`.
     pub fn secure_connect_string(&self) -> Option<String> {
@@ -361,7 +361,7 @@ impl TestingServer {
     }
 
     /// The CA and client identities of a server started
-    /// [`with_tls`](TestingServerBuilder::with_tls).
+    /// [`tls`](TestingServerBuilder::tls).
     pub fn tls(&self) -> Option<&TestingTls> {
         self.tls.as_ref()
     }

@@ -1,7 +1,8 @@
-//! The one place that calls into libc: sending a signal to a process.
-#![allow(unsafe_code)]
+//! Sending a signal to a server JVM, through rustix's safe `kill(2)`.
 
 use std::io;
+
+use rustix::process::{kill_process, Pid};
 
 /// Signals we send to server JVMs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,28 +18,23 @@ pub(crate) enum Signal {
 }
 
 impl Signal {
-    fn number(self) -> libc::c_int {
+    fn to_rustix(self) -> rustix::process::Signal {
         match self {
-            Signal::Term => libc::SIGTERM,
-            Signal::Kill => libc::SIGKILL,
-            Signal::Stop => libc::SIGSTOP,
-            Signal::Cont => libc::SIGCONT,
+            Signal::Term => rustix::process::Signal::TERM,
+            Signal::Kill => rustix::process::Signal::KILL,
+            Signal::Stop => rustix::process::Signal::STOP,
+            Signal::Cont => rustix::process::Signal::CONT,
         }
     }
 }
 
 /// Sends `signal` to process `pid`. `ESRCH` (already gone) is reported as an error too.
 pub(crate) fn send_signal(pid: u32, signal: Signal) -> io::Result<()> {
-    let pid = libc::pid_t::try_from(pid)
+    // A positive pid names exactly one process, never a process group or "every process".
+    let pid = i32::try_from(pid)
         .ok()
-        .filter(|pid| *pid > 0)
+        .and_then(Pid::from_raw)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
-    // SAFETY: kill(2) takes two plain integers and touches no memory of ours; `pid` is positive,
-    // so it names exactly one process and never a process group or "every process".
-    let rc = unsafe { libc::kill(pid, signal.number()) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    kill_process(pid, signal.to_rustix())?;
+    Ok(())
 }

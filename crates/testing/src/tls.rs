@@ -30,7 +30,7 @@ pub const TLS_CLIENT_SUBJECT: &str = "CN=zk-recipes test client";
 /// # async fn demo() -> Result<(), zk_recipes_testing::TestingError> {
 /// use zk_recipes_testing::{TestingServer, TlsClientAuth};
 ///
-/// let server = TestingServer::builder().with_tls(TlsClientAuth::Need).start().await?;
+/// let server = TestingServer::builder().tls(TlsClientAuth::Need).start().await?;
 /// # Ok(()) }
 /// ```
 #[non_exhaustive]
@@ -55,7 +55,7 @@ impl TlsClientAuth {
     }
 }
 
-/// The TLS material of a test server started [`with_tls`](crate::TestingServerBuilder::with_tls),
+/// The TLS material of a test server started [`tls`](crate::TestingServerBuilder::tls),
 /// all PEM, all made for this server alone (keys are P-256, certificates valid for two days):
 ///
 /// * [`ca_pem`](Self::ca_pem): the CA that signed the server's certificate (for
@@ -72,7 +72,7 @@ impl TlsClientAuth {
 /// # async fn demo() -> Result<(), zk_recipes_testing::TestingError> {
 /// use zk_recipes_testing::{TestingServer, TlsClientAuth};
 ///
-/// let server = TestingServer::builder().with_tls(TlsClientAuth::None).start().await?;
+/// let server = TestingServer::builder().tls(TlsClientAuth::None).start().await?;
 /// let tls = server.tls().expect("started with TLS");
 /// let secure = server.secure_connect_string().expect("started with TLS"); // "127.0.0.1:PORT"
 /// assert!(tls.ca_pem().starts_with("-----BEGIN CERTIFICATE-----"));

@@ -1,16 +1,18 @@
 //! A standalone `TestingServer` against the real ZooKeeper on this machine.
 
 mod common;
+mod states;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream as StdTcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{connect, create, wait_for_state, within, START, STEP};
+use common::{connect, create};
+use states::wait_for_state;
 use zk_recipes_testing::{
-    ClusterMember, CutAfterCreate, CutAfterReply, FaultProxy, ServerMode, ServerSlot, TestingCluster,
-    TestingError, TestingServer,
+    within, within_for, ClusterMember, CutAfterCreate, CutAfterReply, FaultProxy, ServerMode, ServerSlot,
+    TestingCluster, TestingError, TestingServer, SERVER_START,
 };
 use zookeeper_client::SessionState;
 
@@ -30,26 +32,26 @@ fn public_types_are_send_and_sync() {
 #[tokio::test]
 async fn starts_and_answers_four_letter_words() {
     let started = Instant::now();
-    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let server = within_for(SERVER_START, "starting", TestingServer::start()).await.expect("start");
     eprintln!("TestingServer::start took {:?} (including waiting for the slot)", started.elapsed());
 
     assert_eq!(server.connect_string(), format!("127.0.0.1:{}", server.port()));
     assert_eq!(server.address().port(), server.port());
     assert!(server.is_running());
-    assert_eq!(within(STEP, "ruok", server.four_letter_word("ruok")).await.expect("ruok"), "imok");
-    assert_eq!(within(STEP, "srvr", server.mode()).await.expect("srvr"), ServerMode::Standalone);
-    let stats = within(STEP, "mntr", server.mntr()).await.expect("mntr");
+    assert_eq!(within("ruok", server.four_letter_word("ruok")).await.expect("ruok"), "imok");
+    assert_eq!(within("srvr", server.mode()).await.expect("srvr"), ServerMode::Standalone);
+    let stats = within("mntr", server.mntr()).await.expect("mntr");
     assert!(stats["zk_version"].starts_with("3."), "{stats:?}");
     let log = std::fs::read_to_string(server.log_path()).expect("log file");
     assert!(log.contains("binding to port"), "the server log is written: {log}");
-    let config = within(STEP, "conf", server.four_letter_word("conf")).await.expect("conf");
+    let config = within("conf", server.four_letter_word("conf")).await.expect("conf");
     assert!(config.contains("minSessionTimeout=1000"), "{config}");
     assert!(config.contains("maxSessionTimeout=60000"), "{config}");
 }
 
 #[tokio::test]
 async fn session_timeouts_are_clamped_to_the_configured_bounds() {
-    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let server = within_for(SERVER_START, "starting", TestingServer::start()).await.expect("start");
     let short = connect(&server.connect_string(), Duration::from_millis(300)).await;
     assert_eq!(short.session_timeout(), Duration::from_millis(1_000), "min session timeout is 1 s");
     let long = connect(&server.connect_string(), Duration::from_secs(600)).await;
@@ -58,23 +60,23 @@ async fn session_timeouts_are_clamped_to_the_configured_bounds() {
 
 #[tokio::test]
 async fn stop_refuses_connections_and_restart_keeps_the_data() {
-    let mut server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let mut server = within_for(SERVER_START, "starting", TestingServer::start()).await.expect("start");
     let port = server.port();
     let client = connect(&server.connect_string(), Duration::from_secs(10)).await;
     create(&client, "/kept", b"across restarts").await;
     drop(client);
 
-    within(STEP, "stopping", server.stop()).await.expect("stop");
+    within("stopping", server.stop()).await.expect("stop");
     assert!(!server.is_running());
     assert_eq!(server.pid(), None);
     let refused = StdTcpStream::connect(server.address()).expect_err("a stopped server refuses connections");
     assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
 
-    within(START, "restarting", server.restart()).await.expect("restart");
+    within_for(SERVER_START, "restarting", server.restart()).await.expect("restart");
     assert_eq!(server.port(), port, "same port");
     assert!(server.is_running());
     let client = connect(&server.connect_string(), Duration::from_secs(10)).await;
-    let (data, _) = within(STEP, "reading", client.get_data("/kept")).await.expect("the node survived");
+    let (data, _) = within("reading", client.get_data("/kept")).await.expect("the node survived");
     assert_eq!(data, b"across restarts");
 }
 
@@ -83,7 +85,8 @@ async fn a_busy_fixed_port_is_reported_as_address_in_use() {
     let squatter = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = squatter.local_addr().expect("address").port();
     let result =
-        within(START, "starting on a busy port", TestingServer::builder().with_port(port).start()).await;
+        within_for(SERVER_START, "starting on a busy port", TestingServer::builder().port(port).start())
+            .await;
     match result {
         Err(TestingError::AddressInUse { attempts: 1, log_tail }) => {
             assert!(log_tail.contains("Address already in use"), "{log_tail}")
@@ -94,10 +97,10 @@ async fn a_busy_fixed_port_is_reported_as_address_in_use() {
 
 #[tokio::test]
 async fn kill_ends_the_jvm_and_the_process_is_gone() {
-    let mut server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let mut server = within_for(SERVER_START, "starting", TestingServer::start()).await.expect("start");
     let pid = server.pid().expect("a running server has a pid");
     assert!(java_is_alive(pid));
-    within(STEP, "killing", server.kill()).await.expect("kill");
+    within("killing", server.kill()).await.expect("kill");
     assert!(!server.is_running());
     assert!(!java_is_alive(pid), "the JVM is dead after kill()");
     assert!(StdTcpStream::connect(server.address()).is_err(), "a killed server refuses connections");
@@ -106,7 +109,7 @@ async fn kill_ends_the_jvm_and_the_process_is_gone() {
 
 #[tokio::test]
 async fn pause_disconnects_clients_and_resume_reconnects_them() {
-    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let server = within_for(SERVER_START, "starting", TestingServer::start()).await.expect("start");
     let client = connect(&server.connect_string(), Duration::from_secs(6)).await;
     let session = client.session_id();
     let mut states = client.state_watcher();
@@ -122,22 +125,21 @@ async fn pause_disconnects_clients_and_resume_reconnects_them() {
 
 #[tokio::test]
 async fn watch_and_znode_counts_follow_the_clients() {
-    let server = within(START, "starting", TestingServer::start()).await.expect("start");
+    let server = within_for(SERVER_START, "starting", TestingServer::start()).await.expect("start");
     let client = connect(&server.connect_string(), Duration::from_secs(10)).await;
-    let znodes_before = within(STEP, "mntr", server.znode_count()).await.expect("znode count");
-    assert_eq!(within(STEP, "wchc", server.watch_count()).await.expect("watch count"), 0);
+    let znodes_before = within("mntr", server.znode_count()).await.expect("znode count");
+    assert_eq!(within("wchc", server.watch_count()).await.expect("watch count"), 0);
 
     create(&client, "/watched", b"").await;
-    let (_, _, watcher) =
-        within(STEP, "watching", client.get_and_watch_data("/watched")).await.expect("watch");
-    assert_eq!(within(STEP, "mntr", server.znode_count()).await.expect("znode count"), znodes_before + 1);
-    assert_eq!(within(STEP, "wchc", server.watch_count()).await.expect("watch count"), 1);
-    let watches = within(STEP, "wchc", server.watches()).await.expect("watches");
+    let (_, _, watcher) = within("watching", client.get_and_watch_data("/watched")).await.expect("watch");
+    assert_eq!(within("mntr", server.znode_count()).await.expect("znode count"), znodes_before + 1);
+    assert_eq!(within("wchc", server.watch_count()).await.expect("watch count"), 1);
+    let watches = within("wchc", server.watches()).await.expect("watches");
     assert_eq!(watches.values().flatten().collect::<Vec<_>>(), vec!["/watched"]);
 
-    within(STEP, "deleting", client.delete("/watched", None)).await.expect("delete");
-    within(STEP, "watch event", watcher.changed()).await;
-    assert_eq!(within(STEP, "wchc", server.watch_count()).await.expect("watch count"), 0);
+    within("deleting", client.delete("/watched", None)).await.expect("delete");
+    within("watch event", watcher.changed()).await;
+    assert_eq!(within("wchc", server.watch_count()).await.expect("watch count"), 0);
 }
 
 /// Set by [`jvm_dies_when_the_test_process_is_sigkilled`] for the re-executed test binary.
@@ -152,7 +154,7 @@ fn watchdog_child() {
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let server = within(START, "starting", TestingServer::start()).await.expect("start");
+        let server = within_for(SERVER_START, "starting", TestingServer::start()).await.expect("start");
         println!("\nDATA_DIR={}", server.data_dir().display());
         println!("JAVA_PID={}", server.pid().expect("pid"));
         tokio::time::sleep(Duration::from_secs(120)).await;
@@ -172,7 +174,7 @@ impl Drop for KillOnDrop {
 #[tokio::test]
 async fn jvm_dies_when_the_test_process_is_sigkilled() {
     // The child's server counts against this process's one-set-of-servers budget.
-    let _slot = within(START, "waiting for the server slot", ServerSlot::acquire()).await;
+    let _slot = within_for(SERVER_START, "waiting for the server slot", ServerSlot::acquire()).await;
     let mut child = KillOnDrop(
         Command::new(std::env::current_exe().expect("current exe"))
             .args(["watchdog_child", "--exact", "--nocapture", "--test-threads=1"])
@@ -183,8 +185,8 @@ async fn jvm_dies_when_the_test_process_is_sigkilled() {
             .expect("re-exec the test binary"),
     );
     let stdout = child.0.stdout.take().expect("piped stdout");
-    let (data_dir, java_pid) = within(
-        START,
+    let (data_dir, java_pid) = within_for(
+        SERVER_START,
         "the child reporting its data dir and JVM pid",
         tokio::task::spawn_blocking(move || {
             let mut data_dir = None;

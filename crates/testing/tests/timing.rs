@@ -1,11 +1,8 @@
 //! Start-up times, for the record: `cargo test -p zk-recipes-testing --test timing -- --ignored --nocapture`.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{within, START};
-use zk_recipes_testing::{TestingCluster, TestingServer};
+use zk_recipes_testing::{within_for, TestingCluster, TestingServer, SERVER_START};
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -18,14 +15,16 @@ async fn start_times() {
     let mut server_starts = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
-        let server = within(START, "starting a server", TestingServer::start()).await.expect("start");
+        let server =
+            within_for(SERVER_START, "starting a server", TestingServer::start()).await.expect("start");
         server_starts.push(started.elapsed());
         drop(server);
     }
     let mut cluster_starts = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
-        let cluster = within(START, "starting a cluster", TestingCluster::start(3)).await.expect("start");
+        let cluster =
+            within_for(SERVER_START, "starting a cluster", TestingCluster::start(3)).await.expect("start");
         cluster_starts.push(started.elapsed());
         drop(cluster);
     }

@@ -1,36 +1,9 @@
-//! Shared helpers for this crate's integration tests (real ZooKeeper servers).
-#![allow(dead_code, unused_imports)]
-
-#[path = "../../../framework/tests/common/shared.rs"]
-mod shared;
-
-use std::collections::BTreeMap;
+//! The cache tests' own helpers (reading cache events), beside the shared ones of
+//! `zk_recipes_test_support` (re-exported here).
 
 use zk_recipes_cache::{CacheEvent, CacheEvents};
-use zk_recipes_framework::{path, Deadline, Framework};
 
-pub use shared::{builder, children, lost_then_reconnected};
-pub use zk_recipes_testing::{eventually, init_tracing, within, within_for, SERVER_START, STEP};
-
-/// Every node at and below `root` on the server now: path -> (mzxid, data), read directly.
-pub async fn listing(framework: &Framework, root: &str) -> BTreeMap<String, (i64, Vec<u8>)> {
-    let mut found = BTreeMap::new();
-    let mut to_read = vec![root.to_owned()];
-    while let Some(node) = to_read.pop() {
-        let read = within("get data", framework.get_data(&node, Deadline::after(STEP))).await;
-        match read {
-            Ok(read) => {
-                found.insert(node.clone(), (read.stat.mzxid, read.data));
-                for child in children(framework, &node).await {
-                    to_read.push(path::join(&node, &child));
-                }
-            }
-            Err(err) if err.is_no_node() => {}
-            Err(err) => panic!("get data {node}: {err}"),
-        }
-    }
-    found
-}
+pub use zk_recipes_test_support::*;
 
 /// The next event, within [`STEP`].
 pub async fn next_event(events: &mut CacheEvents) -> CacheEvent {

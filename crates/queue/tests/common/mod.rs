@@ -1,16 +1,11 @@
-//! Shared helpers for this crate's integration tests (real ZooKeeper servers).
-#![allow(dead_code, unused_imports)]
-
-#[path = "../../../framework/tests/common/shared.rs"]
-mod shared;
+//! The queue tests' own helpers, beside the shared ones of `zk_recipes_test_support` (re-exported
+//! here): a server with a connected framework, and `children` sorted.
 
 use std::time::Duration;
 
-pub use shared::{builder, until_state};
 use zk_recipes_framework::{zookeeper_client, Deadline, Framework};
-pub use zk_recipes_testing::{
-    eventually, init_tracing, within, within_for, TestingServer, SERVER_START, STEP,
-};
+pub use zk_recipes_test_support::*;
+use zk_recipes_testing::TestingServer;
 
 /// A started server and a connected framework on it.
 pub async fn server_and_framework() -> (TestingServer, Framework) {
@@ -27,7 +22,8 @@ pub async fn connect(server: &TestingServer) -> Framework {
     framework
 }
 
-/// The children of `path` (empty if it does not exist).
+/// The children of `path`, sorted (empty if it does not exist); the shared `children` keeps the
+/// server's order.
 pub async fn children(framework: &Framework, path: &str) -> Vec<String> {
     let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
     match within("list", session.client().list_children(path)).await {
@@ -38,18 +34,4 @@ pub async fn children(framework: &Framework, path: &str) -> Vec<String> {
         Err(zookeeper_client::Error::NoNode) => Vec::new(),
         Err(err) => panic!("list {path}: {err}"),
     }
-}
-
-/// The data and stat of `path`.
-pub async fn data(framework: &Framework, path: &str) -> (Vec<u8>, zookeeper_client::Stat) {
-    let session = within("session", framework.session(Deadline::after(STEP))).await.expect("session");
-    within("get data", session.client().get_data(path))
-        .await
-        .unwrap_or_else(|err| panic!("get {path}: {err}"))
-}
-
-/// Waits until `path` has no children (lock dirs at the end of a test).
-pub async fn no_children_left(framework: &Framework, path: &str) {
-    let what = format!("no children left under {path}");
-    eventually(&what, || async { children(framework, path).await.is_empty() }).await;
 }

@@ -1,0 +1,173 @@
+//! Helpers for the workspace's integration tests (not published): a framework on a real
+//! ZooKeeper server, frameworks through a fault proxy, listings and node reads that panic on the
+//! unexpected, and waiting for connection states — each await within a test step.
+//!
+//! It sits above the framework and the testing crate (which launches the servers and must not
+//! depend on the framework). Every crate's integration tests dev-depend on it like on any other
+//! crate, the framework's own included: integration tests link the framework's normal library,
+//! the same one this crate is built on. A helper only one recipe's tests need stays with those
+//! tests (`tests/common` and its siblings).
+//!
+//! The testing crate's deadline helpers ([`within`], [`within_for`], [`eventually`], [`STEP`],
+//! [`SERVER_START`], [`init_tracing`]) are re-exported, so a test imports its helpers from one
+//! place:
+//!
+//! ```no_run
+//! use zk_recipes_test_support::*;
+//!
+//! # async fn demo() {
+//! init_tracing();
+//! let (_server, framework) = server_and_framework().await;
+//! within("connected", framework.block_until_connected(STEP)).await.expect("connected");
+//! assert!(children(&framework, "/locks").await.is_empty());
+//! close_all([framework]).await;
+//! # }
+//! ```
+
+use std::time::Duration;
+
+use zk_recipes_framework::retry::ExponentialBackoffRetry;
+use zk_recipes_framework::zookeeper_client::{self, Stat};
+use zk_recipes_framework::{
+    ConnectionEvent, ConnectionEvents, ConnectionState, ConnectionUpdate, Deadline, Framework,
+    FrameworkBuilder,
+};
+pub use zk_recipes_testing::{eventually, init_tracing, within, within_for, SERVER_START, STEP};
+use zk_recipes_testing::{FaultProxy, TestingServer};
+
+/// A builder with test-friendly settings: the given session timeout, a 5 s connection timeout,
+/// fast retries (from 50 ms, at most 500 ms apart, 10 times).
+pub fn builder(connect_string: &str, session_timeout: Duration) -> FrameworkBuilder {
+    Framework::builder(connect_string)
+        .session_timeout(session_timeout)
+        .connection_timeout(Duration::from_secs(5))
+        .retry_policy(
+            ExponentialBackoffRetry::new(Duration::from_millis(50), 10)
+                .with_max_sleep(Duration::from_millis(500)),
+        )
+}
+
+/// How long a wait that must not end (an acquire behind a holder, a barrier that is set) is given
+/// before a test says it did not end.
+pub const STILL_WAITING: Duration = Duration::from_millis(300);
+
+/// A deadline of one test step ([`STEP`]).
+pub fn step() -> Deadline {
+    Deadline::after(STEP)
+}
+
+/// A server and a framework on it (10 s sessions).
+pub async fn server_and_framework() -> (TestingServer, Framework) {
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    (server, framework)
+}
+
+/// A server with a fault proxy in front: a framework through the proxy (with `session_timeout`),
+/// connected, and an observer connected directly.
+pub async fn proxied(session_timeout: Duration) -> (TestingServer, FaultProxy, Framework, Framework) {
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let framework = builder(&proxy.connect_string(), session_timeout).start().expect("framework");
+    within("connected", framework.block_until_connected(STEP)).await.expect("connected");
+    let observer = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    (server, proxy, framework, observer)
+}
+
+/// Closes every framework, each within [`STEP`].
+pub async fn close_all(frameworks: impl IntoIterator<Item = Framework>) {
+    for framework in frameworks {
+        within("close", framework.close()).await;
+    }
+}
+
+/// The children of `path` in the server's order (none if it does not exist): one listing on the
+/// current session, each step within [`STEP`]; panics on any other error.
+pub async fn children(framework: &Framework, path: &str) -> Vec<String> {
+    let session = within("session", framework.session(step())).await.expect("session");
+    match within("list", session.client().list_children(path)).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => Vec::new(),
+        Err(err) => panic!("list {path}: {err}"),
+    }
+}
+
+/// Waits (polling, within [`STEP`]) until `path` has no children, or does not exist: lock and
+/// queue directories at the end of a test.
+pub async fn no_children_left(framework: &Framework, path: &str) {
+    let what = format!("no children left under {path}");
+    eventually(&what, || async { children(framework, path).await.is_empty() }).await;
+}
+
+/// The node's data and stat on the server, if it exists; panics on any other error.
+async fn read_on_server(framework: &Framework, path: &str) -> Option<(Vec<u8>, Stat)> {
+    match within("get data", framework.get_data(path, step())).await {
+        Ok(read) => Some((read.data, read.stat)),
+        Err(err) if err.is_no_node() => None,
+        Err(err) => panic!("get data {path}: {err}"),
+    }
+}
+
+/// The node's data and version on the server, if it exists.
+pub async fn on_server(framework: &Framework, path: &str) -> Option<(Vec<u8>, i32)> {
+    read_on_server(framework, path).await.map(|(data, stat)| (data, stat.version))
+}
+
+/// The node's data and ephemeral owner (a session id, 0 for a persistent node), if it exists.
+pub async fn data_and_owner(framework: &Framework, path: &str) -> Option<(Vec<u8>, i64)> {
+    read_on_server(framework, path).await.map(|(data, stat)| (data, stat.ephemeral_owner))
+}
+
+/// The framework's current session id (as a node's ephemeral owner); panics without a session.
+pub fn session_of(framework: &Framework) -> i64 {
+    framework.current().session_id.expect("a session").0
+}
+
+/// The node's data and stat; panics if it does not exist.
+pub async fn data_and_stat(framework: &Framework, path: &str) -> (Vec<u8>, Stat) {
+    read_on_server(framework, path).await.unwrap_or_else(|| panic!("get data {path}: no node"))
+}
+
+/// Waits (within [`STEP`]) until `events` shows `state` (`Lost`, `Reconnected`, …).
+pub async fn until_state(events: &mut ConnectionEvents, state: ConnectionState) {
+    within(&format!("{state:?}"), async {
+        while let Some(update) = events.next().await {
+            if update.state() == state {
+                return;
+            }
+        }
+        panic!("the framework closed");
+    })
+    .await;
+}
+
+/// Waits (within [`STEP`]) until `events` shows the session lost and then a new session: `Lost`,
+/// then `Reconnected`.
+pub async fn lost_then_reconnected(events: &mut ConnectionEvents) {
+    within("Lost, then a new session", async {
+        let mut lost = false;
+        while let Some(update) = events.next().await {
+            lost |= update.state() == ConnectionState::Lost;
+            if lost && update.state() == ConnectionState::Reconnected {
+                return;
+            }
+        }
+        panic!("the framework closed");
+    })
+    .await;
+}
+
+/// The next connection transition, within [`STEP`]; a lag or the end fails the test.
+pub async fn next_connection_event(events: &mut ConnectionEvents) -> ConnectionEvent {
+    match within("the next connection event", events.next()).await {
+        Some(ConnectionUpdate::Changed(event)) => event,
+        other => panic!("expected a connection event, got {other:?}"),
+    }
+}
+
+/// The next connection transition's state, session id and generation, as
+/// [`next_connection_event`].
+pub async fn next_connection_state(events: &mut ConnectionEvents) -> (ConnectionState, i64, u64) {
+    let event = next_connection_event(events).await;
+    (event.state, event.session_id.0, event.generation)
+}
