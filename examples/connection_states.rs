@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use zk_recipes::framework::{ConnectionState, ConnectionUpdate, Framework};
-use zk_recipes::mutex::Mutex;
+use zk_recipes::mutex::{Hold, Mutex};
 use zk_recipes_testing::FaultProxy;
 
 mod support;

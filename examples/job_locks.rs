@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use zk_recipes::framework::zookeeper_client::CreateMode;
 use zk_recipes::framework::{Deadline, Framework};
-use zk_recipes::mutex::{GuardedOp, LockError, Mutex};
+use zk_recipes::mutex::{GuardedOp, Hold, LockError, Mutex};
 
 mod support;
 

@@ -14,7 +14,7 @@ use zk_recipes::counter::{DistributedAtomicLong, SharedCount};
 use zk_recipes::framework::retry::RetryNTimes;
 use zk_recipes::framework::{path, ConnectionUpdate, Deadline, Framework};
 use zk_recipes::leader::{CloseMode, LeaderLatch};
-use zk_recipes::mutex::Mutex;
+use zk_recipes::mutex::{Hold, Mutex};
 use zk_recipes::nodes::PersistentNode;
 use zk_recipes::queue::{DistributedQueue, Utf8Serializer};
 use zk_recipes::rwlock::RwLock;

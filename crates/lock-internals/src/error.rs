@@ -15,8 +15,9 @@ pub enum LockError {
     /// (The framework's [`FrameworkError::NodeLost`] becomes [`LockError::NodeLost`].)
     #[error(transparent)]
     Framework(FrameworkError),
-    /// `max_leases` (or a lease count) of zero; nothing was sent.
-    #[error("max_leases must be at least 1")]
+    /// `max_leases` of zero, or zero leases asked for (a semaphore's `acquire_many(0)`); nothing
+    /// was sent.
+    #[error("a lock needs at least one lease, and an acquire asks for at least one")]
     ZeroLeases,
     /// Our contender node vanished while we waited or held: the session that owned it was lost, or
     /// somebody deleted it. We do not hold the lock.
@@ -92,7 +93,7 @@ impl LockError {
 /// use zk_recipes_lock_internals::{LockInternals, Result, Wait};
 ///
 /// async fn try_once(internals: &LockInternals) -> Result<bool> {
-///     let held = internals.acquire(b"", Wait::No(Deadline::after(Duration::from_secs(5)))).await?;
+///     let held = internals.acquire(b"", Wait::TryOnce(Deadline::after(Duration::from_secs(5)))).await?;
 ///     Ok(held.is_some())
 /// }
 /// # let _ = try_once;

@@ -14,7 +14,8 @@ use crate::RELEASE_TIMEOUT;
 /// made from it with [`reenter`](Self::reenter) (the explicit form of Curator's per-thread
 /// reentrancy). The lock node is deleted when the last of them is released or dropped.
 ///
-/// Derefs to the [`HeldLease`], for its path, fencing token, `lost()` and guarded writes.
+/// Derefs to the [`HeldLease`], for the [`Hold`](crate::Hold) methods (node path, fencing token,
+/// `lost()`, guarded writes).
 ///
 /// Not `Clone`: another guard of the same hold is made explicitly with `reenter`.
 ///

@@ -1,4 +1,5 @@
-//! The acquire loop every lock shares.
+//! The acquire loop every lock shares. Its `Box::pin`s and `*_inner` functions keep a waiting
+//! acquire's future small: see "Why some futures are boxed" in the crate docs.
 
 use std::sync::Arc;
 
@@ -17,21 +18,22 @@ use crate::error::{LockError, Result};
 use crate::lease::HeldLease;
 use crate::listing::{self, PipelinedFlag, SortedChildren};
 
-/// Whether an acquire waits for the lock.
+/// Whether an acquire waits for the holders, and the deadline of the whole call.
 ///
-/// Both carry the deadline of the whole call: [`Wait::No`]'s bounds creating the node, listing
-/// once, and giving the node back when the lock is taken.
+/// [`Wait::Until`] waits in line until the deadline; [`Wait::TryOnce`] takes the lock only if it
+/// is free now, and its deadline bounds that one try: creating the node, listing once, and giving
+/// the node back when the lock is taken.
 ///
 /// ```no_run
 /// # use zk_recipes_lock_internals::LockInternals;
 /// # async fn demo(internals: LockInternals) -> zk_recipes_lock_internals::Result<()> {
 /// use std::time::Duration;
 /// use zk_recipes_framework::Deadline;
-/// use zk_recipes_lock_internals::Wait;
+/// use zk_recipes_lock_internals::{Hold, Wait};
 ///
 /// // Only if it is free now.
-/// match internals.acquire(b"", Wait::No(Deadline::after(Duration::from_secs(5)))).await? {
-///     Some(held) => println!("holding {}", held.path()),
+/// match internals.acquire(b"", Wait::TryOnce(Deadline::after(Duration::from_secs(5)))).await? {
+///     Some(held) => println!("holding {}", held.node_path()),
 ///     None => println!("taken: our node was given back"),
 /// }
 /// // Waiting for it, at most ten seconds (a timeout is an error).
@@ -41,16 +43,27 @@ use crate::listing::{self, PipelinedFlag, SortedChildren};
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub enum Wait {
-    /// Wait until the deadline.
+    /// Wait in line until the deadline (reaching it is a timeout error).
     Until(Deadline),
-    /// Do not wait: take the lock if it is free now, else give the node back.
-    No(Deadline),
+    /// Do not wait for the holders: take the lock if it is free now, else give the node back,
+    /// all within the deadline.
+    TryOnce(Deadline),
 }
 
 impl Wait {
-    fn deadline(self) -> Deadline {
+    /// The deadline of the whole call.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zk_recipes_framework::Deadline;
+    /// use zk_recipes_lock_internals::Wait;
+    ///
+    /// let wait = Wait::TryOnce(Deadline::after(Duration::from_secs(5)));
+    /// assert!(wait.deadline().remaining().is_some());
+    /// ```
+    pub fn deadline(self) -> Deadline {
         match self {
-            Wait::Until(deadline) | Wait::No(deadline) => deadline,
+            Wait::Until(deadline) | Wait::TryOnce(deadline) => deadline,
         }
     }
 }
@@ -172,7 +185,7 @@ impl LockInternals {
     /// Runs `hook` with the name of the node an acquire is about to watch, after the listing that
     /// chose it and before the watch is set: for tests that change the directory in that window.
     #[doc(hidden)]
-    pub fn with_before_watch_hook(
+    pub fn before_watch_hook(
         mut self,
         hook: Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>,
     ) -> Self {
@@ -188,7 +201,7 @@ impl LockInternals {
     /// Makes our nodes revocable, as Curator's `makeRevocable`: they are created with empty data,
     /// and anyone may ask their owner to give them up with [`crate::revoke`]. A waiter that is asked
     /// gives up its place ([`LockError::Revoked`]); a holder learns of it from
-    /// [`HeldLease::revocation_requested`] and decides.
+    /// [`Hold::revocation_requested`](crate::Hold::revocation_requested) and decides.
     pub fn revocable(mut self) -> Self {
         self.revocable = true;
         self
@@ -215,7 +228,7 @@ impl LockInternals {
     }
 
     /// Queues for the lock with a node holding `data` and, per `wait`, waits until it holds.
-    /// `Ok(None)` only for [`Wait::No`] when the lock is taken.
+    /// `Ok(None)` only for [`Wait::TryOnce`] when the lock is taken.
     ///
     /// # Errors
     /// [`LockError::NodeLost`] if our node vanishes while we wait (session lost); framework errors
@@ -226,8 +239,6 @@ impl LockInternals {
     /// Cancel safe: a cancelled acquire loses its place in line; its node, if it was created (even
     /// if the create's reply was still in flight), is deleted by the framework's cleanup worker.
     pub async fn acquire(&self, data: &[u8], wait: Wait) -> Result<Option<HeldLease>> {
-        // Each half boxed, so a waiting acquire's memory is only what waiting needs: the create's
-        // state is freed before the wait's is allocated, and the caller's future stays small.
         let enqueuing = Box::pin(self.enqueue(data, wait.deadline()));
         let queued = enqueuing.await?;
         if queued.decision.holds {
@@ -254,8 +265,6 @@ impl LockInternals {
         data: &'a [u8],
         deadline: impl Into<Deadline>,
     ) -> impl Future<Output = Result<QueuedNode>> + Send + 'a {
-        // Combinators rather than an `async fn`, which would keep its arguments twice in its
-        // state; many enqueues may be in flight at once.
         let span = debug_span!("enqueue", dir = %self.dir, lock = self.driver.lock_name());
         let started = Instant::now();
         self.enqueue_inner(data, deadline.into(), started).instrument(span).inspect_err(|err| {
@@ -265,7 +274,7 @@ impl LockInternals {
         })
     }
 
-    #[allow(clippy::manual_async_fn)] // an `async fn` would keep its arguments twice in its state
+    #[allow(clippy::manual_async_fn)] // see "Why some futures are boxed" in the crate docs
     fn enqueue_inner<'a>(
         &'a self,
         data: &'a [u8],
@@ -319,8 +328,8 @@ impl LockInternals {
     }
 
     /// Waits, per `wait`, until the node [`enqueue`](Self::enqueue) queued holds: the second half
-    /// of [`acquire`](Self::acquire). `Ok(None)` only for [`Wait::No`] when the lock is taken (the
-    /// node is given back).
+    /// of [`acquire`](Self::acquire). `Ok(None)` only for [`Wait::TryOnce`] when the lock is taken
+    /// (the node is given back).
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire); on every error our node is deleted.
@@ -333,9 +342,6 @@ impl LockInternals {
         queued: QueuedNode,
         wait: Wait,
     ) -> impl Future<Output = Result<Option<HeldLease>>> + Send + '_ {
-        // Combinators rather than an `async fn`: an `async fn` keeps its arguments twice in its
-        // state (as passed, and moved into the body), and every waiting acquire carries this
-        // future for as long as it waits.
         let span = debug_span!("acquire", dir = %self.dir, node = %queued.node.path());
         let started = queued.started;
         self.wait_queued_inner(queued, wait).instrument(span).map(move |result| match result {
@@ -350,9 +356,8 @@ impl LockInternals {
         })
     }
 
-    /// The wait itself: an `async move` block that uses the queued node's parts in place (see
-    /// [`wait_queued`](Self::wait_queued)).
-    #[allow(clippy::manual_async_fn)] // an `async fn` would keep `queued` twice in its state
+    /// The wait itself, for [`wait_queued`](Self::wait_queued).
+    #[allow(clippy::manual_async_fn)] // see "Why some futures are boxed" in the crate docs
     fn wait_queued_inner(
         &self,
         queued: QueuedNode,
@@ -388,8 +393,6 @@ impl LockInternals {
                     (hook.0)(watched.clone()).await;
                 }
                 let watched_path = path::join(&self.dir, &watched);
-                // Boxed, and only when we wait: inline, its space would be part of every
-                // acquire's future.
                 let waiting = Box::pin(self.wait_for_deletion(&queued.node, &watched_path, deadline));
                 let outcome = waiting.await?;
                 match outcome {
@@ -430,9 +433,7 @@ impl LockInternals {
         if stat.ephemeral_owner == node.session_id().0 {
             self.same_session_warning.warn(&self.dir, watched_path);
         }
-        // Each branch's future is made in place (not moved in from a local), so the select holds
-        // one copy of each; the deadline is a branch, whose timer is on the heap only if there is
-        // one.
+        // Branches made in place, not moved in from locals (see the crate docs on boxed futures).
         tokio::select! {
             err = self.until_revoked(node, generation) => Err(err),
             event = watcher.changed() => match (event.event_type, event.session_state) {
@@ -461,7 +462,6 @@ impl LockInternals {
         if !self.revocable {
             return std::future::pending().await;
         }
-        // Boxed: only revocable waits pay for this future's space.
         let revocation = Box::pin(wait_for_revocation(&self.framework, node.path(), generation));
         match revocation.await {
             Ok(()) => LockError::Revoked { path: node.path().to_owned() },

@@ -1,4 +1,5 @@
-//! A held lease: our node, while it is the one that holds.
+//! A held lease: our node, while it is the one that holds; and [`Hold`], what every guard does
+//! with it.
 
 use std::fmt;
 use std::future::Future;
@@ -12,12 +13,12 @@ use zk_recipes_framework::{
 
 use crate::error::{LockError, Result};
 
-/// One write of a [`HeldLease::write_guarded`] call.
+/// One write of a [`Hold::write_guarded`] call.
 ///
 /// ```no_run
 /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
 /// use zk_recipes_framework::{zookeeper_client::CreateMode, Deadline};
-/// use zk_recipes_lock_internals::GuardedOp;
+/// use zk_recipes_lock_internals::{GuardedOp, Hold};
 ///
 /// // Move a job from "pending" to "done", only while we still hold the lock.
 /// let done = b"ok".to_vec();
@@ -58,12 +59,12 @@ pub enum GuardedOp {
     },
 }
 
-/// Why a held lock can no longer be trusted ([`HeldLease::lost`]).
+/// Why a held lock can no longer be trusted ([`Hold::lost`]).
 ///
 /// ```no_run
 /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) {
 /// use zk_recipes_framework::ConnectionState;
-/// use zk_recipes_lock_internals::LostReason;
+/// use zk_recipes_lock_internals::{Hold, LostReason};
 ///
 /// match held.lost().await {
 ///     LostReason::Connection(ConnectionState::Suspended) => println!("suspended: stop writing"),
@@ -86,17 +87,18 @@ pub enum LostReason {
     Closed,
 }
 
-/// Our node while it holds a lease. Deleted when released or dropped.
+/// Our node while it holds a lease. Deleted when released or dropped. What a holder does with it
+/// is the [`Hold`] trait's, which every recipe's guard shares.
 ///
 /// ```no_run
 /// # use zk_recipes_lock_internals::LockInternals;
 /// # async fn demo(internals: LockInternals) -> zk_recipes_lock_internals::Result<()> {
 /// use std::time::Duration;
 /// use zk_recipes_framework::Deadline;
-/// use zk_recipes_lock_internals::Wait;
+/// use zk_recipes_lock_internals::{Hold, Wait};
 ///
 /// let held = internals.acquire(b"", Wait::Until(Deadline::never())).await?.expect("waited until held");
-/// println!("{} holds, fencing token {}", held.path(), held.fencing_token());
+/// println!("{} holds, fencing token {}", held.node_path(), held.fencing_token());
 /// tokio::select! {
 ///     reason = held.lost() => println!("lost ({reason:?}): stop"),
 ///     () = tokio::time::sleep(Duration::from_secs(1)) => println!("work done"),
@@ -133,27 +135,9 @@ impl HeldLease {
         Self { node, fencing_token, timer: None }
     }
 
-    /// Our node's full path.
-    pub fn path(&self) -> &str {
-        self.node.path()
-    }
-
     /// Our node's name.
     pub fn name(&self) -> &str {
         self.node.name()
-    }
-
-    /// A fencing token: our node's creation zxid (`czxid`), or the token of the hold this one
-    /// continues ([`continuing`](Self::continuing)). Every later holder's token is larger, since a
-    /// later holder's node was created after ours was.
-    pub fn fencing_token(&self) -> i64 {
-        self.fencing_token
-    }
-
-    /// The generation of the session that owns our node (see
-    /// [`zk_recipes_framework::Session::generation`]).
-    pub fn generation(&self) -> u64 {
-        self.node.generation()
     }
 
     /// The session that owns our node.
@@ -179,9 +163,7 @@ impl HeldLease {
     /// framework's cleanup worker, which deletes the node in the background.
     pub fn release(self, deadline: impl Into<Deadline>) -> impl Future<Output = Result<()>> + Send {
         let Self { node, timer, .. } = self;
-        // Boxed, and not an `async fn` (which would keep `self` twice): a caller that holds this
-        // future beside a waiting acquire (a task that locks, then releases) pays a few words
-        // for it while it waits.
+        // Boxed, not an `async fn`: see "Why some futures are boxed" in the crate docs.
         let deleting = Box::pin(node.delete(deadline.into()));
         async move {
             let released = deleting.await;
@@ -208,10 +190,11 @@ impl HeldLease {
     /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
     /// use std::time::Duration;
     /// use zk_recipes_framework::{zookeeper_client::CreateMode, Deadline};
+    /// use zk_recipes_lock_internals::Hold;
     ///
     /// let deadline = Deadline::after(Duration::from_secs(5));
     /// let lease = held.create_while_held("/app/sem/leases", "lease-", b"", CreateMode::EphemeralSequential, deadline).await?;
-    /// println!("{} created while {} was held", lease.path(), held.path());
+    /// println!("{} created while {} was held", lease.path(), held.node_path());
     /// # Ok(()) }
     /// ```
     pub async fn create_while_held(
@@ -224,122 +207,6 @@ impl HeldLease {
     ) -> Result<OwnedNode> {
         let deadline = deadline.into();
         Ok(self.node.create_protected_while_exists(parent, name, data, mode, deadline).await?)
-    }
-
-    /// Commits `ops` atomically and only if our lock node still exists: one multi that checks our
-    /// node and then runs the writes, on the session that owns the node. A holder whose lock was
-    /// lost (session expired, node deleted) cannot write this way, however late it notices.
-    ///
-    /// Not retried: after a connection loss the outcome is unknown, and only the caller knows
-    /// whether its writes may be repeated (the error says [`LockError::is_retryable`]).
-    ///
-    /// # Errors
-    /// [`LockError::NodeLost`] if our node is gone (nothing was written);
-    /// [`LockError::GuardedWriteFailed`] if one of the writes failed (nothing was written);
-    /// framework errors (connection loss, timeout, closed; `DataTooLarge` when the writes' data
-    /// together exceed the framework's limit, before anything is sent).
-    ///
-    /// # Cancel safety
-    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
-    /// them or none). Cancelled before, nothing was written. The hold is not affected either way.
-    ///
-    /// ```no_run
-    /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
-    /// use zk_recipes_framework::Deadline;
-    /// use zk_recipes_lock_internals::GuardedOp;
-    ///
-    /// let ops = [GuardedOp::SetData { path: "/app/config".into(), data: b"v2".to_vec(), version: None }];
-    /// held.write_guarded(&ops, Deadline::after(std::time::Duration::from_secs(5))).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn write_guarded(
-        &self,
-        ops: &[GuardedOp],
-        deadline: impl Into<Deadline>,
-    ) -> Result<Vec<MultiWriteResult>> {
-        let deadline = deadline.into();
-        let lost = || LockError::NodeLost { path: self.node.path().to_owned() };
-        let data_size = ops
-            .iter()
-            .map(|op| match op {
-                GuardedOp::Create { data, .. } | GuardedOp::SetData { data, .. } => data.len(),
-                GuardedOp::Delete { .. } => 0,
-            })
-            .sum();
-        self.node.framework().check_data_size(data_size)?;
-        let session = self
-            .node
-            .framework()
-            .session_of(self.node.generation(), deadline)
-            .await
-            .map_err(LockError::of_call_on_node(self.node.path()))?;
-        let mut writer =
-            session.client().new_check_writer(self.node.path(), None).map_err(FrameworkError::from)?;
-        for op in ops {
-            let added = match op {
-                GuardedOp::Create { path, data, mode } => {
-                    writer.add_create(path, data, &session.create_options_for(path, *mode))
-                }
-                GuardedOp::SetData { path, data, version } => writer.add_set_data(path, data, *version),
-                GuardedOp::Delete { path, version } => writer.add_delete(path, *version),
-            };
-            added.map_err(FrameworkError::from)?;
-        }
-        let committed = deadline.run(async { Ok(writer.commit().await) }).await?;
-        let mut results = match committed {
-            Ok(results) => results,
-            Err(CheckWriteError::CheckFailed { .. }) => return Err(lost()),
-            Err(CheckWriteError::OperationFailed { index, source }) => {
-                return Err(LockError::GuardedWriteFailed { index, source })
-            }
-            Err(CheckWriteError::RequestFailed { source }) => return Err(FrameworkError::from(source).into()),
-        };
-        // The first result is our check.
-        if !results.is_empty() {
-            results.remove(0);
-        }
-        Ok(results)
-    }
-
-    /// Resolves with `Ok` when someone asks us to give the lock up ([`crate::revoke`], or a Curator
-    /// `Revoker`), for locks made revocable. The holder decides whether to release.
-    ///
-    /// # Errors
-    /// [`crate::LockError::NodeLost`] if our node goes first (released, or its session lost);
-    /// framework errors.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads and watches our node's data. A later call reads it again, so a
-    /// request that came meanwhile is not missed.
-    pub async fn revocation_requested(&self) -> Result<()> {
-        crate::internals::wait_for_revocation(
-            self.node.framework(),
-            self.node.path(),
-            self.node.generation(),
-        )
-        .await?;
-        if let Some(timer) = &self.timer {
-            timer.revoked();
-        }
-        Ok(())
-    }
-
-    /// Resolves when the lock can no longer be trusted: the connection entered an error state per
-    /// the framework's error policy (or the session was lost), our node was deleted, or the
-    /// framework began closing (before [`Framework::close`](zk_recipes_framework::Framework::close)
-    /// ends the session that holds our node). Checks the current state first, so it resolves at once if the lock is
-    /// already unsafe.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
-    /// loss that came meanwhile is not missed. A cancelled call may leave a data watch on our node,
-    /// which fires when the node is deleted.
-    pub async fn lost(&self) -> LostReason {
-        let reason = self.lost_reason().await;
-        if let Some(timer) = &self.timer {
-            timer.lost(self.node.path(), reason);
-        }
-        reason
     }
 
     async fn lost_reason(&self) -> LostReason {
@@ -412,10 +279,192 @@ impl HeldLease {
     }
 }
 
+/// What a holder does with the lock it holds, written once for every guard: its node, its
+/// fencing token, whether it can still be trusted, and writes that commit only while it holds.
+///
+/// Every recipe's guard implements it by naming its [`HeldLease`] ([`held_lease`](Self::held_lease)),
+/// and so does [`HeldLease`] itself; the other methods are provided. Each recipe crate re-exports
+/// it (`use zk_recipes_mutex::Hold;`), so generic code can take any guard. What differs between
+/// guards (`release`, `reenter`, `downgrade`) stays on the guards.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use zk_recipes_framework::Deadline;
+/// use zk_recipes_lock_internals::{GuardedOp, Hold, Result};
+///
+/// /// Writes `value`, stamped with the fencing token, under whatever lock `guard` holds.
+/// async fn write_fenced(guard: &impl Hold, value: &str) -> Result<()> {
+///     let data = format!("{value}@{}", guard.fencing_token()).into_bytes();
+///     let ops = [GuardedOp::SetData { path: "/app/config".into(), data, version: None }];
+///     tokio::select! {
+///         reason = guard.lost() => println!("{} lost ({reason:?}): not written", guard.node_path()),
+///         written = guard.write_guarded(&ops, Deadline::after(Duration::from_secs(5))) => {
+///             written?;
+///         }
+///     }
+///     Ok(())
+/// }
+/// ```
+pub trait Hold {
+    /// The lease this guard holds by (for the guards of one reentered hold, the one they share).
+    fn held_lease(&self) -> &HeldLease;
+
+    /// The lock node's full path.
+    fn node_path(&self) -> &str {
+        self.held_lease().node.path()
+    }
+
+    /// A token that grows strictly from one holder to the next: our node's creation zxid
+    /// (`czxid`), or the token of the hold this one continues (the read hold of a downgrade keeps
+    /// the writer's; see [`HeldLease::continuing`]). A later holder's node was created after ours,
+    /// so its token is larger: hand it to the store you write to, and have the store reject tokens
+    /// lower than the highest it has seen.
+    fn fencing_token(&self) -> i64 {
+        self.held_lease().fencing_token
+    }
+
+    /// The generation of the session that owns the lock node: the hold lasts as long as that
+    /// session (compare with [`ConnectionSnapshot::generation`](zk_recipes_framework::ConnectionSnapshot::generation);
+    /// see [`Session::generation`](zk_recipes_framework::Session::generation)).
+    fn session_generation(&self) -> u64 {
+        self.held_lease().node.generation()
+    }
+
+    /// Resolves when the lock can no longer be trusted: the connection entered an error state per
+    /// the framework's error policy (or the session was lost), our node was deleted, or the
+    /// framework began closing (before [`Framework::close`](zk_recipes_framework::Framework::close)
+    /// ends the session that holds our node). From then on another process may hold the lock.
+    /// Checks the current state first, so it resolves at once if the lock is already unsafe.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
+    /// loss that came meanwhile is not missed. A cancelled call may leave a data watch on our node,
+    /// which fires when the node is deleted.
+    fn lost(&self) -> impl Future<Output = LostReason> + Send {
+        let lease = self.held_lease();
+        async move {
+            let reason = lease.lost_reason().await;
+            if let Some(timer) = &lease.timer {
+                timer.lost(lease.node.path(), reason);
+            }
+            reason
+        }
+    }
+
+    /// Commits `ops` atomically and only if our lock node still exists: one multi that checks our
+    /// node and then runs the writes, on the session that owns the node. A holder whose lock was
+    /// lost (session expired, node deleted) cannot write this way, however late it notices.
+    ///
+    /// Not retried: after a connection loss the outcome is unknown, and only the caller knows
+    /// whether its writes may be repeated (the error says [`LockError::is_retryable`]).
+    ///
+    /// # Errors
+    /// [`LockError::NodeLost`] if our node is gone (nothing was written);
+    /// [`LockError::GuardedWriteFailed`] if one of the writes failed (nothing was written);
+    /// framework errors (connection loss, timeout, closed; `DataTooLarge` when the writes' data
+    /// together exceed the framework's limit, before anything is sent).
+    ///
+    /// # Cancel safety
+    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
+    /// them or none). Cancelled before, nothing was written. The hold is not affected either way.
+    ///
+    /// ```no_run
+    /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
+    /// use zk_recipes_framework::Deadline;
+    /// use zk_recipes_lock_internals::{GuardedOp, Hold};
+    ///
+    /// let ops = [GuardedOp::SetData { path: "/app/config".into(), data: b"v2".to_vec(), version: None }];
+    /// held.write_guarded(&ops, Deadline::after(std::time::Duration::from_secs(5))).await?;
+    /// # Ok(()) }
+    /// ```
+    fn write_guarded(
+        &self,
+        ops: &[GuardedOp],
+        deadline: impl Into<Deadline>,
+    ) -> impl Future<Output = Result<Vec<MultiWriteResult>>> + Send {
+        let lease = self.held_lease();
+        let deadline = deadline.into();
+        async move {
+            let node = &lease.node;
+            let lost = || LockError::NodeLost { path: node.path().to_owned() };
+            let data_size = ops
+                .iter()
+                .map(|op| match op {
+                    GuardedOp::Create { data, .. } | GuardedOp::SetData { data, .. } => data.len(),
+                    GuardedOp::Delete { .. } => 0,
+                })
+                .sum();
+            node.framework().check_data_size(data_size)?;
+            let session = node
+                .framework()
+                .session_of(node.generation(), deadline)
+                .await
+                .map_err(LockError::of_call_on_node(node.path()))?;
+            let mut writer =
+                session.client().new_check_writer(node.path(), None).map_err(FrameworkError::from)?;
+            for op in ops {
+                let added = match op {
+                    GuardedOp::Create { path, data, mode } => {
+                        writer.add_create(path, data, &session.create_options_for(path, *mode))
+                    }
+                    GuardedOp::SetData { path, data, version } => writer.add_set_data(path, data, *version),
+                    GuardedOp::Delete { path, version } => writer.add_delete(path, *version),
+                };
+                added.map_err(FrameworkError::from)?;
+            }
+            let committed = deadline.run(async { Ok(writer.commit().await) }).await?;
+            let mut results = match committed {
+                Ok(results) => results,
+                Err(CheckWriteError::CheckFailed { .. }) => return Err(lost()),
+                Err(CheckWriteError::OperationFailed { index, source }) => {
+                    return Err(LockError::GuardedWriteFailed { index, source })
+                }
+                Err(CheckWriteError::RequestFailed { source }) => {
+                    return Err(FrameworkError::from(source).into())
+                }
+            };
+            // The first result is our check.
+            if !results.is_empty() {
+                results.remove(0);
+            }
+            Ok(results)
+        }
+    }
+
+    /// Resolves with `Ok` when someone asks us to give the lock up ([`crate::revoke`], or a Curator
+    /// `Revoker`), for locks made revocable (the mutex's and the read-write lock's
+    /// `make_revocable`). The holder decides whether to release.
+    ///
+    /// # Errors
+    /// [`LockError::NodeLost`] if our node goes first (released, or its session lost); framework
+    /// errors.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only reads and watches our node's data. A later call reads it again, so a
+    /// request that came meanwhile is not missed.
+    fn revocation_requested(&self) -> impl Future<Output = Result<()>> + Send {
+        let lease = self.held_lease();
+        async move {
+            let node = &lease.node;
+            crate::internals::wait_for_revocation(node.framework(), node.path(), node.generation()).await?;
+            if let Some(timer) = &lease.timer {
+                timer.revoked();
+            }
+            Ok(())
+        }
+    }
+}
+
+impl Hold for HeldLease {
+    fn held_lease(&self) -> &HeldLease {
+        self
+    }
+}
+
 impl fmt::Debug for HeldLease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HeldLease")
-            .field("path", &self.path())
+            .field("path", &self.node_path())
             .field("fencing_token", &self.fencing_token())
             .finish()
     }

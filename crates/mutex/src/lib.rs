@@ -25,15 +25,20 @@
 //!
 //! ## Connection loss and session expiry
 //! A waiter waits out a suspended connection; if the session is lost its node is gone and `lock`
-//! fails with [`LockError::NodeLost`]. A holder should watch [`MutexGuard::lost`]: it resolves when
-//! the connection enters an error state (per the framework's error policy) or the node is deleted,
-//! and from then on another process may hold the lock. Use [`MutexGuard::fencing_token`] to make a
+//! fails with [`LockError::NodeLost`]. A holder should watch [`Hold::lost`]: it resolves when the
+//! connection enters an error state (per the framework's error policy) or the node is deleted, and
+//! from then on another process may hold the lock. Use [`Hold::fencing_token`] to make a
 //! downstream store reject writes from a stale holder.
+//!
+//! ## Guards
+//! [`MutexGuard`] and [`SingleNodeGuard`] share what every lock's guard does with its hold (node
+//! path, fencing token, `lost()`, guarded writes) through the [`Hold`] trait, re-exported here:
+//! `use zk_recipes_mutex::Hold;`. `release` and `reenter` are the guards' own.
 //!
 //! ```no_run
 //! use std::time::Duration;
 //! use zk_recipes_framework::Framework;
-//! use zk_recipes_mutex::Mutex;
+//! use zk_recipes_mutex::{Hold, Mutex};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let framework = Framework::builder("127.0.0.1:2181").start()?;
@@ -50,10 +55,10 @@ use std::time::Duration;
 use zk_recipes_framework::{local_address, Deadline, Framework};
 use zk_recipes_lock_internals::futures_compat::BoxFuture;
 use zk_recipes_lock_internals::{
-    DistributedGuard, DistributedLock, KazooDriver, LockDriver, LockInternals, QueuedNode, SharedHold,
-    StandardDriver, Wait, ZooKeeperRecipeDriver, RELEASE_TIMEOUT, ZOOKEEPER_RECIPE_DATA,
+    DistributedGuard, DistributedLock, HeldLease, KazooDriver, LockDriver, LockInternals, QueuedNode,
+    SharedHold, StandardDriver, Wait, ZooKeeperRecipeDriver, RELEASE_TIMEOUT, ZOOKEEPER_RECIPE_DATA,
 };
-pub use zk_recipes_lock_internals::{GuardedOp, LockError, LockLayout, LostReason, Result};
+pub use zk_recipes_lock_internals::{GuardedOp, Hold, LockError, LockLayout, LostReason, Result};
 
 mod single_node;
 pub use single_node::{Holder, SingleNodeGuard, SingleNodeLock, TryLock};
@@ -102,7 +107,7 @@ impl Mutex {
     /// [`LockLayout`]): ZooKeeper's own lock recipe (`x-<session id>-<seq>`, ordered by sequence
     /// only) or kazoo's `Lock` (`<uuid hex>__lock__<seq>`). Node data is the layout's default
     /// (this host's address for Curator's, the recipe's bytes `0x12 0x34`, an empty kazoo
-    /// identifier); set it with [`with_node_data`](Self::with_node_data). Timeouts, `lost()`,
+    /// identifier); set it with [`node_data`](Self::node_data). Timeouts, `lost()`,
     /// fencing, `enqueue` and cancellation safety are the same on every layout.
     ///
     /// ZooKeeper's recipe names its node after the session, not the call. Several contenders of
@@ -118,7 +123,7 @@ impl Mutex {
     /// use zk_recipes_mutex::{LockLayout, Mutex};
     ///
     /// let mutex = Mutex::with_layout(&framework, "/app/kazoo-lock", LockLayout::Kazoo)?
-    ///     .with_node_data("worker-7"); // what kazoo's contenders() shows
+    ///     .node_data("worker-7"); // what kazoo's contenders() shows
     /// let guard = mutex.lock().await?;
     /// guard.release().await?;
     /// # Ok(()) }
@@ -135,17 +140,17 @@ impl Mutex {
 
     /// Runs `hook` between the listing that chose the node to wait behind and the watch on it.
     #[doc(hidden)]
-    pub fn with_before_watch_hook(
+    pub fn before_watch_hook(
         mut self,
         hook: Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>,
     ) -> Self {
-        self.internals = self.internals.with_before_watch_hook(hook);
+        self.internals = self.internals.before_watch_hook(hook);
         self
     }
 
     /// Makes this mutex's nodes revocable (Curator's `makeRevocable`): created with empty data;
     /// anyone may ask the holder to let go with [`zk_recipes_lock_internals::revoke`], and the
-    /// holder hears of it through [`MutexGuard::revocation_requested`]. A waiter asked to let go
+    /// holder hears of it through [`Hold::revocation_requested`]. A waiter asked to let go
     /// gives up its place with [`LockError::Revoked`].
     pub fn make_revocable(mut self) -> Self {
         self.internals = self.internals.revocable();
@@ -153,7 +158,7 @@ impl Mutex {
     }
 
     /// Uses `data` as the lock node's data instead of this host's address.
-    pub fn with_node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+    pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
         self.data = data.into().into();
         self
     }
@@ -249,7 +254,8 @@ impl Mutex {
     /// Cancel safe: a cancelled `try_lock` takes nothing; its node, if it was created, is deleted
     /// by the framework's cleanup worker.
     pub async fn try_lock(&self) -> Result<Option<MutexGuard>> {
-        let held = self.internals.acquire(&self.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
+        let held =
+            self.internals.acquire(&self.data, Wait::TryOnce(Deadline::after(RELEASE_TIMEOUT))).await?;
         Ok(held.map(|held| MutexGuard { hold: SharedHold::new(held) }))
     }
 
@@ -334,12 +340,15 @@ impl std::future::IntoFuture for PendingLock {
 }
 
 /// Proof of holding the mutex. Released by [`release`](Self::release), or in the background when
-/// the last guard of this hold (see [`reenter`](Self::reenter)) is dropped.
+/// the last guard of this hold (see [`reenter`](Self::reenter)) is dropped. What a holder does
+/// with the hold (node path, fencing token, `lost()`, guarded writes) is [`Hold`]'s.
 ///
 /// Not `Clone`: a second guard for the same hold is made explicitly with `reenter`.
 ///
 /// ```no_run
 /// # async fn demo(mutex: zk_recipes_mutex::Mutex) -> zk_recipes_mutex::Result<()> {
+/// use zk_recipes_mutex::Hold;
+///
 /// let guard = mutex.lock().await?;
 /// println!("{} holds, fencing token {}", guard.node_path(), guard.fencing_token());
 /// let inner = guard.reenter(); // the same hold, for a callee that "locks" again
@@ -370,79 +379,22 @@ impl MutexGuard {
         self.hold.hold_count()
     }
 
-    /// The generation of the session that owns the lock node: the hold lasts as long as that
-    /// session (compare with [`zk_recipes_framework::ConnectionSnapshot::generation`]).
-    pub fn session_generation(&self) -> u64 {
-        self.hold.generation()
-    }
-
-    /// The lock node's full path.
-    pub fn node_path(&self) -> &str {
-        self.hold.path()
-    }
-
-    /// A token that grows strictly from one holder to the next (our node's `czxid`). Hand it to
-    /// the store you write to, and have it reject tokens lower than the highest it has seen.
-    pub fn fencing_token(&self) -> i64 {
-        self.hold.fencing_token()
-    }
-
-    /// Resolves when someone asks us to let go (only for a mutex made revocable). The holder
-    /// decides whether to release.
+    /// Releases this guard; the last guard of the hold deletes the lock node, on the session that
+    /// owns it, and reports the outcome (as [`SharedHold::release`]).
     ///
     /// # Errors
-    /// See [`HeldLease::revocation_requested`](zk_recipes_lock_internals::HeldLease::revocation_requested).
+    /// From the last guard only: as [`SharedHold::release`].
     ///
     /// # Cancel safety
-    /// Cancel safe: it only reads and watches our node's data. A later call reads it again, so a
-    /// request that came meanwhile is not missed.
-    pub async fn revocation_requested(&self) -> Result<()> {
-        self.hold.revocation_requested().await
-    }
-
-    /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
-    /// our node). See [`HeldLease::write_guarded`](zk_recipes_lock_internals::HeldLease::write_guarded).
-    ///
-    /// # Errors
-    /// As [`HeldLease::write_guarded`](zk_recipes_lock_internals::HeldLease::write_guarded).
-    ///
-    /// # Cancel safety
-    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
-    /// them or none). Cancelled before, nothing was written. The hold is not affected either way.
-    pub async fn write_guarded(
-        &self,
-        ops: &[GuardedOp],
-        deadline: impl Into<Deadline>,
-    ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
-        let deadline = deadline.into();
-        self.hold.write_guarded(ops, deadline).await
-    }
-
-    /// Resolves when the lock can no longer be trusted. See [`HeldLease::lost`](zk_recipes_lock_internals::HeldLease::lost).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
-    /// loss that came meanwhile is not missed.
-    pub async fn lost(&self) -> LostReason {
-        self.hold.lost().await
-    }
-
-    /// Releases this guard. If it is the last guard of the hold, deletes the lock node (on the
-    /// session that owns it) and reports the outcome; local ownership ends only when the delete
-    /// succeeded (or the node was already gone from a live session). Guards released at once from
-    /// several threads: exactly one is the last, and it awaits the delete.
-    ///
-    /// # Errors
-    /// From the last guard only: [`LockError::NodeLost`] if the node's session is gone (the hold
-    /// was lost before this release; nothing is sent on a newer session); the delete failed within
-    /// [`RELEASE_TIMEOUT`] (30 s): the cleanup worker goes on deleting it in the background.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: the node is not left behind. A cancelled release of the last guard leaves the
-    /// delete to the framework's cleanup worker, which deletes the node in the background; for any
-    /// other guard there is nothing to cancel.
+    /// Cancel safe, as [`SharedHold::release`]: the node is not left behind.
     pub async fn release(self) -> Result<()> {
         self.hold.release().await
+    }
+}
+
+impl Hold for MutexGuard {
+    fn held_lease(&self) -> &HeldLease {
+        &self.hold
     }
 }
 
@@ -461,7 +413,7 @@ impl DistributedGuard for MutexGuard {
     }
 
     fn node_path(&self) -> &str {
-        MutexGuard::node_path(self)
+        Hold::node_path(self)
     }
 }
 

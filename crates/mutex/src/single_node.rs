@@ -3,7 +3,7 @@
 use std::fmt;
 
 use zk_recipes_framework::{local_address, path, Deadline, Error as FrameworkError, Framework};
-use zk_recipes_lock_internals::{HeldLease, LockError, LostReason, Result, RELEASE_TIMEOUT};
+use zk_recipes_lock_internals::{HeldLease, Hold, LockError, Result, RELEASE_TIMEOUT};
 
 /// A lock that is one EPHEMERAL node at its path, holding its owner's id: `try_lock` creates it,
 /// or reports who holds it. No queue, no waiting, no herd: a holder is whoever created the node.
@@ -15,13 +15,13 @@ use zk_recipes_lock_internals::{HeldLease, LockError, LostReason, Result, RELEAS
 /// should queue and be woken in order.
 ///
 /// The node's data is the hold's owner id, `<owner>#<uuid>`: the owner (this host's address
-/// unless [given](SingleNodeLock::with_owner)) and a UUID of this try, so every hold's id is
+/// unless [given](SingleNodeLock::owned_by)) and a UUID of this try, so every hold's id is
 /// unique. It is how our node is told apart from a node another holder (or another try of ours)
 /// created at the same path. Release reads the node and deletes it, at the version read, only
 /// while it is still ours (our session's, with our id): nobody deletes a lock they do not hold.
 ///
-/// Like the other locks it has [`lost`](SingleNodeGuard::lost) and a
-/// [fencing token](SingleNodeGuard::fencing_token) (the node's `czxid`).
+/// Like the other locks' guards, its guard is a [`Hold`]: [`lost`](Hold::lost), a
+/// [fencing token](Hold::fencing_token) (the node's `czxid`), guarded writes.
 ///
 /// ```no_run
 /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_mutex::Result<()> {
@@ -50,7 +50,7 @@ pub struct SingleNodeLock {
 /// # async fn demo(lock: zk_recipes_mutex::SingleNodeLock) -> zk_recipes_mutex::Result<()> {
 /// use std::time::Duration;
 /// use zk_recipes_framework::Deadline;
-/// use zk_recipes_mutex::TryLock;
+/// use zk_recipes_mutex::{Hold, TryLock};
 ///
 /// match lock.try_lock_until(Deadline::after(Duration::from_secs(5))).await? {
 ///     TryLock::Acquired(guard) => {
@@ -120,9 +120,19 @@ impl SingleNodeLock {
         Ok(Self { framework: framework.clone(), path: path.to_owned(), owner: local_address() })
     }
 
-    /// Sets the owner written into the node (before `#<uuid>`): a host, a process, a job name.
-    /// The node's data is checked against the framework's limit by `try_lock`.
-    pub fn with_owner(mut self, owner: impl Into<Vec<u8>>) -> Self {
+    /// Sets the owner written into the node (before `#<uuid>`): a host, a process, a job name;
+    /// read it back with [`owner`](Self::owner). The node's data is checked against the
+    /// framework's limit by `try_lock`.
+    ///
+    /// ```no_run
+    /// # fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_mutex::Result<()> {
+    /// use zk_recipes_mutex::SingleNodeLock;
+    ///
+    /// let lock = SingleNodeLock::new(&framework, "/jobs/nightly-report/lock")?.owned_by("cron-7");
+    /// assert_eq!(lock.owner(), b"cron-7");
+    /// # Ok(()) }
+    /// ```
+    pub fn owned_by(mut self, owner: impl Into<Vec<u8>>) -> Self {
         self.owner = owner.into();
         self
     }
@@ -213,11 +223,12 @@ impl SingleNodeLock {
 }
 
 /// A held single-node lock. Dropping it releases in the background (only while the node is
-/// still ours); [`release`](Self::release) releases and reports.
+/// still ours); [`release`](Self::release) releases and reports. What a holder does with the hold
+/// (node path, fencing token, `lost()`, guarded writes) is [`Hold`]'s.
 ///
 /// ```no_run
 /// # async fn demo(lock: zk_recipes_mutex::SingleNodeLock) -> zk_recipes_mutex::Result<()> {
-/// use zk_recipes_mutex::TryLock;
+/// use zk_recipes_mutex::{Hold, TryLock};
 ///
 /// if let TryLock::Acquired(guard) = lock.try_lock().await? {
 ///     println!("running as {}", String::from_utf8_lossy(guard.owner_id()));
@@ -241,31 +252,6 @@ impl SingleNodeGuard {
         &self.owner_id
     }
 
-    /// The lock node's path.
-    pub fn node_path(&self) -> &str {
-        self.lease.path()
-    }
-
-    /// A token that grows strictly from one holder to the next (our node's `czxid`).
-    pub fn fencing_token(&self) -> i64 {
-        self.lease.fencing_token()
-    }
-
-    /// The generation of the session that owns the node: the hold lasts as long as it.
-    pub fn session_generation(&self) -> u64 {
-        self.lease.generation()
-    }
-
-    /// Resolves when the lock can no longer be trusted: a connection error state per the
-    /// framework's policy, a lost session, our node deleted, or the framework closed.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
-    /// loss that came meanwhile is not missed.
-    pub async fn lost(&self) -> LostReason {
-        self.lease.lost().await
-    }
-
     /// Releases: on our node's session, reads the node and deletes it at the version read if it
     /// is still ours. A node already gone from a live session counts as released.
     ///
@@ -280,6 +266,12 @@ impl SingleNodeGuard {
     /// ours).
     pub async fn release(self) -> Result<()> {
         self.lease.release(Deadline::after(RELEASE_TIMEOUT)).await
+    }
+}
+
+impl Hold for SingleNodeGuard {
+    fn held_lease(&self) -> &HeldLease {
+        &self.lease
     }
 }
 

@@ -26,7 +26,13 @@
 //!
 //! ## Connection loss and session expiry
 //! As the mutex: a waiter waits out a suspended connection and fails with
-//! [`LockError::NodeLost`] if the session is lost; a holder watches `lost()`.
+//! [`LockError::NodeLost`] if the session is lost; a holder watches [`Hold::lost`].
+//!
+//! ## Guards
+//! [`RwLockReadGuard`] and [`RwLockWriteGuard`] share what every lock's guard does with its hold
+//! (node path, fencing token, `lost()`, guarded writes) through the [`Hold`] trait, re-exported
+//! here: `use zk_recipes_rwlock::Hold;`. `release`, `reenter`, `downgrade` and `upgrade` are the
+//! guards' own.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -57,7 +63,7 @@ use zk_recipes_lock_internals::{
     DistributedGuard, DistributedLock, HeldLease, KazooDriver, LockInternals, SharedHold, Wait,
     RELEASE_TIMEOUT,
 };
-pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason, Result};
+pub use zk_recipes_lock_internals::{GuardedOp, Hold, LockError, LostReason, Result};
 
 pub use driver::{ReadDriver, WriteDriver, READ_LOCK_NAME, WRITE_LOCK_NAME};
 
@@ -143,7 +149,7 @@ impl RwLock {
     /// A read-write lock on `path` that queues with kazoo's `ReadLock` and `WriteLock` (kazoo
     /// 2.11, `kazoo/recipe/lock.py`): nodes `<path>/<uuid hex>__rlock__<seq>` and
     /// `<path>/<uuid hex>__lock__<seq>`, with empty data (kazoo's identifier; set it with
-    /// [`with_node_data`](Self::with_node_data)). A reader waits only for earlier writers; a writer
+    /// [`node_data`](Self::node_data)). A reader waits only for earlier writers; a writer
     /// for everyone earlier. A downgrade creates the reader node `__rlock__<the writer's
     /// sequence>`, which kazoo's contenders also read as a reader.
     ///
@@ -152,7 +158,7 @@ impl RwLock {
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_rwlock::Result<()> {
-    /// let lock = zk_recipes_rwlock::RwLock::kazoo(&framework, "/app/rw")?.with_node_data("rust-1");
+    /// let lock = zk_recipes_rwlock::RwLock::kazoo(&framework, "/app/rw")?.node_data("rust-1");
     /// let reading = lock.read().await?;
     /// reading.release().await?;
     /// # Ok(()) }
@@ -166,7 +172,7 @@ impl RwLock {
     }
 
     /// Uses `data` as the nodes' data instead of this host's address.
-    pub fn with_node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+    pub fn node_data(mut self, data: impl Into<Vec<u8>>) -> Self {
         let data: Arc<[u8]> = data.into().into();
         self.write.read.data = data.clone();
         self.write.data = data;
@@ -250,7 +256,8 @@ impl RwLock {
     /// by the framework's cleanup worker.
     pub async fn try_read(&self) -> Result<Option<RwLockReadGuard>> {
         let read = &self.write.read;
-        let held = read.internals.acquire(&read.data, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
+        let held =
+            read.internals.acquire(&read.data, Wait::TryOnce(Deadline::after(RELEASE_TIMEOUT))).await?;
         Ok(held.map(|held| RwLockReadGuard { hold: SharedHold::new(held) }))
     }
 
@@ -302,7 +309,7 @@ impl RwLock {
         let held = self
             .write
             .internals
-            .acquire(&self.write.data, Wait::No(Deadline::after(RELEASE_TIMEOUT)))
+            .acquire(&self.write.data, Wait::TryOnce(Deadline::after(RELEASE_TIMEOUT)))
             .await?;
         Ok(held.map(|held| RwLockWriteGuard { hold: SharedHold::new(held), read: self.write.read.clone() }))
     }
@@ -354,10 +361,13 @@ impl WriteLock {
 }
 
 /// Proof of a read hold. Released by [`release`](Self::release), or in the background when the
-/// last guard of the hold is dropped.
+/// last guard of the hold is dropped. What a holder does with the hold (node path, fencing token,
+/// `lost()`, guarded writes) is [`Hold`]'s; after a downgrade the fencing token is the writer's.
 ///
 /// ```no_run
 /// # async fn demo(lock: zk_recipes_rwlock::RwLock) -> zk_recipes_rwlock::Result<()> {
+/// use zk_recipes_rwlock::Hold;
+///
 /// let guard = lock.read().await?;
 /// println!("reading under {} (fencing token {})", guard.node_path(), guard.fencing_token());
 /// let nested = guard.reenter(); // the same read hold, no ZooKeeper traffic
@@ -381,55 +391,6 @@ impl RwLockReadGuard {
         RwLockReadGuard { hold: self.hold.reenter() }
     }
 
-    /// The read node's full path.
-    pub fn node_path(&self) -> &str {
-        self.hold.path()
-    }
-
-    /// The node's `czxid`; after a downgrade, the writer's (the read hold continues the write hold).
-    pub fn fencing_token(&self) -> i64 {
-        self.hold.fencing_token()
-    }
-
-    /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
-    /// our node). See [`HeldLease::write_guarded`].
-    ///
-    /// # Errors
-    /// As [`HeldLease::write_guarded`].
-    ///
-    /// # Cancel safety
-    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
-    /// them or none). Cancelled before, nothing was written. The hold is not affected either way.
-    pub async fn write_guarded(
-        &self,
-        ops: &[GuardedOp],
-        deadline: impl Into<Deadline>,
-    ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
-        let deadline = deadline.into();
-        self.hold.write_guarded(ops, deadline).await
-    }
-
-    /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
-    /// loss that came meanwhile is not missed.
-    pub async fn lost(&self) -> LostReason {
-        self.hold.lost().await
-    }
-
-    /// Resolves when someone asks us to let go (revocable locks only).
-    ///
-    /// # Errors
-    /// See [`HeldLease::revocation_requested`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads and watches our node's data. A later call reads it again, so a
-    /// request that came meanwhile is not missed.
-    pub async fn revocation_requested(&self) -> Result<()> {
-        self.hold.revocation_requested().await
-    }
-
     /// Refused: upgrading a read hold to a write hold would deadlock once two readers try it (each
     /// writer waits for the other's read node; Curator's upgrade deadlocks even alone). Release the
     /// read hold and take the write lock instead. The guard comes back inside the error.
@@ -441,18 +402,21 @@ impl RwLockReadGuard {
     }
 
     /// Releases this guard; the last guard of the hold deletes the read node, on the session that
-    /// owns it (see [`SharedHold::release`]).
+    /// owns it, and reports the outcome (as [`SharedHold::release`]).
     ///
     /// # Errors
-    /// From the last guard only: [`LockError::NodeLost`] if the node's session is gone; the delete
-    /// failed within [`RELEASE_TIMEOUT`] (30 s): the cleanup worker goes on in the background.
+    /// From the last guard only: as [`SharedHold::release`].
     ///
     /// # Cancel safety
-    /// Cancel safe: the node is not left behind. A cancelled release of the last guard leaves the
-    /// delete to the framework's cleanup worker, which deletes the node in the background; for any
-    /// other guard there is nothing to cancel.
+    /// Cancel safe, as [`SharedHold::release`]: the node is not left behind.
     pub async fn release(self) -> Result<()> {
         self.hold.release().await
+    }
+}
+
+impl Hold for RwLockReadGuard {
+    fn held_lease(&self) -> &HeldLease {
+        &self.hold
     }
 }
 
@@ -478,12 +442,13 @@ pub struct UpgradeRefused {
 }
 
 /// Proof of the write hold. Released by [`release`](Self::release), or in the background when the
-/// last guard of the hold is dropped.
+/// last guard of the hold is dropped. What a holder does with the hold (node path, fencing token,
+/// `lost()`, guarded writes) is [`Hold`]'s.
 ///
 /// ```no_run
 /// # async fn demo(lock: zk_recipes_rwlock::RwLock) -> zk_recipes_rwlock::Result<()> {
 /// use zk_recipes_framework::Deadline;
-/// use zk_recipes_rwlock::GuardedOp;
+/// use zk_recipes_rwlock::{GuardedOp, Hold};
 ///
 /// let writer = lock.write().await?;
 /// let update = [GuardedOp::SetData { path: "/app/config".into(), data: b"v2".to_vec(), version: None }];
@@ -503,55 +468,6 @@ impl RwLockWriteGuard {
     /// Another guard for the same write hold, with no ZooKeeper traffic.
     pub fn reenter(&self) -> RwLockWriteGuard {
         RwLockWriteGuard { hold: self.hold.reenter(), read: self.read.clone() }
-    }
-
-    /// The write node's full path.
-    pub fn node_path(&self) -> &str {
-        self.hold.path()
-    }
-
-    /// The write node's `czxid`: strictly increasing from one writer to the next.
-    pub fn fencing_token(&self) -> i64 {
-        self.hold.fencing_token()
-    }
-
-    /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
-    /// our node). See [`HeldLease::write_guarded`].
-    ///
-    /// # Errors
-    /// As [`HeldLease::write_guarded`].
-    ///
-    /// # Cancel safety
-    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
-    /// them or none). Cancelled before, nothing was written. The hold is not affected either way.
-    pub async fn write_guarded(
-        &self,
-        ops: &[GuardedOp],
-        deadline: impl Into<Deadline>,
-    ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
-        let deadline = deadline.into();
-        self.hold.write_guarded(ops, deadline).await
-    }
-
-    /// Resolves when the hold can no longer be trusted. See [`HeldLease::lost`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
-    /// loss that came meanwhile is not missed.
-    pub async fn lost(&self) -> LostReason {
-        self.hold.lost().await
-    }
-
-    /// Resolves when someone asks us to let go (revocable locks only).
-    ///
-    /// # Errors
-    /// See [`HeldLease::revocation_requested`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads and watches our node's data. A later call reads it again, so a
-    /// request that came meanwhile is not missed.
-    pub async fn revocation_requested(&self) -> Result<()> {
-        self.hold.revocation_requested().await
     }
 
     /// Turns this write hold into a read hold with no writer slipping in between: creates the read
@@ -575,7 +491,7 @@ impl RwLockWriteGuard {
     /// framework's cleanup worker: the caller holds neither.
     pub async fn downgrade(self) -> Result<RwLockReadGuard> {
         let deadline = Deadline::after(RELEASE_TIMEOUT);
-        let write_name = path::name(self.hold.path());
+        let write_name = path::name(Hold::node_path(&self));
         // Readers and writers of one layout sort alike: by the sequence.
         let read_driver = self.read.internals.driver();
         let sequence = read_driver.sort_key(write_name);
@@ -586,7 +502,7 @@ impl RwLockWriteGuard {
             .create_while_held(self.read.internals.dir(), &read_name, data, CreateMode::Ephemeral, deadline)
             .await?;
         let read =
-            RwLockReadGuard { hold: SharedHold::new(HeldLease::continuing(node, self.hold.fencing_token())) };
+            RwLockReadGuard { hold: SharedHold::new(HeldLease::continuing(node, self.fencing_token())) };
         if let Some(write) = self.hold.into_last() {
             if let Err(err) = write.release(deadline).await {
                 debug!(%err, "releasing the write node after a downgrade failed; the cleanup worker deletes it");
@@ -596,18 +512,21 @@ impl RwLockWriteGuard {
     }
 
     /// Releases this guard; the last guard of the hold deletes the write node, on the session
-    /// that owns it (see [`SharedHold::release`]).
+    /// that owns it, and reports the outcome (as [`SharedHold::release`]).
     ///
     /// # Errors
-    /// From the last guard only: [`LockError::NodeLost`] if the node's session is gone; the delete
-    /// failed within [`RELEASE_TIMEOUT`] (30 s): the cleanup worker goes on in the background.
+    /// From the last guard only: as [`SharedHold::release`].
     ///
     /// # Cancel safety
-    /// Cancel safe: the node is not left behind. A cancelled release of the last guard leaves the
-    /// delete to the framework's cleanup worker, which deletes the node in the background; for any
-    /// other guard there is nothing to cancel.
+    /// Cancel safe, as [`SharedHold::release`]: the node is not left behind.
     pub async fn release(self) -> Result<()> {
         self.hold.release().await
+    }
+}
+
+impl Hold for RwLockWriteGuard {
+    fn held_lease(&self) -> &HeldLease {
+        &self.hold
     }
 }
 
@@ -629,7 +548,7 @@ impl DistributedGuard for RwLockReadGuard {
     }
 
     fn node_path(&self) -> &str {
-        RwLockReadGuard::node_path(self)
+        Hold::node_path(self)
     }
 }
 
@@ -639,7 +558,7 @@ impl DistributedGuard for RwLockWriteGuard {
     }
 
     fn node_path(&self) -> &str {
-        RwLockWriteGuard::node_path(self)
+        Hold::node_path(self)
     }
 }
 

@@ -19,8 +19,13 @@
 //! while acquiring, the call fails with [`LockError::NodeLost`] and nothing is held. A lease is
 //! created only on the internal lock's session, in one transaction with a check that the internal
 //! lock node still exists, so no lease is ever created outside the internal lock (Curator retries
-//! the lease create on a new session, which can leave its semaphore blocked for good). A holder learns that a lease can no longer
-//! be trusted from [`Lease::lost`].
+//! the lease create on a new session, which can leave its semaphore blocked for good). A holder
+//! learns that a lease can no longer be trusted from [`Hold::lost`].
+//!
+//! ## Leases
+//! A [`Lease`] shares what every lock's guard does with its hold (node path, fencing token,
+//! `lost()`, guarded writes) through the [`Hold`] trait, re-exported here:
+//! `use zk_recipes_semaphore::Hold;`. `release` is the lease's own.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -47,7 +52,7 @@ use zk_recipes_lock_internals::{
     DistributedGuard, DistributedLock, HeldLease, LockInternals, LockMetrics, StandardDriver, Wait,
     RELEASE_TIMEOUT,
 };
-pub use zk_recipes_lock_internals::{GuardedOp, LockError, LostReason};
+pub use zk_recipes_lock_internals::{GuardedOp, Hold, LockError, LostReason};
 
 /// The internal mutex's directory under the semaphore's path.
 pub const LOCKS_DIR: &str = "locks";
@@ -69,16 +74,18 @@ pub const LEASE_NAME: &str = "lease-";
 ///
 /// let lost = SemaphoreError::from(LockError::NodeLost { path: "/app/workers/leases/x".into() });
 /// assert!(lost.is_node_lost() && !lost.is_timeout());
+///
+/// // Zero leases is the lock driver's error, as for every lock.
+/// let zero = SemaphoreError::from(LockError::ZeroLeases);
+/// assert!(matches!(zero, SemaphoreError::Lock(LockError::ZeroLeases)) && !zero.is_retryable());
 /// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum SemaphoreError {
-    /// From the lock driver or the framework (invalid path, timeout, lost node, closed, ...).
+    /// From the lock driver or the framework (invalid path, timeout, lost node, closed, ...), and
+    /// [`LockError::ZeroLeases`] for `max_leases == 0` or zero leases asked for (nothing was sent).
     #[error(transparent)]
     Lock(#[from] LockError),
-    /// `max_leases == 0`, or zero leases asked for; nothing was sent.
-    #[error("a semaphore needs at least one lease, and an acquire asks for at least one")]
-    ZeroLeases,
     /// More leases asked for than the semaphore has; nothing was sent.
     #[error("asked for {requested} leases of a semaphore with {max_leases}")]
     TooManyLeases {
@@ -164,7 +171,7 @@ impl Semaphore {
     /// An invalid path, or `max_leases == 0`; nothing is sent.
     pub fn new(framework: &Framework, path: &str, max_leases: u32) -> Result<Self> {
         if max_leases == 0 {
-            return Err(SemaphoreError::ZeroLeases);
+            return Err(LockError::ZeroLeases.into());
         }
         path::validate(path)
             .map_err(|reason| FrameworkError::InvalidPath { path: path.to_owned(), reason })?;
@@ -186,7 +193,7 @@ impl Semaphore {
     }
 
     /// Uses `data` as the lease nodes' data instead of this host's address.
-    pub fn with_lease_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+    pub fn lease_data(mut self, data: impl Into<Vec<u8>>) -> Self {
         self.data = data.into().into();
         self
     }
@@ -231,6 +238,8 @@ impl Semaphore {
     ///
     /// ```no_run
     /// # async fn demo(semaphore: zk_recipes_semaphore::Semaphore) -> zk_recipes_semaphore::Result<()> {
+    /// use zk_recipes_semaphore::Hold;
+    ///
     /// let lease = semaphore.acquire_until(std::time::Duration::from_secs(5)).await?;
     /// println!("lease {} (fencing token {})", lease.node_path(), lease.fencing_token());
     /// lease.release().await?;
@@ -257,7 +266,7 @@ impl Semaphore {
     /// Cancel safe: a cancelled try gets no lease; its nodes, if they were created (the internal
     /// lock's, and a lease node), are deleted by the framework's cleanup worker.
     pub async fn try_acquire(&self) -> Result<Option<Lease>> {
-        let leases = self.acquire_leases(1, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await?;
+        let leases = self.acquire_leases(1, Wait::TryOnce(Deadline::after(RELEASE_TIMEOUT))).await?;
         Ok(leases.and_then(|mut leases| leases.pop()))
     }
 
@@ -283,13 +292,13 @@ impl Semaphore {
     /// Cancel safe: a cancelled try gets none of the leases; its nodes, if they were created (the
     /// internal lock's, and lease nodes), are deleted by the framework's cleanup worker.
     pub async fn try_acquire_many(&self, count: u32) -> Result<Option<Vec<Lease>>> {
-        self.acquire_leases(count, Wait::No(Deadline::after(RELEASE_TIMEOUT))).await
+        self.acquire_leases(count, Wait::TryOnce(Deadline::after(RELEASE_TIMEOUT))).await
     }
 
     /// Waits for `count` leases until `deadline`: all of them, or none.
     ///
     /// # Errors
-    /// [`SemaphoreError::ZeroLeases`] for `count == 0` and [`SemaphoreError::TooManyLeases`] for
+    /// [`LockError::ZeroLeases`] for `count == 0` and [`SemaphoreError::TooManyLeases`] for
     /// `count > max_leases`, before anything is sent; a timeout at the deadline
     /// ([`SemaphoreError::is_timeout`]); [`LockError::NodeLost`] if the session is lost meanwhile;
     /// framework errors. On every error the nodes of this call are deleted.
@@ -311,14 +320,12 @@ impl Semaphore {
 
     async fn acquire_leases(&self, count: u32, wait: Wait) -> Result<Option<Vec<Lease>>> {
         if count == 0 {
-            return Err(SemaphoreError::ZeroLeases);
+            return Err(LockError::ZeroLeases.into());
         }
         if count > self.max_leases {
             return Err(SemaphoreError::TooManyLeases { requested: count, max_leases: self.max_leases });
         }
-        let deadline = match wait {
-            Wait::Until(deadline) | Wait::No(deadline) => deadline,
-        };
+        let deadline = wait.deadline();
         let started = std::time::Instant::now();
         let taken = async {
             let Some(internal_lock) = self.internal_lock.acquire(&local_address(), wait).await? else {
@@ -512,11 +519,14 @@ async fn release_quietly(internal_lock: HeldLease) {
 }
 
 /// One lease of a [`Semaphore`]. Released by [`release`](Self::release), or in the background
-/// when dropped.
+/// when dropped. What a holder does with it (node path, fencing token, `lost()`, guarded writes)
+/// is [`Hold`]'s: a lease taken later has a larger fencing token, so a resource that remembers the
+/// largest token it has seen can refuse a writer whose lease was lost meanwhile.
 ///
 /// ```no_run
 /// # async fn demo(semaphore: zk_recipes_semaphore::Semaphore) -> zk_recipes_semaphore::Result<()> {
 /// use std::time::Duration;
+/// use zk_recipes_semaphore::Hold;
 ///
 /// let lease = semaphore.acquire_timeout(Duration::from_secs(5)).await?;
 /// println!("{} (fencing token {})", lease.node_path(), lease.fencing_token());
@@ -534,45 +544,6 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// The lease node's full path.
-    pub fn node_path(&self) -> &str {
-        self.held.path()
-    }
-
-    /// A fencing token for what the lease guards: its node's creation zxid. A lease taken later
-    /// has a larger token, so a resource that remembers the largest token it has seen can refuse a
-    /// writer whose lease was lost meanwhile. See [`HeldLease::fencing_token`].
-    pub fn fencing_token(&self) -> i64 {
-        self.held.fencing_token()
-    }
-
-    /// Commits `ops` atomically only if our lock node still exists (one multi with a check on
-    /// our node). See [`HeldLease::write_guarded`].
-    ///
-    /// # Errors
-    /// As [`HeldLease::write_guarded`].
-    ///
-    /// # Cancel safety
-    /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
-    /// them or none). Cancelled before, nothing was written. The lease is not affected either way.
-    pub async fn write_guarded(
-        &self,
-        ops: &[GuardedOp],
-        deadline: impl Into<Deadline>,
-    ) -> Result<Vec<zk_recipes_framework::zookeeper_client::MultiWriteResult>> {
-        let deadline = deadline.into();
-        Ok(self.held.write_guarded(ops, deadline).await?)
-    }
-
-    /// Resolves when the lease can no longer be trusted. See [`HeldLease::lost`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a
-    /// loss that came meanwhile is not missed.
-    pub async fn lost(&self) -> LostReason {
-        self.held.lost().await
-    }
-
     /// Releases the lease: deletes its node and reports the outcome.
     ///
     /// # Errors
@@ -584,6 +555,12 @@ impl Lease {
     /// framework's cleanup worker, which deletes the node in the background.
     pub async fn release(self) -> Result<()> {
         Ok(self.held.release(Deadline::after(RELEASE_TIMEOUT)).await?)
+    }
+}
+
+impl Hold for Lease {
+    fn held_lease(&self) -> &HeldLease {
+        &self.held
     }
 }
 
@@ -677,7 +654,6 @@ impl From<SemaphoreError> for LockError {
     fn from(err: SemaphoreError) -> Self {
         match err {
             SemaphoreError::Lock(err) => err,
-            SemaphoreError::ZeroLeases => LockError::ZeroLeases,
             other @ SemaphoreError::TooManyLeases { .. } => {
                 LockError::Framework(FrameworkError::InvalidArgument(other.to_string()))
             }
@@ -704,7 +680,7 @@ impl DistributedGuard for Lease {
     }
 
     fn node_path(&self) -> &str {
-        Lease::node_path(self)
+        Hold::node_path(self)
     }
 }
 
