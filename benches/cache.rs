@@ -41,6 +41,15 @@ use zk_recipes_testing::{CuratorProcess, Jit, TestingServer};
 
 mod support;
 
+/// The subtree cache against the raw floor and Curator's (the module docs say what runs; the
+/// settings come from the environment).
+#[derive(clap::Parser, Debug)]
+#[command(name = "cache", bin_name = "cargo bench -p zk-recipes-benches --bench cache --")]
+struct Args {
+    #[command(flatten)]
+    harness: support::Harness,
+}
+
 const IN_FLIGHT: usize = 256;
 const DATA: [u8; 8] = *b"8 bytes!";
 
@@ -411,7 +420,7 @@ async fn server(heap_mib: u32) -> (String, Option<TestingServer>) {
         return (connect, None);
     }
     let server = support::production_like_server()
-        .with_heap_mib(heap_mib)
+        .heap_mib(heap_mib)
         .start()
         .await
         .expect("a ZooKeeper server (run scripts/install-deps.sh)");
@@ -421,7 +430,8 @@ async fn server(heap_mib: u32) -> (String, Option<TestingServer>) {
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let smoke = support::Args::from_env().is_smoke_run();
+        let args: Args = support::parse();
+        let smoke = args.harness.is_smoke_run();
         let children = if smoke { 2_000 } else { env_usize("CACHE_BENCH_CHILDREN", 100_000) };
         let tree = if smoke { 4_000 } else { env_usize("CACHE_BENCH_TREE", 300_000) };
         let rate = if smoke { 500 } else { env_usize("CACHE_BENCH_RATE", 10_000) };

@@ -33,6 +33,28 @@ use zk_recipes_testing::CuratorProcess;
 
 mod support;
 
+/// Leader hand-over times, our latch against Curator's (the module docs say what runs).
+#[derive(clap::Parser, Debug)]
+#[command(name = "leader", bin_name = "cargo bench -p zk-recipes-benches --bench leader --")]
+struct Args {
+    /// Interleaved rounds; medians over them are reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Timed graceful hand-overs per round and side.
+    #[arg(long, default_value_t = 60)]
+    hand_overs: usize,
+    /// Untimed graceful hand-overs before the timed ones, per round and side.
+    #[arg(long, default_value_t = 500)]
+    warm_up_hand_overs: usize,
+    /// The crashing leader's session timeout, in milliseconds.
+    #[arg(long, default_value_t = 2_000)]
+    session_ms: u64,
+    #[command(flatten)]
+    json: support::JsonOutput,
+    #[command(flatten)]
+    harness: support::Harness,
+}
+
 struct Options {
     rounds: usize,
     hand_overs: usize,
@@ -41,16 +63,15 @@ struct Options {
 }
 
 impl Options {
-    fn from_args() -> Self {
-        let args = support::Args::from_env();
-        if args.is_smoke_run() {
+    fn new(args: &Args) -> Self {
+        if args.harness.is_smoke_run() {
             return Options { rounds: 1, hand_overs: 5, warm_up_hand_overs: 2, session_ms: 1_000 };
         }
         Options {
-            rounds: args.number("--rounds").unwrap_or(3) as usize,
-            hand_overs: args.number("--hand-overs").unwrap_or(60) as usize,
-            warm_up_hand_overs: args.number("--warm-up-hand-overs").unwrap_or(500) as usize,
-            session_ms: args.number("--session-ms").unwrap_or(2_000),
+            rounds: args.rounds,
+            hand_overs: args.hand_overs,
+            warm_up_hand_overs: args.warm_up_hand_overs,
+            session_ms: args.session_ms,
         }
     }
 }
@@ -309,8 +330,9 @@ fn ms(duration: Duration) -> String {
 
 #[tokio::main]
 async fn main() {
-    let options = Options::from_args();
-    let json = support::JsonLines::new("leader", &support::Args::from_env());
+    let args: Args = support::parse();
+    let options = Options::new(&args);
+    let json = support::JsonLines::new("leader", &args.json);
     // The default tick (200 ms) notices an expired session within 200 ms of its deadline.
     let (connect, _server) = support::server(None).await;
     let (mut ours_p50, mut ours_p90, mut curator_p50, mut curator_p90) = (vec![], vec![], vec![], vec![]);

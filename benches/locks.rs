@@ -75,10 +75,76 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::json;
 use zk_recipes::framework::zookeeper_client::{self, Client, CreateMode};
 use zk_recipes::framework::{ConnectionState, Deadline, ErrorPolicy, Framework};
-use zk_recipes::mutex::{Mutex, MutexGuard};
+use zk_recipes::mutex::{Hold, Mutex, MutexGuard};
 use zk_recipes_testing::FaultProxy;
 
 mod support;
+
+/// Lock benchmarks, ours against Curator's and the raw protocol floor (the module docs say what
+/// each scenario does).
+#[derive(clap::Parser, Debug)]
+#[command(name = "locks", bin_name = "cargo bench -p zk-recipes-benches --bench locks --")]
+struct Args {
+    /// Interleaved rounds; medians over them are reported (0: only the scale part).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Timed uncontended cycles per round and client.
+    #[arg(long, default_value_t = 2_000)]
+    cycles: usize,
+    /// Untimed uncontended cycles before the timed ones (enough for the JVMs' optimising compiler
+    /// to have compiled Curator's and the server's hot paths).
+    #[arg(long, default_value_t = 3_000)]
+    warm_up_cycles: usize,
+    /// Cycles per block in `uncontended-interleaved`.
+    #[arg(long, default_value_t = 50)]
+    interleave_block: usize,
+    /// Seconds each contended load is measured.
+    #[arg(long, default_value_t = 3)]
+    contended_secs: u64,
+    /// Milliseconds each contended load is measured (overrides `--contended-secs`).
+    #[arg(long)]
+    contended_ms: Option<u64>,
+    /// Windows per side in `contended-interleaved-N`.
+    #[arg(long, default_value_t = 4)]
+    contended_windows: u32,
+    /// Seconds of the contended load before it is measured.
+    #[arg(long, default_value_t = 2)]
+    warm_up_secs: u64,
+    /// Milliseconds of the contended load before it is measured (overrides `--warm-up-secs`).
+    #[arg(long)]
+    warm_up_ms: Option<u64>,
+    /// Sessions contending on one lock, one `contended-N` scenario each (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 8, 32, 128])]
+    sessions: Vec<usize>,
+    /// Locks cycled concurrently, one `distinct-N` scenario each (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1_000, 10_000])]
+    distinct_locks: Vec<usize>,
+    /// Timed cycles per lock in `distinct-N` (raised to make `--distinct-min-total`).
+    #[arg(long, default_value_t = 3)]
+    distinct_cycles: usize,
+    /// Timed cycles in all, at least, in `distinct-N`.
+    #[arg(long, default_value_t = 3_000)]
+    distinct_min_total: usize,
+    /// Untimed cycles in all before `distinct-N` (at least one per lock).
+    #[arg(long, default_value_t = 3_000)]
+    distinct_warm_up_total: usize,
+    /// The most threads Curator's side uses in `distinct-N` (a thread per lock up to it).
+    #[arg(long, default_value_t = 10_000)]
+    curator_max_threads: usize,
+    /// Skip the scale part (waiters and held locks).
+    #[arg(long)]
+    no_scale: bool,
+    /// Waiters queued on one held lock, one `waiters-N` scenario each (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1_000, 10_000])]
+    waiters: Vec<usize>,
+    /// Locks held on one session in `held`.
+    #[arg(long, default_value_t = 100_000)]
+    held: usize,
+    #[command(flatten)]
+    json: support::JsonOutput,
+    #[command(flatten)]
+    harness: support::Harness,
+}
 
 struct Options {
     rounds: usize,
@@ -115,13 +181,8 @@ impl Options {
         self.distinct_warm_up_total.div_ceil(locks.max(1)).max(1)
     }
 
-    fn from_args() -> Self {
-        let args = support::Args::from_env();
-        let list = |name: &str, default: &[usize]| -> Vec<usize> {
-            args.numbers(name)
-                .map_or_else(|| default.to_vec(), |list| list.iter().map(|n| *n as usize).collect())
-        };
-        if args.is_smoke_run() {
+    fn new(args: &Args) -> Self {
+        if args.harness.is_smoke_run() {
             return Options {
                 rounds: 1,
                 cycles: 20,
@@ -141,29 +202,24 @@ impl Options {
                 held: 100,
             };
         }
-        let number = |name: &str, default: u64| args.number(name).unwrap_or(default);
+        let ms_or_secs = |ms: Option<u64>, secs: u64| Duration::from_millis(ms.unwrap_or(secs * 1000));
         Options {
-            rounds: number("--rounds", 3) as usize,
-            cycles: number("--cycles", 2_000) as usize,
-            // Enough for the JVMs' optimising compiler to have compiled Curator's and the
-            // server's hot paths before the timed part.
-            warm_up_cycles: number("--warm-up-cycles", 3_000) as usize,
-            interleave_block: number("--interleave-block", 50) as usize,
-            contended_for: Duration::from_millis(number(
-                "--contended-ms",
-                number("--contended-secs", 3) * 1000,
-            )),
-            contended_windows: number("--contended-windows", 4) as u32,
-            warm_up_for: Duration::from_millis(number("--warm-up-ms", number("--warm-up-secs", 2) * 1000)),
-            sessions: list("--sessions", &[2, 8, 32, 128]),
-            distinct_locks: list("--distinct-locks", &[10, 100, 1_000, 10_000]),
-            distinct_cycles: number("--distinct-cycles", 3) as usize,
-            distinct_min_total: number("--distinct-min-total", 3_000) as usize,
-            distinct_warm_up_total: number("--distinct-warm-up-total", 3_000) as usize,
-            curator_max_threads: number("--curator-max-threads", 10_000) as usize,
-            scale: !args.flag("--no-scale"),
-            waiters: list("--waiters", &[10, 100, 1_000, 10_000]),
-            held: number("--held", 100_000) as usize,
+            rounds: args.rounds,
+            cycles: args.cycles,
+            warm_up_cycles: args.warm_up_cycles,
+            interleave_block: args.interleave_block,
+            contended_for: ms_or_secs(args.contended_ms, args.contended_secs),
+            contended_windows: args.contended_windows,
+            warm_up_for: ms_or_secs(args.warm_up_ms, args.warm_up_secs),
+            sessions: args.sessions.clone(),
+            distinct_locks: args.distinct_locks.clone(),
+            distinct_cycles: args.distinct_cycles,
+            distinct_min_total: args.distinct_min_total,
+            distinct_warm_up_total: args.distinct_warm_up_total,
+            curator_max_threads: args.curator_max_threads,
+            scale: !args.no_scale,
+            waiters: args.waiters.clone(),
+            held: args.held,
         }
     }
 }
@@ -1425,14 +1481,15 @@ fn print_and_emit(
 
 #[tokio::main]
 async fn main() {
-    let options = Options::from_args();
-    let json = support::JsonLines::new("locks", &support::Args::from_env());
+    let args: Args = support::parse();
+    let options = Options::new(&args);
+    let json = support::JsonLines::new("locks", &args.json);
     let (connect, _server) = match std::env::var("ZK_CONNECT") {
         Ok(connect) if !connect.is_empty() => (connect, None),
         _ => {
             // 1 GiB: the held-locks scenario keeps 200,000 nodes (a parent and a lock node each).
             let server = support::production_like_server()
-                .with_heap_mib(1024)
+                .heap_mib(1024)
                 .start()
                 .await
                 .expect("a ZooKeeper server (run scripts/install-deps.sh)");

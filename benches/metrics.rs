@@ -15,6 +15,20 @@ use zk_recipes::mutex::Mutex;
 
 mod support;
 
+/// What recording metrics costs the uncontended lock cycle (the module docs say what runs).
+#[derive(clap::Parser, Debug)]
+#[command(name = "metrics", bin_name = "cargo bench -p zk-recipes-benches --bench metrics --")]
+struct Args {
+    /// Interleaved rounds per mutex [default: 41; a smoke run: 1].
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Lock + release cycles per round [default: 300; a smoke run: 20].
+    #[arg(long)]
+    cycles: Option<usize>,
+    #[command(flatten)]
+    harness: support::Harness,
+}
+
 async fn framework(connect: &str) -> Framework {
     let framework = Framework::builder(connect).start().expect("framework");
     framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
@@ -33,10 +47,10 @@ async fn cycles_per_second(mutex: &Mutex, cycles: usize) -> f64 {
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let args = support::Args::from_env();
-        let smoke = args.is_smoke_run();
-        let rounds = args.number("--rounds").unwrap_or(if smoke { 1 } else { 41 }) as usize;
-        let cycles = args.number("--cycles").unwrap_or(if smoke { 20 } else { 300 }) as usize;
+        let args: Args = support::parse();
+        let smoke = args.harness.is_smoke_run();
+        let rounds = args.rounds.unwrap_or(if smoke { 1 } else { 41 });
+        let cycles = args.cycles.unwrap_or(if smoke { 20 } else { 300 });
         let (connect, _server) = support::server(None).await;
 
         let without = framework(&connect).await;

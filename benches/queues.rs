@@ -27,8 +27,20 @@ mod support;
 
 const WORKERS: usize = 4;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+/// Queue throughput, ours against Curator's (the module docs say what runs).
+#[derive(clap::Parser, Debug)]
+#[command(name = "queues", bin_name = "cargo bench -p zk-recipes-benches --bench queues --")]
+struct Args {
+    /// Items through the queue per scenario and round.
+    #[arg(long, env = "QUEUE_BENCH_ITEMS", default_value_t = 10_000)]
+    items: usize,
+    /// Interleaved rounds; medians over them are reported.
+    #[arg(long, env = "QUEUE_BENCH_ROUNDS", default_value_t = 3)]
+    rounds: usize,
+    #[command(flatten)]
+    json: support::JsonOutput,
+    #[command(flatten)]
+    harness: support::Harness,
 }
 
 async fn connect(connect_string: &str) -> Framework {
@@ -158,14 +170,11 @@ const CURATOR_TAKE_LOCKED: usize = 9;
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
-        let args = support::Args::from_env();
-        let json = support::JsonLines::new("queues", &args);
-        let smoke = args.is_smoke_run();
-        let number = |name: &str, env: &str, default: usize| {
-            args.number(name).map_or_else(|| env_usize(env, default), |number| number as usize)
-        };
-        let items = if smoke { 200 } else { number("--items", "QUEUE_BENCH_ITEMS", 10_000) };
-        let rounds = if smoke { 1 } else { number("--rounds", "QUEUE_BENCH_ROUNDS", 3) };
+        let args: Args = support::parse();
+        let json = support::JsonLines::new("queues", &args.json);
+        let smoke = args.harness.is_smoke_run();
+        let items = if smoke { 200 } else { args.items };
+        let rounds = if smoke { 1 } else { args.rounds };
         let (connect, _server) = support::server(None).await;
         let mut results: Vec<(&str, Vec<f64>)> = vec![
             ("ours: put (one put per item)", Vec::new()),

@@ -29,6 +29,25 @@ const CLIENTS: usize = 8;
 /// Write percentages: the mixed load, reads only, writes only.
 const MIXES: [u32; 3] = [20, 0, 100];
 
+/// Read-write lock throughput, ours against Curator's (the module docs say what runs).
+#[derive(clap::Parser, Debug)]
+#[command(name = "rwlock", bin_name = "cargo bench -p zk-recipes-benches --bench rwlock --")]
+struct Args {
+    /// Interleaved rounds; medians over them are reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Seconds each mix is measured, per round and side.
+    #[arg(long, default_value_t = 3)]
+    secs: u64,
+    /// Seconds of the same load before each measurement.
+    #[arg(long, default_value_t = 2)]
+    warm_up_secs: u64,
+    #[command(flatten)]
+    json: support::JsonOutput,
+    #[command(flatten)]
+    harness: support::Harness,
+}
+
 struct Options {
     rounds: usize,
     duration: Duration,
@@ -36,9 +55,8 @@ struct Options {
 }
 
 impl Options {
-    fn from_args() -> Self {
-        let args = support::Args::from_env();
-        if args.is_smoke_run() {
+    fn new(args: &Args) -> Self {
+        if args.harness.is_smoke_run() {
             return Options {
                 rounds: 1,
                 duration: Duration::from_millis(300),
@@ -46,9 +64,9 @@ impl Options {
             };
         }
         Options {
-            rounds: args.number("--rounds").unwrap_or(3) as usize,
-            duration: Duration::from_secs(args.number("--secs").unwrap_or(3)),
-            warm_up: Duration::from_secs(args.number("--warm-up-secs").unwrap_or(2)),
+            rounds: args.rounds,
+            duration: Duration::from_secs(args.secs),
+            warm_up: Duration::from_secs(args.warm_up_secs),
         }
     }
 }
@@ -147,8 +165,9 @@ fn mix_name(write_percent: u32) -> String {
 
 #[tokio::main]
 async fn main() {
-    let options = Options::from_args();
-    let json = support::JsonLines::new("rwlock", &support::Args::from_env());
+    let args: Args = support::parse();
+    let options = Options::new(&args);
+    let json = support::JsonLines::new("rwlock", &args.json);
     let (connect, _server) = support::server(None).await;
     // [mix][0: ours, 1: Curator] -> one measurement per round.
     let mut results: Vec<[Vec<Measured>; 2]> = MIXES.iter().map(|_| [Vec::new(), Vec::new()]).collect();

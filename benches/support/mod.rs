@@ -1,5 +1,5 @@
-//! What every benchmark in this directory shares: its command line, the server, the Curator side
-//! and the statistics. Each bench includes it with `mod support;`.
+//! What every benchmark in this directory shares: its command line's common part (each bench
+//! declares its own flags with clap), the server, the Curator side and the statistics. Each bench includes it with `mod support;`.
 //!
 //! Machine-readable results: with `--json PATH` (or `ZKR_BENCH_JSON=PATH`) every measured scenario
 //! is also appended to `PATH` as one JSON object per line ([`JsonLines`]); `crates/bench-report`
@@ -13,50 +13,55 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::error::ErrorKind;
 use zk_recipes_testing::{CuratorProcess, Jit, TestingServer};
 
-/// The bench's command line: `--name value` options, and whether this is a smoke run.
-pub struct Args {
-    args: Vec<String>,
+/// Parses a bench's flags (`T`: the bench's own `clap::Parser`, which flattens [`Harness`]).
+///
+/// Under `cargo test` a bench binary also receives the test harness's arguments (a name filter,
+/// `--nocapture`, ...): a smoke run (no `--bench`) that cannot parse them runs with its defaults
+/// instead of failing. `--help` is answered either way.
+pub fn parse<T: clap::Parser>() -> T {
+    match T::try_parse() {
+        Ok(args) => args,
+        Err(err)
+            if !std::env::args_os().any(|arg| arg == "--bench")
+                && !matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) =>
+        {
+            eprintln!("smoke run: ignoring the arguments ({})", err.kind());
+            T::parse_from(std::env::args_os().take(1))
+        }
+        Err(err) => err.exit(),
+    }
 }
 
-impl Args {
-    pub fn from_env() -> Self {
-        Args { args: std::env::args().collect() }
-    }
+/// What `cargo bench` passes to every bench binary (flatten it into the bench's flags).
+#[derive(clap::Args, Debug)]
+pub struct Harness {
+    /// Passed by `cargo bench`. `cargo test --all-targets` runs a bench binary without it: a smoke
+    /// run that proves every scenario works, with numbers too small to mean anything.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
 
-    /// `cargo test --all-targets` runs a bench binary without `--bench`: a smoke run that proves
-    /// every scenario works, with numbers too small to mean anything.
+impl Harness {
+    /// Whether this is a smoke run (no `--bench`).
     pub fn is_smoke_run(&self) -> bool {
-        !self.args.iter().any(|arg| arg == "--bench")
+        !self.bench
     }
+}
 
-    /// The number after `--name`, if given.
-    pub fn number(&self, name: &str) -> Option<u64> {
-        self.value(name)?.parse().ok()
-    }
-
-    /// The text after `--name`, if given.
-    pub fn value(&self, name: &str) -> Option<&str> {
-        let at = self.args.iter().position(|arg| arg == name)?;
-        self.args.get(at + 1).map(String::as_str)
-    }
-
-    /// The comma-separated numbers after `--name` (`--sessions 2,8,32`), if given.
-    pub fn numbers(&self, name: &str) -> Option<Vec<u64>> {
-        let list = self.value(name)?;
-        let numbers: Option<Vec<u64>> = list.split(',').map(|item| item.trim().parse().ok()).collect();
-        Some(numbers.unwrap_or_else(|| panic!("{name} takes comma-separated numbers, got {list:?}")))
-    }
-
-    /// Whether the flag `--name` is given.
-    pub fn flag(&self, name: &str) -> bool {
-        self.args.iter().any(|arg| arg == name)
-    }
+/// `--json FILE`, for the benches that write [`JsonLines`] (flatten it into the bench's flags).
+#[derive(clap::Args, Debug)]
+pub struct JsonOutput {
+    /// Also append every result to FILE as one JSON object per line (relative to the bench's
+    /// package directory).
+    #[arg(long, value_name = "FILE", env = "ZKR_BENCH_JSON")]
+    json: Option<PathBuf>,
 }
 
 /// Where a bench appends its results as JSON lines: `--json PATH`, else `ZKR_BENCH_JSON`, else
-/// nowhere. Each line is one object: `bench`, `scenario`, `client` (`ours`, `curator` or
+/// nowhere ([`JsonOutput`]). Each line is one object: `bench`, `scenario`, `client` (`ours`, `curator` or
 /// `floor`), `param`/`value` (what the scenario varies, e.g. `sessions` = 8; absent when
 /// nothing), `unit` and `ops` (the median), `p50_us`/`p99_us` where measured (medians), `rounds`
 /// and `per_round`, plus scenario-specific fields.
@@ -66,10 +71,8 @@ pub struct JsonLines {
 }
 
 impl JsonLines {
-    pub fn new(bench: &'static str, args: &Args) -> Self {
-        let path = args.value("--json").map(PathBuf::from).or_else(|| {
-            std::env::var_os("ZKR_BENCH_JSON").filter(|path| !path.is_empty()).map(PathBuf::from)
-        });
+    pub fn new(bench: &'static str, output: &JsonOutput) -> Self {
+        let path = output.json.clone().filter(|path| !path.as_os_str().is_empty());
         if let Some(path) = &path {
             eprintln!("appending JSON lines to {}", path.display());
         }
@@ -191,7 +194,7 @@ pub async fn server(tick_time: Option<Duration>) -> (String, Option<TestingServe
     }
     let mut builder = production_like_server();
     if let Some(tick_time) = tick_time {
-        builder = builder.with_tick_time(tick_time);
+        builder = builder.tick_time(tick_time);
     }
     let server = builder.start().await.expect("a ZooKeeper server (run scripts/install-deps.sh)");
     (server.connect_string(), Some(server))
@@ -200,7 +203,7 @@ pub async fn server(tick_time: Option<Duration>) -> (String, Option<TestingServe
 /// A testing server's builder set as production runs one: full JIT, ZooKeeper's default container
 /// check interval.
 pub fn production_like_server() -> zk_recipes_testing::TestingServerBuilder {
-    TestingServer::builder().with_jit(Jit::Full).with_container_check_interval(Duration::from_secs(60))
+    TestingServer::builder().jit(Jit::Full).container_check_interval(Duration::from_secs(60))
 }
 
 /// Starts the Curator driver (`crates/testing/java/CuratorDriver.java`) as production runs a JVM.

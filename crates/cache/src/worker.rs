@@ -16,6 +16,7 @@ use std::time::Duration;
 use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{FuturesOrdered, FuturesUnordered, StreamExt};
 use tracing::{debug, info_span, warn, Instrument};
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::{
     path, Deadline, Error as FrameworkError, Framework, WatchEvent, DEFAULT_OPERATION_TIMEOUT,
 };
@@ -25,6 +26,8 @@ use crate::store::CachedNode;
 
 /// Reads of changed nodes in flight at most; past it, watch events wait.
 const MAX_READS_IN_FLIGHT: usize = 1024;
+/// The first pause between attempts after an error; it doubles after each failure.
+const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 /// The longest pause between attempts after an error.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
@@ -34,7 +37,7 @@ pub(crate) async fn run(framework: Framework, shared: Arc<Shared>, settings: Set
 }
 
 async fn follow(framework: Framework, shared: Arc<Shared>, settings: Settings) {
-    let mut backoff = Backoff::new();
+    let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
     let watch = loop {
         match framework.watch(&settings.root, settings.subtree, Deadline::never()).await {
             Ok(watch) => break watch,
@@ -61,7 +64,7 @@ async fn follow(framework: Framework, shared: Arc<Shared>, settings: Settings) {
                     shared.mark_initialized();
                     debug!(nodes, changes, "cache loaded");
                     load_needed = false;
-                    backoff = Backoff::new();
+                    backoff.reset();
                 }
                 Err(FrameworkError::Closed) => return,
                 Err(err) => {
@@ -206,20 +209,6 @@ fn gunzip(node_path: &str, stored: Vec<u8>) -> Vec<u8> {
             warn!(path = node_path, %err, "node data is not gzip-compressed; cached as stored");
             stored
         }
-    }
-}
-
-/// Doubling pauses between failed attempts, up to [`MAX_BACKOFF`].
-struct Backoff(Duration);
-
-impl Backoff {
-    fn new() -> Self {
-        Self(Duration::from_millis(50))
-    }
-
-    async fn pause(&mut self) {
-        tokio::time::sleep(self.0).await;
-        self.0 = (self.0 * 2).min(MAX_BACKOFF);
     }
 }
 

@@ -27,10 +27,10 @@ use zk_recipes_leader::{
     CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipEvent, LeadershipEvents,
 };
 use zk_recipes_lock_internals::{GuardedOp, LockError};
-use zk_recipes_mutex::{LockLayout, Mutex, MutexGuard};
+use zk_recipes_mutex::{Hold as _, LockLayout, Mutex, MutexGuard};
 use zk_recipes_queue::{DistributedQueue, Utf8Serializer};
 use zk_recipes_rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-use zk_recipes_semaphore::{Lease, Semaphore, SemaphoreError, SemaphoreMutex};
+use zk_recipes_semaphore::{Lease, Semaphore, SemaphoreMutex};
 
 use crate::events::{epoch_micros, EventLog};
 use crate::recipes::{is_writer, CounterValue, Recipe};
@@ -379,16 +379,16 @@ impl Contender {
 
     /// How the next acquire goes: patient, or (for `give_up_percent` of them) giving up early.
     fn attempt(&self, rng: &mut Rng) -> Attempt {
-        if rng.between(0, 99) >= self.give_up_percent {
+        if rng.u64(..100) >= self.give_up_percent {
             return Attempt::Patient;
         }
-        if rng.between(0, 1) == 0 {
+        if rng.bool() {
             Attempt::Deadline(Duration::from_micros(
-                rng.between(GIVE_UP_DEADLINE_MICROS.0, GIVE_UP_DEADLINE_MICROS.1),
+                rng.u64(GIVE_UP_DEADLINE_MICROS.0..=GIVE_UP_DEADLINE_MICROS.1),
             ))
         } else {
             Attempt::DroppedAfter(Duration::from_micros(
-                rng.between(GIVE_UP_DROP_MICROS.0, GIVE_UP_DROP_MICROS.1),
+                rng.u64(GIVE_UP_DROP_MICROS.0..=GIVE_UP_DROP_MICROS.1),
             ))
         }
     }
@@ -403,7 +403,7 @@ impl Contender {
         };
         let mut seed = std::collections::hash_map::DefaultHasher::new();
         (&self.prefix, epoch_micros()).hash(&mut seed);
-        let mut rng = Rng::new(seed.finish());
+        let mut rng = Rng::with_seed(seed.finish());
         let mut sequence = 0u64;
         while !*stop.borrow() {
             sequence += 1;
@@ -488,7 +488,7 @@ impl Contender {
             Recipe::KazooLock => Lock::Mutex(
                 Mutex::with_layout(&self.framework, &path, LockLayout::Kazoo)
                     .map_err(|err| err.to_string())?
-                    .with_node_data(self.prefix.clone()),
+                    .node_data(self.prefix.clone()),
             ),
             Recipe::Queue | Recipe::PriorityQueue => return Err("a queue is not a lock".to_owned()),
             Recipe::Latch => Lock::Latch,
@@ -781,11 +781,7 @@ impl Hold {
             Hold::Mutex(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),
             Hold::Read(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),
             Hold::Write(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),
-            Hold::Lease(lease) => match lease.write_guarded(&[guarded], deadline).await {
-                Ok(_) => Ok(()),
-                Err(SemaphoreError::Lock(err)) => Err(err),
-                Err(err) => return Outcome::Unknown(err.to_string()),
-            },
+            Hold::Lease(lease) => lease.write_guarded(&[guarded], deadline).await.map(drop),
             Hold::Selector { leadership, .. } => {
                 let check = framework.transaction().check(leadership.node_path().to_owned(), None);
                 return transaction_outcome(op.into_transaction(check).deadline(deadline).await, 1);

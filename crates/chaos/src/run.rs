@@ -184,7 +184,7 @@ impl Fault {
             (Fault::EnsembleRestart, 0),
         ];
         let total: u64 = WEIGHTED.iter().map(|(_, weight)| weight).sum();
-        let mut roll = rng.between(0, total - 1);
+        let mut roll = rng.u64(..total);
         for (fault, weight) in WEIGHTED {
             if roll < weight {
                 return fault;
@@ -287,8 +287,8 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         config.processes(Kind::Kazoo) > 0,
     )?;
     let mut cluster = TestingCluster::builder()
-        .with_size(3)
-        .with_min_session_timeout(Duration::from_secs(1))
+        .size(3)
+        .min_session_timeout(Duration::from_secs(1))
         .start()
         .await
         .map_err(|err| format!("starting the ensemble: {err}"))?;
@@ -335,7 +335,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         queue_root: QUEUE_ROOT,
         name: "chaos",
     };
-    let mut rng = Rng::new(config.seed);
+    let mut rng = Rng::with_seed(config.seed);
     let (reports, faults, busy) = chaos.execute(&mut cluster, &observer, Some(&mut rng)).await?;
 
     // Leaks: every session is closed or expired now; nothing of the recipes may be left, and
@@ -474,8 +474,8 @@ impl Phase<'_> {
                 tokio::time::sleep(end.saturating_duration_since(Instant::now())).await;
                 break;
             };
-            let gap =
-                rng.between(config.fault_gap.0.as_millis() as u64, config.fault_gap.1.as_millis() as u64);
+            let (shortest_gap, longest_gap) = config.fault_gap;
+            let gap = rng.u64(shortest_gap.as_millis() as u64..=longest_gap.as_millis() as u64);
             tokio::time::sleep(Duration::from_millis(gap)).await;
             if Instant::now() >= end {
                 break;
@@ -906,20 +906,20 @@ impl Phase<'_> {
                 let index = if fault == Fault::KillLeader {
                     cluster.leader_index().await.map_err(restart)?
                 } else {
-                    rng.index(cluster.size())
+                    rng.usize(..cluster.size())
                 };
                 cluster.kill(index).await.map_err(restart)?;
-                let down = rng.between(200, 3000);
+                let down = rng.u64(200..=3000);
                 tokio::time::sleep(Duration::from_millis(down)).await;
                 cluster.restart(index).await.map_err(restart)?;
                 format!("server {} down {down} ms", index + 1)
             }
             Fault::PauseShort | Fault::PauseLong => {
-                let index = rng.index(cluster.size());
+                let index = rng.usize(..cluster.size());
                 let paused = if fault == Fault::PauseShort {
-                    rng.between(300, session_ms / 2)
+                    rng.u64(300..=session_ms / 2)
                 } else {
-                    rng.between(session_ms + 1000, session_ms + 3000)
+                    rng.u64(session_ms + 1000..=session_ms + 3000)
                 };
                 cluster.pause(index).map_err(restart)?;
                 tokio::time::sleep(Duration::from_millis(paused)).await;
@@ -928,8 +928,8 @@ impl Phase<'_> {
                 format!("server {} stopped {paused} ms (session timeout {session_ms} ms)", index + 1)
             }
             Fault::Partition => {
-                let slot = &slots[rng.index(slots.len())];
-                let cut = rng.between(session_ms + 1000, session_ms + 3000);
+                let slot = &slots[rng.usize(..slots.len())];
+                let cut = rng.u64(session_ms + 1000..=session_ms + 3000);
                 for proxy in &slot.proxies {
                     proxy.black_hole(Duration::from_millis(cut));
                 }
@@ -950,10 +950,10 @@ impl Phase<'_> {
                 if candidates.is_empty() {
                     return Ok("no such contender".to_owned());
                 }
-                let slot = &mut slots[candidates[rng.index(candidates.len())]];
+                let slot = &mut slots[candidates[rng.usize(..candidates.len())]];
                 let old = slot.tag.clone();
                 self.kill(slot, killed).await;
-                let down = rng.between(100, 2000);
+                let down = rng.u64(100..=2000);
                 tokio::time::sleep(Duration::from_millis(down)).await;
                 self.spawn(slot, log_dir)?;
                 format!("contender {old} SIGKILLed, {} started {down} ms later", slot.tag)

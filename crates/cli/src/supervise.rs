@@ -11,7 +11,7 @@ use tokio::process::{Child, Command};
 use tracing::info;
 use zk_recipes_framework::Framework;
 use zk_recipes_leader::{CloseMode, LeaderLatch, LeadershipEvent};
-use zk_recipes_mutex::Mutex;
+use zk_recipes_mutex::{Hold, Mutex};
 use zk_recipes_semaphore::Semaphore;
 
 use crate::args::HoldOptions;

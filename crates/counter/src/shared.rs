@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{debug, info_span, Instrument};
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::{Error as ZkError, Stat};
 use zk_recipes_framework::{
     path, ConditionalWrite, Deadline, Error as FrameworkError, Framework, ParentMode, WatchEvent,
@@ -280,7 +281,7 @@ async fn follow(
     mut watch: zk_recipes_framework::PersistentWatch,
     known: Arc<watch::Sender<Known>>,
 ) {
-    let mut backoff = std::time::Duration::from_millis(50);
+    let mut backoff = Backoff::default();
     let mut pending = false;
     loop {
         if !pending {
@@ -293,7 +294,7 @@ async fn follow(
         match framework.get_data(&path, Deadline::after(DEFAULT_OPERATION_TIMEOUT)).await {
             Ok(node) => {
                 pending = false;
-                backoff = std::time::Duration::from_millis(50);
+                backoff.reset();
                 if update(&known, &node.stat, &node.data) {
                     debug!(version = node.stat.version, "a new value");
                 }
@@ -303,8 +304,7 @@ async fn follow(
             Err(err) => {
                 debug!(%err, "reading the value failed; trying again");
                 pending = true;
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
+                backoff.pause().await;
             }
         }
     }

@@ -5,7 +5,7 @@ use std::future::Future;
 
 use zk_recipes_framework::{Deadline, Framework};
 use zk_recipes_lock_internals::KazooDriver;
-use zk_recipes_mutex::{LockLayout, LostReason, Mutex, MutexGuard};
+use zk_recipes_mutex::{Hold, LockLayout, LostReason, Mutex, MutexGuard};
 
 use crate::error::{LeaderError, Result};
 
@@ -42,8 +42,7 @@ impl KazooElection {
     /// An invalid path, before anything is sent.
     pub fn new(framework: &Framework, path: &str, identifier: impl Into<String>) -> Result<Self> {
         let identifier = identifier.into();
-        let mutex =
-            Mutex::with_layout(framework, path, LockLayout::Kazoo)?.with_node_data(identifier.as_bytes());
+        let mutex = Mutex::with_layout(framework, path, LockLayout::Kazoo)?.node_data(identifier.as_bytes());
         Ok(Self { mutex, identifier })
     }
 
@@ -148,7 +147,7 @@ impl KazooLeadership {
         self.guard.fencing_token()
     }
 
-    /// Resolves when this leadership can no longer be trusted (see [`MutexGuard::lost`]).
+    /// Resolves when this leadership can no longer be trusted (see [`Hold::lost`]).
     ///
     /// # Cancel safety
     /// Cancel safe: it only reads and waits, and a later call checks the current state first, so a

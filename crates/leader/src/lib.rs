@@ -47,13 +47,12 @@
 //! # Ok(()) }
 //! ```
 
-mod backoff;
 mod error;
 mod handle;
 mod kazoo;
 mod latch;
+mod metrics;
 mod participant;
-mod record;
 mod selector;
 
 pub use error::{LeaderError, Result, Subject};

@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, info_span, warn, Instrument};
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{
     path, Deadline, Error as FrameworkError, Framework, ParentMode, WatchEvent, DEFAULT_OPERATION_TIMEOUT,
@@ -307,14 +308,15 @@ struct Keeper {
 
 impl Keeper {
     async fn run(mut self) {
-        let mut pause = Duration::from_millis(50);
+        // Between failed creates; commands are still served during each pause.
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
         loop {
             let ensured = self.ensure().await;
             let (watched, ours) = match ensured {
                 Ok(Ensured::Ours(path)) => {
                     debug!(path, "node present");
                     self.shared.created.send_replace(Some(path.clone()));
-                    pause = Duration::from_millis(50);
+                    backoff.reset();
                     (path, true)
                 }
                 Ok(Ensured::HeldByOther) => {
@@ -327,11 +329,10 @@ impl Keeper {
                 }
                 Err(err) => {
                     warn!(%err, "could not create the node; trying again");
-                    match self.wait(None, None, pause).await {
+                    match self.wait(None, None, backoff.next_pause()).await {
                         Next::Stop => return,
                         Next::Recreate => {}
                     }
-                    pause = (pause * 2).min(Duration::from_secs(2));
                     continue;
                 }
             };

@@ -54,9 +54,9 @@ mod background;
 mod consumer;
 mod error;
 pub mod framing;
+mod metrics;
 pub mod names;
 mod queue;
-mod record;
 mod simple;
 
 pub use consumer::{Consumer, Delivery, Item, DEFAULT_DRAIN_TIMEOUT, DEFAULT_PREFETCH};

@@ -244,7 +244,7 @@ impl<T: Send + 'static> QueueBuilder<T> {
         }
         let data: Arc<[u8]> = local_address().into();
         let background = Background::new(self.framework.clone(), self.path.clone(), data.clone());
-        let metrics = crate::record::QueueMetrics::new(&self.framework, &self.path);
+        let metrics = crate::metrics::QueueMetrics::new(&self.framework, &self.path);
         Ok(DistributedQueue {
             put_timeout: self.put_timeout,
             inner: Arc::new(Inner {
@@ -312,7 +312,7 @@ pub(crate) struct Inner<T> {
     pub(crate) background: Background,
     /// Group commit of lock-safe acks.
     pub(crate) acks: AckBatcher,
-    pub(crate) metrics: crate::record::QueueMetrics,
+    pub(crate) metrics: crate::metrics::QueueMetrics,
 }
 
 impl<T> fmt::Debug for Inner<T> {

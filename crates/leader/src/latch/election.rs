@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use tracing::debug;
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::{EventType, OneshotWatcher};
 use zk_recipes_framework::{
     path, CloseDelay, ConnectionEvents, ConnectionState, Deadline, Error as FrameworkError,
@@ -14,7 +15,6 @@ use zk_recipes_lock_internals::sort_children;
 use super::events::{CloseMode, NotLeaderReason};
 use super::state::{OurNode, Shared};
 use super::LATCH_NAME;
-use crate::backoff::Backoff;
 use crate::handle::Lifecycle;
 
 impl Shared {
@@ -30,7 +30,7 @@ impl Shared {
                     Err(FrameworkError::Closed) => return,
                     Err(err) => {
                         debug!(%err, "creating our node failed; trying again");
-                        backoff.sleep().await;
+                        backoff.pause().await;
                         continue;
                     }
                 },
@@ -40,7 +40,7 @@ impl Shared {
                 Err(FrameworkError::Closed) => return,
                 Err(err) => {
                     debug!(%err, "checking leadership failed; trying again");
-                    backoff.sleep().await;
+                    backoff.pause().await;
                 }
             }
         }

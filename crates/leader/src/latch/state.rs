@@ -92,7 +92,7 @@ impl Shared {
             return;
         }
         if previous.is_some() {
-            crate::record::leadership_lost(
+            crate::metrics::leadership_lost(
                 &self.framework,
                 &self.path,
                 &self.id,
@@ -102,7 +102,7 @@ impl Shared {
             let _ = self.events.send(Signal::Event(LeadershipEvent::NotLeader { reason }));
         }
         if let Some(fencing_token) = fencing_token {
-            crate::record::leadership_gained(&self.framework, &self.path, &self.id, fencing_token);
+            crate::metrics::leadership_gained(&self.framework, &self.path, &self.id, fencing_token);
             let _ = self.events.send(Signal::Event(LeadershipEvent::IsLeader { fencing_token }));
         }
     }
@@ -125,7 +125,7 @@ impl Shared {
         }
         if was_leading.is_some() {
             let reason = NotLeaderReason::Closed;
-            crate::record::leadership_lost(
+            crate::metrics::leadership_lost(
                 &self.framework,
                 &self.path,
                 &self.id,

@@ -87,7 +87,7 @@ impl LeaderSelectorBuilder {
     {
         let mut mutex = ZkMutex::new(&self.framework, &self.path)?;
         if !self.id.is_empty() {
-            mutex = mutex.with_node_data(self.id.as_bytes());
+            mutex = mutex.node_data(self.id.as_bytes());
         }
         let take_leadership: Box<TakeLeadership> =
             Box::new(move |leadership| Box::pin(take_leadership(leadership)));

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 use tracing::debug;
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::CloseDelay;
 
 use super::state::Shared;
-use crate::backoff::Backoff;
 use crate::error::LeaderError;
 use crate::handle::{Lifecycle, Status};
 
@@ -40,7 +40,7 @@ pub(super) async fn run(shared: Arc<Shared>, round: u64, _delay: CloseDelay) {
                 tokio::select! {
                     () = wait_closed(&mut status) => break,
                     () = shared.framework.closing() => break,
-                    () = backoff.sleep() => {}
+                    () = backoff.pause() => {}
                 }
                 continue;
             }

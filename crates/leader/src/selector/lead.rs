@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, warn};
 use zk_recipes_framework::{ConnectionState, DEFAULT_SESSION_TIMEOUT};
-use zk_recipes_mutex::MutexGuard;
+use zk_recipes_mutex::{Hold, MutexGuard};
 
 use super::election::wait_closed;
 use super::state::Shared;
@@ -56,7 +56,7 @@ impl Shared {
             state.cancel = Some(cancel.clone());
         }
         debug!(node = %guard.node_path(), fencing_token, "taking leadership");
-        crate::record::leadership_gained(&self.framework, &self.path, &self.id, fencing_token);
+        crate::metrics::leadership_gained(&self.framework, &self.path, &self.id, fencing_token);
         let leadership =
             Leadership { cancel: cancel_receiver, fencing_token, node_path: guard.node_path().into() };
         // The leadership stands on the session that owns our lock node: its timer starts from the
@@ -185,7 +185,7 @@ impl Shared {
             End::Dropped(CancelReason::NodeDeleted) => "node_deleted",
             End::Dropped(CancelReason::Closed) => "closed",
         };
-        crate::record::leadership_lost(&self.framework, &self.path, &self.id, reason, &end);
+        crate::metrics::leadership_lost(&self.framework, &self.path, &self.id, reason, &end);
         release(guard, end).await;
     }
 
