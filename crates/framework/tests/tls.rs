@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission, TlsOptions};
-use zk_recipes_framework::{ConnectionUpdate, Deadline, Error, ParentMode};
+use zk_recipes_framework::{ConnectionUpdate, Deadline, Error, ParentMode, ProtectedCreate};
 use zk_recipes_testing::{TestingServer, TlsClientAuth};
 
 /// How long a framework that cannot get a session is given before it must report.
@@ -109,7 +109,10 @@ async fn a_framework_that_trusts_the_ca_works_over_tls_and_one_that_does_not_get
     within("ensure", framework.ensure_path("/tls-works/locks", Deadline::after(STEP))).await.expect("ensure");
     let node = within(
         "create_protected",
-        framework.create_protected("/tls-works/locks", "lock-", b"holder", Deadline::after(STEP)),
+        framework.create_protected(
+            ProtectedCreate::new("/tls-works/locks", "lock-").data(b"holder"),
+            Deadline::after(STEP),
+        ),
     )
     .await
     .expect("a protected ephemeral-sequential node");
@@ -181,7 +184,7 @@ async fn a_server_that_needs_client_certificates_authenticates_ours_and_refuses_
     drop(session);
     let node = within(
         "create_protected",
-        framework.create_protected("/tls-client-auth", "lock-", b"", Deadline::after(STEP)),
+        framework.create_protected(ProtectedCreate::new("/tls-client-auth", "lock-"), Deadline::after(STEP)),
     )
     .await
     .expect("a protected node");
