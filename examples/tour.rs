@@ -12,7 +12,7 @@ use zk_recipes::barrier::DistributedDoubleBarrier;
 use zk_recipes::cache::{Cache, CacheEvent};
 use zk_recipes::counter::{DistributedAtomicLong, SharedCount};
 use zk_recipes::framework::retry::RetryNTimes;
-use zk_recipes::framework::{path, ConnectionUpdate, Deadline, Framework};
+use zk_recipes::framework::{path, ConnectionUpdate, Deadline, Framework, ProtectedCreate};
 use zk_recipes::leader::{CloseMode, LeaderLatch};
 use zk_recipes::mutex::{Hold, Mutex};
 use zk_recipes::nodes::PersistentNode;
@@ -52,8 +52,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 4. Curator's protected ephemeral-sequential nodes: the same names a Java service would see.
     let deadline = || Deadline::after(Duration::from_secs(5));
-    let first = framework.create_protected("/members", "member-", b"first", deadline()).await?;
-    let second = framework.create_protected("/members", "member-", b"second", deadline()).await?;
+    let first = framework
+        .create_protected(ProtectedCreate::new("/members", "member-").data(b"first"), deadline())
+        .await?;
+    let second = framework
+        .create_protected(ProtectedCreate::new("/members", "member-").data(b"second"), deadline())
+        .await?;
     let members = framework
         .retry(deadline(), |session| async move { Ok(session.client().list_children("/members").await?) })
         .await?;

@@ -15,6 +15,15 @@
 //! - A cleanup worker that deletes what dropped guards leave behind ([`OwnedNode`],
 //!   [`Framework::delete_in_background`]), so no `Drop` needs a runtime.
 //!
+//! ## Two floors
+//! The crate has two floors, each a folder: the *session* floor (`session/`: the handle, the
+//! supervisor that owns the session, connection states, retries, deadlines) and the *nodes*
+//! floor on top of it (`nodes/`: the node API, protected creates, owned nodes, batches, the cleanup
+//! worker, watches). The nodes floor imports the session floor, never the other way round.
+//! Folders rather than two crates, because the node API is methods on [`Framework`], which a
+//! second crate could only add through an extension trait every user would import. The map is in
+//! `docs/framework.md`.
+//!
 //! ## Connection loss and session expiry
 //! `Suspended` means the connection broke and the session may still live; `Lost` means it is gone
 //! (the server expired it, or the connection stayed suspended for the session timeout). After
@@ -23,7 +32,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use zk_recipes_framework::{ConnectionState, Deadline, Framework};
+//! use zk_recipes_framework::{ConnectionState, Deadline, Framework, ProtectedCreate};
 //!
 //! # async fn demo() -> zk_recipes_framework::Result<()> {
 //! let framework = Framework::builder("127.0.0.1:2181")
@@ -32,7 +41,7 @@
 //! let mut events = framework.connection_events();
 //! framework.block_until_connected(Duration::from_secs(10)).await?;
 //! let node = framework
-//!     .create_protected("/demo/members", "member-", b"hello", Deadline::after(Duration::from_secs(5)))
+//!     .create_protected(ProtectedCreate::new("/demo/members", "member-").data(b"hello"), Deadline::after(Duration::from_secs(5)))
 //!     .await?;
 //! println!("joined as {}", node.path());
 //! if let Some(update) = events.next().await {
@@ -41,53 +50,39 @@
 //! # Ok(()) }
 //! ```
 
-mod acl;
-mod api;
-mod batch;
-mod builder;
-mod cleanup;
-mod close;
-mod conditional;
-mod deadline;
-mod diagnose;
-mod duration;
-mod error;
-mod exclusive;
-mod features;
-mod framework;
-mod host;
-pub mod metrics;
-mod nodelay;
 mod nodes;
 pub mod path;
-mod random_ids;
-pub mod retry;
 mod session;
-mod session_marker;
-mod state;
-mod watch;
+mod start;
 
-pub use acl::{AclProvider, PathAclProvider};
-pub use api::{
-    CreateBuilder, Created, DeleteBuilder, NodeData, Transaction, TransactionOp, TransactionResult,
-    DEFAULT_OPERATION_TIMEOUT, MAX_TTL,
-};
-pub use builder::{
+pub use nodes::conditional::{ConditionalWrite, WriteOutcome};
+pub use nodes::create::{CreateBuilder, Created, MAX_TTL};
+pub use nodes::delete::DeleteBuilder;
+pub use nodes::limit::DEFAULT_OPERATION_TIMEOUT;
+pub use nodes::marker::NodeMarker;
+pub use nodes::on_session::ParentMode;
+pub use nodes::owned::OwnedNode;
+pub use nodes::protected_options::ProtectedCreate;
+pub use nodes::requests::NodeData;
+pub use nodes::transaction::{Transaction, TransactionOp, TransactionResult};
+pub use nodes::watch::{PersistentWatch, WatchEvent};
+pub use session::acl::{AclProvider, PathAclProvider};
+pub use session::builder::{
     FrameworkBuilder, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_MAX_NODE_DATA, DEFAULT_SESSION_TIMEOUT,
 };
-pub use close::CloseDelay;
-pub use conditional::{ConditionalWrite, WriteOutcome};
-pub use deadline::Deadline;
-pub use duration::ReadableDuration;
-pub use error::{ConnectionFailure, Error, Result};
-pub use framework::Framework;
-pub use host::local_address;
-pub use nodes::{NodeMarker, OwnedNode, ParentMode};
-pub use session::Session;
-pub use state::{
-    ConnectionEvent, ConnectionEvents, ConnectionSnapshot, ConnectionState, ConnectionUpdate, ErrorPolicy,
+pub use session::close::CloseDelay;
+pub use session::deadline::Deadline;
+pub use session::duration::ReadableDuration;
+pub use session::error::{ConnectionFailure, Error, Result};
+pub use session::events::ConnectionEvents;
+pub use session::handle::Framework;
+pub use session::host::local_address;
+pub use session::live_session::Session;
+pub use session::metrics;
+pub use session::retry;
+pub use session::state::{
+    ConnectionEvent, ConnectionSnapshot, ConnectionState, ConnectionUpdate, ErrorPolicy,
 };
-pub use watch::{PersistentWatch, WatchEvent};
 pub use zookeeper_client;
 
 #[cfg(test)]

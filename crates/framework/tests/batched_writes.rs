@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
+use futures::TryFutureExt;
 use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission};
-use zk_recipes_framework::{AclProvider, Framework, OwnedNode};
+use zk_recipes_framework::{AclProvider, Framework, OwnedNode, ProtectedCreate};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
@@ -37,7 +38,12 @@ async fn create_many(
 ) -> Vec<(OwnedNode, Option<Vec<String>>)> {
     let creates = (0..count).map(|index| {
         let parent = &parents[index % parents.len()];
-        framework.create_protected_and_list(parent, "lock-", b"", step())
+        framework.create_protected(ProtectedCreate::new(parent, "lock-").list_siblings(true), step()).map_ok(
+            |mut node| {
+                let siblings = node.take_siblings();
+                (node, siblings)
+            },
+        )
     });
     within("creates", join_all(creates)).await.into_iter().map(|created| created.expect("created")).collect()
 }
@@ -203,7 +209,7 @@ async fn give_up_creates(framework: &Framework, parents: &[String], count: usize
             let (framework, done) = (framework.clone(), done.clone());
             let parent = parents[index % parents.len()].clone();
             tokio::spawn(async move {
-                let node = framework.create_protected(&parent, "lock-", b"", step()).await;
+                let node = framework.create_protected(ProtectedCreate::new(&parent, "lock-"), step()).await;
                 done.fetch_add(1, Ordering::SeqCst);
                 // Held until the task is aborted.
                 std::future::pending::<()>().await;
@@ -304,9 +310,11 @@ async fn a_lone_create_and_delete_are_plain_requests() {
     let parents = parents(&framework, "/batched-lone", 1).await;
     // A plain create's reply is cut: a batch would be a multi, which this does not match.
     let cut = proxy.cut_after_next_reply(RequestMatch::create().under("/batched-lone/lock-0/"));
-    let node =
-        within("create", framework.create_protected(&parents[0], "lock-", b"", Duration::from_secs(10)))
-            .await;
+    let node = within(
+        "create",
+        framework.create_protected(ProtectedCreate::new(&parents[0], "lock-"), Duration::from_secs(10)),
+    )
+    .await;
     let node = node.expect("found again after the lost reply");
     assert_eq!(within("cut", cut).await.expect("cut").op_code, 15, "a plain create2");
     let cut = proxy.cut_after_next_reply(RequestMatch::delete().under("/batched-lone/lock-0/"));
@@ -327,7 +335,9 @@ fn spawn_creates(
         .map(|index| {
             let framework = framework.clone();
             let parent = parents[index % parents.len()].clone();
-            tokio::spawn(async move { framework.create_protected(&parent, "lock-", b"", STEP * 2).await })
+            tokio::spawn(async move {
+                framework.create_protected(ProtectedCreate::new(&parent, "lock-"), STEP * 2).await
+            })
         })
         .collect()
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zk_recipes_framework::{ConnectionState, ConnectionUpdate, Deadline, Error, Framework};
+use zk_recipes_framework::{ConnectionState, ConnectionUpdate, Deadline, Error, Framework, ProtectedCreate};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
@@ -173,7 +173,8 @@ async fn a_closed_framework_refuses_calls() {
     assert!(framework.current().closed);
     let result = framework.ensure_path("/closed/refuses", Deadline::after(STEP)).await;
     assert!(matches!(result, Err(Error::Closed)), "{result:?}");
-    let result = framework.create_protected("/closed", "lock-", b"", Deadline::after(STEP)).await;
+    let result =
+        framework.create_protected(ProtectedCreate::new("/closed", "lock-"), Deadline::after(STEP)).await;
     assert!(matches!(result, Err(Error::Closed)), "{result:?}");
 
     let checker = Framework::builder(server.connect_string()).start().expect("checker");
@@ -189,10 +190,12 @@ async fn dropping_the_last_handle_closes_the_session() {
     init_tracing();
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(30)).start().expect("framework");
-    let node =
-        within("create", framework.create_protected("/dropped", "member-", b"", Deadline::after(STEP)))
-            .await
-            .expect("node");
+    let node = within(
+        "create",
+        framework.create_protected(ProtectedCreate::new("/dropped", "member-"), Deadline::after(STEP)),
+    )
+    .await
+    .expect("node");
     let path = node.forget();
     drop(framework);
 

@@ -4,9 +4,12 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use futures::TryFutureExt;
 use zk_recipes_framework::retry::RetryNTimes;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
-use zk_recipes_framework::{path, ConnectionState, Deadline, Error, Framework, DEFAULT_MAX_NODE_DATA};
+use zk_recipes_framework::{
+    path, ConnectionState, Deadline, Error, Framework, ProtectedCreate, DEFAULT_MAX_NODE_DATA,
+};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
 
@@ -100,20 +103,25 @@ async fn invalid_paths_are_refused_before_anything_is_sent() {
     for bad in ["", "relative", "/trailing/", "/a//b", "/a/./b", "/nul\u{0}"] {
         let result = framework.ensure_path(bad, Deadline::after(STEP)).await;
         assert!(matches!(result, Err(Error::InvalidPath { .. })), "{bad:?}: {result:?}");
-        let result = framework.create_protected(bad, "lock-", b"", Deadline::after(STEP)).await;
+        let result =
+            framework.create_protected(ProtectedCreate::new(bad, "lock-"), Deadline::after(STEP)).await;
         assert!(matches!(result, Err(Error::InvalidPath { .. })), "{bad:?}: {result:?}");
     }
-    let result = framework.create_protected("/fine", "bad/name-", b"", Deadline::after(STEP)).await;
+    let result =
+        framework.create_protected(ProtectedCreate::new("/fine", "bad/name-"), Deadline::after(STEP)).await;
     assert!(matches!(result, Err(Error::InvalidArgument(_))), "{result:?}");
     // A name ZooKeeper would refuse in the node's path.
     for bad_name in ["nul\u{0}-", "private\u{e000}-", "astral😀-"] {
-        let result = framework.create_protected("/fine", bad_name, b"", Deadline::after(STEP)).await;
+        let result =
+            framework.create_protected(ProtectedCreate::new("/fine", bad_name), Deadline::after(STEP)).await;
         assert!(matches!(result, Err(Error::InvalidPath { .. })), "{bad_name:?}: {result:?}");
     }
     // Data over the server's jute.maxbuffer would make it drop the connection: refused here.
     let session_before = framework.current().session_id;
     let huge = vec![7u8; 2 << 20];
-    let result = framework.create_protected("/fine", "lock-", &huge, Deadline::after(STEP)).await;
+    let result = framework
+        .create_protected(ProtectedCreate::new("/fine", "lock-").data(&huge), Deadline::after(STEP))
+        .await;
     assert!(
         matches!(result, Err(Error::DataTooLarge { size, limit }) if size == huge.len() && limit == DEFAULT_MAX_NODE_DATA),
         "{result:?}"
@@ -122,7 +130,7 @@ async fn invalid_paths_are_refused_before_anything_is_sent() {
     assert!(framework.check_data_size(fits.len()).is_ok(), "the limit itself is allowed");
     let node = within(
         "create at the limit",
-        framework.create_protected("/fine", "lock-", &fits, Deadline::after(STEP)),
+        framework.create_protected(ProtectedCreate::new("/fine", "lock-").data(&fits), Deadline::after(STEP)),
     )
     .await
     .expect("data at the limit fits in one request");
@@ -184,9 +192,12 @@ async fn namespace_prefixes_every_path() {
         .namespace("tenant")
         .start()
         .expect("framework");
-    let node = within("create", framework.create_protected("/locks", "lock-", b"x", Deadline::after(STEP)))
-        .await
-        .expect("node");
+    let node = within(
+        "create",
+        framework.create_protected(ProtectedCreate::new("/locks", "lock-").data(b"x"), Deadline::after(STEP)),
+    )
+    .await
+    .expect("node");
     assert!(node.path().starts_with("/locks/_c_"), "paths are namespace-relative: {}", node.path());
 
     let raw = Framework::builder(server.connect_string()).start().expect("raw");
@@ -207,7 +218,10 @@ async fn protected_create_names_and_owns_its_node() {
     let framework = builder(&server.connect_string(), Duration::from_secs(6)).start().expect("framework");
     let node = within(
         "create",
-        framework.create_protected("/protected/parent", "lock-", b"data", Deadline::after(STEP)),
+        framework.create_protected(
+            ProtectedCreate::new("/protected/parent", "lock-").data(b"data"),
+            Deadline::after(STEP),
+        ),
     )
     .await
     .expect("node");
@@ -249,10 +263,12 @@ async fn a_protected_create_whose_reply_was_cut_finds_its_node() {
     let mut events = framework.connection_events();
 
     let cut = proxy.cut_after_next_create();
-    let node =
-        within("create", framework.create_protected("/cut/parent", "lock-", b"", Deadline::after(STEP)))
-            .await
-            .expect("the create survives the cut");
+    let node = within(
+        "create",
+        framework.create_protected(ProtectedCreate::new("/cut/parent", "lock-"), Deadline::after(STEP)),
+    )
+    .await
+    .expect("the create survives the cut");
     let cut = within("the cut", cut).await.expect("the proxy cut a create's reply");
     assert!(cut.path.starts_with("/cut/parent/_c_"), "the cut create was ours: {}", cut.path);
     let suspended = within("suspension", events.next()).await.map(|update| update.state());
@@ -278,7 +294,8 @@ async fn cancelled_protected_creates_leave_no_node() {
     let mut completed = 0;
     for step in 0..40u64 {
         let delay = Duration::from_micros(step * 50);
-        let create = framework.create_protected("/cancel/parent", "lock-", b"", Deadline::after(STEP));
+        let create = framework
+            .create_protected(ProtectedCreate::new("/cancel/parent", "lock-"), Deadline::after(STEP));
         // Err: dropped mid-flight.
         if let Ok(node) = tokio::time::timeout(delay, create).await {
             completed += 1;
@@ -345,7 +362,15 @@ async fn the_listing_sent_behind_a_create_already_holds_the_node() {
     for round in 0..200 {
         let (node, listing) = within(
             "create and list",
-            framework.create_protected_and_list("/pipelined", "lock-", b"", Deadline::after(STEP)),
+            framework
+                .create_protected(
+                    ProtectedCreate::new("/pipelined", "lock-").list_siblings(true),
+                    Deadline::after(STEP),
+                )
+                .map_ok(|mut node| {
+                    let siblings = node.take_siblings();
+                    (node, siblings)
+                }),
         )
         .await
         .expect("created");
@@ -398,18 +423,21 @@ async fn a_create_while_exists_runs_only_while_its_anchor_exists() {
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(8)).start().expect("framework");
     let deadline = || Deadline::after(STEP);
-    let anchor = within("anchor", framework.create_protected("/anchored/locks", "lock-", b"", deadline()))
-        .await
-        .expect("anchor");
+    let anchor = within(
+        "anchor",
+        framework.create_protected(ProtectedCreate::new("/anchored/locks", "lock-"), deadline()),
+    )
+    .await
+    .expect("anchor");
 
     // Built on the anchor: same session, parents created, sequence and stat as for any create.
     let built = within(
         "create while the anchor exists",
-        anchor.create_protected_while_exists(
-            "/anchored/leases",
-            "lease-",
-            b"x",
-            CreateMode::EphemeralSequential,
+        anchor.framework().create_protected(
+            ProtectedCreate::new("/anchored/leases", "lease-")
+                .data(b"x")
+                .mode(CreateMode::EphemeralSequential)
+                .while_exists(&anchor),
             deadline(),
         ),
     )
@@ -426,7 +454,13 @@ async fn a_create_while_exists_runs_only_while_its_anchor_exists() {
 
     // A persistent node cannot be built on a hold; nothing is sent.
     let persistent = anchor
-        .create_protected_while_exists("/anchored/leases", "lease-", b"", CreateMode::Persistent, deadline())
+        .framework()
+        .create_protected(
+            ProtectedCreate::new("/anchored/leases", "lease-")
+                .mode(CreateMode::Persistent)
+                .while_exists(&anchor),
+            deadline(),
+        )
         .await;
     assert!(matches!(persistent, Err(Error::InvalidArgument(_))), "{persistent:?}");
 
@@ -436,11 +470,10 @@ async fn a_create_while_exists_runs_only_while_its_anchor_exists() {
     within("delete the anchor", session.client().delete(&anchor_path, None)).await.expect("delete");
     let refused = within(
         "create without the anchor",
-        anchor.create_protected_while_exists(
-            "/anchored/leases",
-            "lease-",
-            b"",
-            CreateMode::EphemeralSequential,
+        anchor.framework().create_protected(
+            ProtectedCreate::new("/anchored/leases", "lease-")
+                .mode(CreateMode::EphemeralSequential)
+                .while_exists(&anchor),
             deadline(),
         ),
     )
@@ -463,7 +496,8 @@ async fn a_create_while_exists_whose_reply_was_cut_finds_its_node_on_the_same_se
     let framework = builder(&proxy.connect_string(), Duration::from_secs(8)).start().expect("framework");
     let anchor = within(
         "anchor",
-        framework.create_protected("/anchored-cut/locks", "lock-", b"", Deadline::after(STEP)),
+        framework
+            .create_protected(ProtectedCreate::new("/anchored-cut/locks", "lock-"), Deadline::after(STEP)),
     )
     .await
     .expect("anchor");
@@ -474,11 +508,10 @@ async fn a_create_while_exists_whose_reply_was_cut_finds_its_node_on_the_same_se
     let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/anchored-cut/leases"));
     let built = within(
         "create while the anchor exists",
-        anchor.create_protected_while_exists(
-            "/anchored-cut/leases",
-            "lease-",
-            b"",
-            CreateMode::EphemeralSequential,
+        anchor.framework().create_protected(
+            ProtectedCreate::new("/anchored-cut/leases", "lease-")
+                .mode(CreateMode::EphemeralSequential)
+                .while_exists(&anchor),
             Deadline::after(STEP),
         ),
     )
@@ -508,7 +541,8 @@ async fn deleting_a_node_whose_session_was_lost_reports_node_lost() {
     let framework = builder(&proxy.connect_string(), Duration::from_secs(2)).start().expect("framework");
     let node = within(
         "create",
-        framework.create_protected("/delete-lost/members", "member-", b"", Deadline::after(STEP)),
+        framework
+            .create_protected(ProtectedCreate::new("/delete-lost/members", "member-"), Deadline::after(STEP)),
     )
     .await
     .expect("node");
@@ -518,11 +552,11 @@ async fn deleting_a_node_whose_session_was_lost_reports_node_lost() {
     proxy.black_hole(negotiated * 3);
     lost_then_reconnected(&mut events).await;
     let built = node
-        .create_protected_while_exists(
-            "/delete-lost/leases",
-            "lease-",
-            b"",
-            CreateMode::Ephemeral,
+        .framework()
+        .create_protected(
+            ProtectedCreate::new("/delete-lost/leases", "lease-")
+                .mode(CreateMode::Ephemeral)
+                .while_exists(&node),
             Deadline::after(STEP),
         )
         .await;
@@ -583,7 +617,15 @@ async fn a_first_create_under_a_new_parent_sends_the_parent_ahead_in_one_pipelin
         async move {
             within(
                 "create and list",
-                framework.create_protected_and_list(parent, "lock-", b"", Deadline::after(STEP)),
+                framework
+                    .create_protected(
+                        ProtectedCreate::new(parent, "lock-").list_siblings(true),
+                        Deadline::after(STEP),
+                    )
+                    .map_ok(|mut node| {
+                        let siblings = node.take_siblings();
+                        (node, siblings)
+                    }),
             )
             .await
             .expect("created")

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use zk_recipes_framework::zookeeper_client::{Acl, AuthId, Permission, TlsOptions};
-use zk_recipes_framework::{ConnectionUpdate, Deadline, Error, ParentMode};
+use zk_recipes_framework::{ConnectionUpdate, Deadline, Error, ParentMode, ProtectedCreate};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::{TestingServer, TlsClientAuth};
 
@@ -107,7 +107,10 @@ async fn a_framework_that_trusts_the_ca_works_over_tls_and_one_that_does_not_get
     within("ensure", framework.ensure_path("/tls-works/locks", Deadline::after(STEP))).await.expect("ensure");
     let node = within(
         "create_protected",
-        framework.create_protected("/tls-works/locks", "lock-", b"holder", Deadline::after(STEP)),
+        framework.create_protected(
+            ProtectedCreate::new("/tls-works/locks", "lock-").data(b"holder"),
+            Deadline::after(STEP),
+        ),
     )
     .await
     .expect("a protected ephemeral-sequential node");
@@ -179,7 +182,7 @@ async fn a_server_that_needs_client_certificates_authenticates_ours_and_refuses_
     drop(session);
     let node = within(
         "create_protected",
-        framework.create_protected("/tls-client-auth", "lock-", b"", Deadline::after(STEP)),
+        framework.create_protected(ProtectedCreate::new("/tls-client-auth", "lock-"), Deadline::after(STEP)),
     )
     .await
     .expect("a protected node");

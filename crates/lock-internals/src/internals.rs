@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, debug_span, warn, Instrument};
 use zk_recipes_framework::zookeeper_client::{self, EventType, SessionState};
-use zk_recipes_framework::{path, Deadline, Error as FrameworkError, Framework, OwnedNode};
+use zk_recipes_framework::{path, Deadline, Error as FrameworkError, Framework, OwnedNode, ProtectedCreate};
 
 use std::future::Future;
 
-use futures::future::{BoxFuture, Either, FutureExt, TryFutureExt};
+use futures::future::{BoxFuture, FutureExt, TryFutureExt};
 
 use crate::driver::{Decision, LockDriver};
 use crate::error::{LockError, Result};
@@ -290,14 +290,13 @@ impl LockInternals {
             let marker = self.driver.marker();
             let name = self.driver.lock_name();
             let pipelined = self.pipelined.start();
-            let creating = if pipelined.is_some() {
-                Either::Left(self.framework.create_marked_and_list(&self.dir, &marker, name, data, deadline))
-            } else {
-                let creating = self.framework.create_marked(&self.dir, &marker, name, data, deadline);
-                Either::Right(creating.map_ok(|node| (node, None)))
-            };
-            let (node, listing) = creating.await?;
+            let request = ProtectedCreate::new(&self.dir, name)
+                .data(data)
+                .marker(&marker)
+                .list_siblings(pipelined.is_some());
+            let mut node = self.framework.create_protected(request, deadline).await?;
             drop(pipelined);
+            let listing = node.take_siblings();
             debug!(node = %node.path(), "queued");
             let (decision, position) = match listing {
                 Some(children) => {

@@ -108,7 +108,7 @@ fn creation_rank(sequence: &str) -> Option<u32> {
 ///
 /// The marker names the session, not the call: the framework sends one such create per session and
 /// directory at a time and tells a lost reply's node from the session's others by sequence (see
-/// [`zk_recipes_framework::Framework::create_marked_and_list`]), so several holds and waiters of
+/// [`zk_recipes_framework::ProtectedCreate::marker`]), so several holds and waiters of
 /// one session on one lock never take each other's nodes.
 ///
 /// ```

@@ -9,6 +9,7 @@ use zk_recipes_framework::zookeeper_client::{
 };
 use zk_recipes_framework::{
     ConnectionState, ConnectionUpdate, Deadline, Error as FrameworkError, Framework, OwnedNode,
+    ProtectedCreate,
 };
 
 use crate::error::{LockError, Result};
@@ -175,7 +176,7 @@ impl HeldLease {
 
     /// Creates a protected node that builds on this hold (a downgrade's read node, a lease taken
     /// under an internal lock): on our node's session only, in one transaction with a check that
-    /// our node still exists. See [`OwnedNode::create_protected_while_exists`].
+    /// our node still exists. See [`ProtectedCreate::while_exists`].
     ///
     /// # Errors
     /// [`LockError::NodeLost`] (our node's path) if our node is gone or its session is: nothing
@@ -206,7 +207,8 @@ impl HeldLease {
         deadline: impl Into<Deadline>,
     ) -> Result<OwnedNode> {
         let deadline = deadline.into();
-        Ok(self.node.create_protected_while_exists(parent, name, data, mode, deadline).await?)
+        let request = ProtectedCreate::new(parent, name).data(data).mode(mode).while_exists(&self.node);
+        Ok(self.node.framework().create_protected(request, deadline).await?)
     }
 
     async fn lost_reason(&self) -> LostReason {

@@ -113,7 +113,7 @@ impl Mutex {
     /// ZooKeeper's recipe names its node after the session, not the call. Several contenders of
     /// one session (one [`Framework`]) on one path are safe all the same: the framework sends
     /// their creates one at a time (one round trip apart), and a create whose reply was lost takes
-    /// only the node its own create made ([`Framework::create_marked_and_list`]).
+    /// only the node its own create made ([`ProtectedCreate::marker`](zk_recipes_framework::ProtectedCreate::marker)).
     ///
     /// # Errors
     /// An invalid path, before anything is sent.

@@ -7,7 +7,7 @@ use tracing::debug;
 use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::{EventType, OneshotWatcher};
 use zk_recipes_framework::{
-    path, CloseDelay, ConnectionEvents, ConnectionState, Deadline, Error as FrameworkError,
+    path, CloseDelay, ConnectionEvents, ConnectionState, Deadline, Error as FrameworkError, ProtectedCreate,
     DEFAULT_SESSION_TIMEOUT,
 };
 use zk_recipes_lock_internals::sort_children;
@@ -50,7 +50,10 @@ impl Shared {
     async fn create_node(&self) -> Result<Option<OurNode>, FrameworkError> {
         let owned = self
             .framework
-            .create_protected(&self.path, LATCH_NAME, self.id.as_bytes(), Deadline::never())
+            .create_protected(
+                ProtectedCreate::new(&self.path, LATCH_NAME).data(self.id.as_bytes()),
+                Deadline::never(),
+            )
             .await?;
         let node = OurNode::of(&owned);
         let mut state = self.state.lock();

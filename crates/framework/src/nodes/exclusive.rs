@@ -4,13 +4,12 @@ use tokio::sync::oneshot;
 use tracing::debug;
 use zookeeper_client::{CreateMode, Stat};
 
-use crate::cleanup::CleanupTask;
-use crate::deadline::Deadline;
-use crate::error::{Error, Result};
-use crate::framework::Framework;
-use crate::nodes::{ensure_containers, OwnedNode};
+use super::cleanup::CleanupQueue;
+use super::cleanup::CleanupTask;
+use super::on_session::ensure_containers;
+use super::owned::OwnedNode;
 use crate::path;
-use crate::session::Session;
+use crate::session::{Deadline, Error, Framework, Result, Session};
 
 impl Framework {
     /// Creates `path` as an EPHEMERAL node holding `data` and returns it as ours: a node only one
@@ -61,7 +60,7 @@ impl Framework {
         let framework = self.clone();
         let (path, data) = (path.to_owned(), data.to_vec());
         // Pending for wait_for_cleanups until the task has settled (and handed over any cleanup).
-        let settling = self.core().cleanup.settling();
+        let settling = self.upper::<CleanupQueue>().settling();
         tokio::spawn(async move {
             // Every session a try was sent on: a try whose reply never came may have created the
             // node there.
@@ -89,7 +88,7 @@ impl Framework {
                 // reply created, if it is still ours (that session's, with our data).
                 for session_id in tried.into_inner() {
                     let task = CleanupTask::Marked { path: path.clone(), session_id, mark: data.clone() };
-                    framework.core().cleanup.submit(task);
+                    framework.upper::<CleanupQueue>().submit(task);
                 }
             }
             // A caller that is gone drops the node here, which deletes it if still ours.

@@ -17,10 +17,6 @@
 //! assert_eq!(names::LOCK_ACQUIRE_SECONDS, "zk_recipes_lock_acquire_seconds");
 //! ```
 
-use metrics::Label;
-
-use crate::framework::Framework;
-
 /// The metric names, all prefixed `zk_recipes_`.
 pub mod names {
     /// Counter: connection state transitions, by `state` (`connected`, `suspended`, `reconnected`,
@@ -62,18 +58,4 @@ pub mod names {
     pub const QUEUE_DEAD_LETTERS: &str = "zk_recipes_queue_dead_letters_total";
     /// Gauge: items in the queue at the consumer's last listing.
     pub const QUEUE_DEPTH: &str = "zk_recipes_queue_depth";
-}
-
-impl Framework {
-    /// The labels for a recipe's metrics at `path`: `path` itself unless turned off with
-    /// [`FrameworkBuilder::metric_path_labels`](crate::FrameworkBuilder::metric_path_labels), and
-    /// `extra`.
-    pub fn metric_labels(&self, path: &str, extra: &[(&'static str, &str)]) -> Vec<Label> {
-        let mut labels = Vec::with_capacity(extra.len() + 1);
-        if self.core().config.metric_path_labels {
-            labels.push(Label::new("path", path.to_owned()));
-        }
-        labels.extend(extra.iter().map(|(key, value)| Label::new(*key, (*value).to_owned())));
-        labels
-    }
 }

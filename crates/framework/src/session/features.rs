@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{debug, info};
 
-use crate::builder::FrameworkBuilder;
+use super::builder::FrameworkBuilder;
 
 /// What is known of the server's multi-read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,7 +94,7 @@ impl ServerFeatures {
 /// One multi-read on a session of its own: `Some(true)` if answered, `Some(false)` if the server
 /// refused it (an error, or the connection dropped on it), `None` if no session could be opened.
 async fn probe_multi_read(config: &FrameworkBuilder) -> Option<bool> {
-    let client = crate::framework::open_client(config).await.ok()?;
+    let client = config.open_client().await.ok()?;
     let mut reader = client.new_multi_reader();
     reader.add_get_children("/").ok()?;
     // Per-operation errors (no READ on "/") still make an answer: the request is known.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::duration::ReadableDuration;
+use super::duration::ReadableDuration;
 use crate::path::PathError;
 
 /// Everything that can go wrong in the framework (and, wrapped, in the recipes built on it).

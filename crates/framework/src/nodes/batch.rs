@@ -29,7 +29,6 @@
 //! its node's session (a release) gets that session's answer, or its loss.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -38,9 +37,8 @@ use tokio::sync::{oneshot, Notify};
 use tracing::trace;
 use zookeeper_client::{CreateMode, MultiReadResult, MultiWriteError, MultiWriteResult, Stat};
 
-use crate::cleanup::{CleanupSender, CleanupTask};
-use crate::features::ServerFeatures;
-use crate::session::Session;
+use super::cleanup::{CleanupSender, CleanupTask};
+use crate::session::{Error, Session};
 
 /// How many creates and deletes a session sends on their own before the next ones wait for a
 /// batch. Two keep one request in flight while the answer to another is being read.
@@ -73,8 +71,6 @@ pub(crate) struct Batcher {
     /// The framework's runtime, which runs the batches (`None` outside a runtime: then every
     /// request goes on its own).
     runtime: Option<tokio::runtime::Handle>,
-    /// Whether the server answers the multi-read behind a batch ([`crate::features`]).
-    features: Arc<ServerFeatures>,
 }
 
 #[derive(Debug, Default)]
@@ -166,10 +162,10 @@ pub(crate) enum Turn<'a, T> {
 
 impl Batcher {
     /// A session's batcher (off unless `enabled`); must be made within the framework's runtime.
-    pub(crate) fn new(enabled: bool, cleanup: CleanupSender, features: Arc<ServerFeatures>) -> Self {
+    pub(crate) fn new(enabled: bool, cleanup: CleanupSender) -> Self {
         let runtime = tokio::runtime::Handle::try_current().ok();
         let state = Mutex::new(State::default());
-        Self { enabled, state, slot_freed: Notify::new(), cleanup, runtime, features }
+        Self { enabled, state, slot_freed: Notify::new(), cleanup, runtime }
     }
 
     /// The turn of a create on `session`.
@@ -314,8 +310,13 @@ impl Batcher {
 }
 
 /// Deletes `path` on `session` (with any version): at once, or in the session's next batch.
+/// `session`'s batcher.
+fn batcher_of(session: &Session) -> &Batcher {
+    session.upper::<Batcher>()
+}
+
 pub(crate) async fn delete(session: &Session, path: &str) -> Result<(), zookeeper_client::Error> {
-    match session.batcher().delete_turn(session, path) {
+    match batcher_of(session).delete_turn(session, path) {
         Turn::Now(_slot) => session.client().delete(path, None).await,
         Turn::Queued(answer) => answer.await.unwrap_or(Err(zookeeper_client::Error::ConnectionLoss)),
     }
@@ -336,11 +337,11 @@ impl Drop for PendingBatch {
             return;
         }
         let queued = {
-            let mut state = self.session.batcher().state.lock();
+            let mut state = batcher_of(&self.session).state.lock();
             state.batch_waiting = false;
             std::mem::take(&mut state.queued)
         };
-        let batcher = self.session.batcher();
+        let batcher = batcher_of(&self.session);
         for queued in queued {
             queued.fail(zookeeper_client::Error::ConnectionLoss, batcher);
         }
@@ -350,7 +351,7 @@ impl Drop for PendingBatch {
 /// One batch: waits for a slot, takes what is queued, sends it, answers each caller.
 async fn run_batch(mut pending: PendingBatch) {
     let session = pending.session.clone();
-    let batcher = session.batcher();
+    let batcher = batcher_of(&session);
     let _slot = batcher.slot_for_batch().await;
     // Until every caller of the batch is answered (or its node handed to the cleanup worker),
     // `Framework::wait_for_cleanups` waits for the batch too.
@@ -395,7 +396,7 @@ async fn send_multi(session: &Session, batch: Vec<Queued>) {
         };
         match added {
             Ok(()) => sent.push(queued),
-            Err(err) => queued.fail(err, session.batcher()),
+            Err(err) => queued.fail(err, batcher_of(session)),
         }
     }
     match writer.commit().await {
@@ -414,11 +415,11 @@ async fn send_multi(session: &Session, batch: Vec<Queued>) {
             // closed), which each create alone would have been told too: then no node of the
             // session is left to look for (an ephemeral one went with it; one that outlives its
             // session is looked for on the next), and the caller starts over on the next session.
-            let create_error = match crate::Error::ZooKeeper(source.clone()).is_session_lost() {
+            let create_error = match Error::ZooKeeper(source.clone()).is_session_lost() {
                 true => source.clone(),
                 false => zookeeper_client::Error::ConnectionLoss,
             };
-            let batcher = session.batcher();
+            let batcher = batcher_of(session);
             for queued in sent {
                 let err = match &queued {
                     Queued::Create(..) => create_error.clone(),
@@ -478,7 +479,7 @@ async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWr
                         "a batched delete answered {other:?}"
                     )),
                 };
-                queued.fail(err, session.batcher());
+                queued.fail(err, batcher_of(session));
             }
         }
     }
@@ -486,9 +487,9 @@ async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWr
         return;
     }
     // A failed multi-read leaves every read to be done on its own; a server without multi-read
-    // (before 3.6, which drops the connection on one) is never sent one ([`crate::features`]).
-    let batcher = session.batcher();
-    let multi_read = reads > 0 && batcher.features.multi_read(batcher.runtime.as_ref()).await;
+    // (before 3.6, which drops the connection on one) is never sent one ([`crate::session::features`]).
+    let batcher = batcher_of(session);
+    let multi_read = reads > 0 && session.features().multi_read(batcher.runtime.as_ref()).await;
     let mut answers: Vec<Option<MultiReadResult>> = match multi_read {
         false => (0..reads).map(|_| None).collect(),
         true => match reader.commit().await {
@@ -583,9 +584,9 @@ async fn one_by_one(session: &Session, batch: Vec<Queued>) {
                     if is_sequential(create.mode) {
                         crate::path::push_sequence(&mut create.path, sequence);
                     }
-                    session.batcher().clean_up(create.path);
+                    batcher_of(session).clean_up(create.path);
                 }
-                None => session.batcher().clean_up_unknown(&create),
+                None => batcher_of(session).clean_up_unknown(&create),
             }
         }
     }

@@ -7,47 +7,12 @@
 //! deletes its node), and only then closes the session. Ending the session first deleted our
 //! nodes while our code still ran as their holder: the next leader started beside us.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::Notify;
 use tracing::{debug, warn};
 
-use crate::framework::Framework;
-
-/// A count of things still running, with a wait until none is.
-#[derive(Debug, Default)]
-pub(crate) struct InFlight {
-    count: AtomicUsize,
-    idle: Notify,
-}
-
-impl InFlight {
-    pub(crate) fn start_one(&self) {
-        self.count.fetch_add(1, Ordering::AcqRel);
-    }
-
-    pub(crate) fn finish_one(&self) {
-        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.idle.notify_waiters();
-        }
-    }
-
-    pub(crate) fn count(&self) -> usize {
-        self.count.load(Ordering::Acquire)
-    }
-
-    /// Resolves once the count is zero.
-    pub(crate) async fn idle(&self) {
-        loop {
-            let idle = self.idle.notified();
-            if self.count() == 0 {
-                return;
-            }
-            idle.await;
-        }
-    }
-}
+use super::handle::Framework;
+use super::in_flight::InFlight;
 
 /// Keeps the framework's session open while a recipe winds down after [`Framework::close`] began:
 /// `close` waits until every `CloseDelay` is dropped before it ends the session. Take one for as

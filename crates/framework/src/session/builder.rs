@@ -1,16 +1,15 @@
-//! Configuration of a [`Framework`], by value.
+//! Configuration of a [`Framework`](crate::Framework), by value.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use zookeeper_client::{Acl, Client, Connector};
 
-use crate::acl::{AclProvider, PathAclProvider};
-use crate::error::{Error, Result};
-use crate::framework::Framework;
+use super::acl::{AclProvider, PathAclProvider};
+use super::error::{Error, Result};
+use super::retry::{ExponentialBackoffRetry, RetryPolicy};
+use super::state::ErrorPolicy;
 use crate::path;
-use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
-use crate::state::ErrorPolicy;
 
 /// Default session timeout (Curator's): 60 s.
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -20,7 +19,7 @@ pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(15);
 /// (1 MiB) less 4 KiB for the rest of the request.
 pub const DEFAULT_MAX_NODE_DATA: usize = 1024 * 1024 - 4096;
 
-/// Builds a [`Framework`]. Start from [`Framework::builder`].
+/// Builds a [`Framework`](crate::Framework). Start from [`Framework::builder`](crate::Framework::builder).
 ///
 /// Defaults: session timeout 60 s, connection timeout 15 s, retry policy
 /// `ExponentialBackoffRetry(100 ms, 10 retries, at most 5 s a sleep)`, no authentication, ACL
@@ -266,7 +265,7 @@ impl FrameworkBuilder {
     ///
     /// A handshake that fails (a certificate the CA did not sign, no client certificate where
     /// one is needed) is a failed attempt like a refused connection: the framework keeps trying,
-    /// and [`Framework::block_until_connected`] and other calls that wait for a session give
+    /// and [`Framework::block_until_connected`](crate::Framework::block_until_connected) and other calls that wait for a session give
     /// [`Error::Timeout`] at their deadline, whose [`ConnectionFailure`](crate::ConnectionFailure)
     /// names the server and says what to check (zookeeper-client logs the handshake error itself
     /// only at DEBUG).
@@ -288,13 +287,11 @@ impl FrameworkBuilder {
         self
     }
 
-    /// Checks the configuration and starts the framework: returns at once, and the session comes
-    /// up in the background (the server need not be up yet). Must be called within a tokio runtime.
+    /// Checks the settings before the framework starts ([`FrameworkBuilder::start`]).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an empty connect string, a zero session timeout or an empty
-    /// ACL; [`Error::InvalidPath`] for a namespace that is not a valid path segment.
-    pub fn start(self) -> Result<Framework> {
+    /// As [`FrameworkBuilder::start`].
+    pub(crate) fn check(&self) -> Result<()> {
         if self.connect_string.trim().is_empty() {
             return Err(Error::InvalidArgument("the connect string is empty".into()));
         }
@@ -316,7 +313,21 @@ impl FrameworkBuilder {
                 "Framework::start must be called within a tokio runtime".into(),
             ));
         }
-        Ok(Framework::start(self))
+        Ok(())
+    }
+
+    /// Opens a new session on these servers with these settings (TLS, credentials), at the root.
+    pub(crate) async fn open_client(&self) -> Result<Client> {
+        let connector = self.connector();
+        #[cfg(feature = "tls")]
+        let client = if self.tls.is_some() {
+            connector.secure_connect(&self.connect_string).await?
+        } else {
+            connector.connect(&self.connect_string).await?
+        };
+        #[cfg(not(feature = "tls"))]
+        let client = connector.connect(&self.connect_string).await?;
+        Ok(client)
     }
 
     pub(crate) fn connector(&self) -> Connector {

@@ -1,17 +1,15 @@
 //! Persistent watches (ZooKeeper 3.6+ `addWatch`; Curator's `PersistentWatcher`) that survive
 //! connection loss and session expiry.
 
-use std::time::Duration;
-
 use futures::Stream;
 use tracing::debug;
 use zookeeper_client::{AddWatchMode, EventType, PersistentWatcher, SessionState};
 
-use crate::deadline::Deadline;
-use crate::error::{Error, Result};
-use crate::framework::Framework;
 use crate::path;
-use crate::state::{ConnectionEvents, ConnectionState, ConnectionUpdate};
+use crate::session::events::ConnectionEvents;
+use crate::session::retry::Backoff;
+use crate::session::state::{ConnectionState, ConnectionUpdate};
+use crate::session::{Deadline, Error, Framework, Result};
 
 /// What a [`PersistentWatch`] reports.
 ///
@@ -165,7 +163,7 @@ impl PersistentWatch {
     /// Cancel safe while waiting for an event; a call dropped while it sets the watch again on a
     /// new session may leave that session with a watch nobody reads (until the session ends).
     pub async fn next(&mut self) -> Option<WatchEvent> {
-        let mut backoff = Duration::from_millis(50);
+        let mut backoff = Backoff::default();
         loop {
             if self.current.is_none() || self.rearm {
                 match register(&self.framework, &self.path, self.mode, Deadline::never()).await {
@@ -181,8 +179,7 @@ impl PersistentWatch {
                     Err(Error::Closed) => return None,
                     Err(err) => {
                         debug!(path = %self.path, %err, "setting the persistent watch again failed; retrying");
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                        backoff.pause().await;
                         continue;
                     }
                 }

@@ -10,13 +10,13 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use crate::close::InFlight;
-use crate::deadline::Deadline;
-use crate::error::{Error, Result};
-use crate::framework::{Core, Framework};
+use super::on_session::{delete_if_marked, delete_tree};
+use super::session_marker::UndecidedCreate;
 use crate::path;
-use crate::session::Session;
-use crate::session_marker::UndecidedCreate;
+use crate::session::duration::ReadableDuration;
+use crate::session::in_flight::InFlight;
+use crate::session::retry::Backoff;
+use crate::session::{Deadline, Error, Framework, Result, Session};
 
 /// A node (or nodes) to delete.
 #[derive(Debug, PartialEq, Eq)]
@@ -107,7 +107,7 @@ impl Framework {
     /// Deletes `path` in the background, retrying through connection losses until it is gone or
     /// the framework is closed. For nodes with a unique name (every protected node is).
     pub fn delete_in_background(&self, path: impl Into<String>) {
-        self.core().cleanup.submit(CleanupTask::Node { path: path.into() });
+        self.upper::<CleanupQueue>().submit(CleanupTask::Node { path: path.into() });
     }
 
     /// Hands a guaranteed delete ([`crate::DeleteBuilder::guaranteed`]) to the worker.
@@ -117,12 +117,12 @@ impl Framework {
         version: Option<i32>,
         with_children: bool,
     ) {
-        self.core().cleanup.submit(CleanupTask::Guaranteed { path, version, with_children });
+        self.upper::<CleanupQueue>().submit(CleanupTask::Guaranteed { path, version, with_children });
     }
 
     /// How many background deletions are not finished yet.
     pub fn pending_cleanups(&self) -> usize {
-        self.core().cleanup.sending.pending.count()
+        self.upper::<CleanupQueue>().sending.pending.count()
     }
 
     /// Waits until every background deletion handed over so far has finished, and every
@@ -136,7 +136,7 @@ impl Framework {
     /// Cancel safe: it only waits. The cleanups go on in the background either way.
     pub async fn wait_for_cleanups(&self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
-        let pending = self.core().cleanup.sending.pending.clone();
+        let pending = self.upper::<CleanupQueue>().sending.pending.clone();
         deadline
             .run(async move {
                 pending.idle().await;
@@ -147,15 +147,16 @@ impl Framework {
 }
 
 /// The worker: runs every task concurrently until it is done or the framework closes.
-pub(crate) async fn run_worker(core: Arc<Core>) {
-    let Some(mut receiver) = core.cleanup.receiver.lock().take() else {
+///
+/// It must not keep the framework open: it works through a handle that does not close it on drop
+/// ([`Framework::without_keeping_open`]), and stops when the framework closes.
+pub(crate) async fn run_worker(framework: Framework) {
+    let queue = framework.upper::<CleanupQueue>();
+    let Some(mut receiver) = queue.receiver.lock().take() else {
         return;
     };
-    let pending = core.cleanup.sending.pending.clone();
-    // The worker must not keep the framework open: it works through a handle that does not close
-    // it on drop, and stops when the framework closes.
-    let framework = Framework::from_core(core.clone());
-    let mut closed = core.subscribe();
+    let pending = queue.sending.pending.clone();
+    let mut closed = framework.core().subscribe();
     let mut running = FuturesUnordered::new();
     loop {
         tokio::select! {
@@ -178,7 +179,7 @@ pub(crate) async fn run_worker(core: Arc<Core>) {
 }
 
 async fn run_task(framework: &Framework, mut task: CleanupTask) {
-    let mut backoff = Duration::from_millis(20);
+    let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
     loop {
         let session = match framework.session(Deadline::never()).await {
             Ok(session) => session,
@@ -190,9 +191,9 @@ async fn run_task(framework: &Framework, mut task: CleanupTask) {
                 return;
             }
             Err(err) if err.is_retryable() || err.is_session_lost() => {
-                debug!(?task, %err, backoff = %crate::ReadableDuration(backoff), "cleanup will retry");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
+                let pause = backoff.next_pause();
+                debug!(?task, %err, backoff = %ReadableDuration(pause), "cleanup will retry");
+                tokio::time::sleep(pause).await;
             }
             Err(err) => {
                 warn!(?task, %err, "cleanup failed for good");
@@ -213,7 +214,7 @@ async fn perform(session: &Session, task: &mut CleanupTask) -> Result<()> {
                     Err(err) => return Err(err.into()),
                 };
                 for child in children {
-                    crate::nodes::delete_tree(session, &path::join(path, &child)).await?;
+                    delete_tree(session, &path::join(path, &child)).await?;
                 }
             }
             match session.client().delete(path, *version).await {
@@ -226,7 +227,7 @@ async fn perform(session: &Session, task: &mut CleanupTask) -> Result<()> {
                 // The node went with its session.
                 return Ok(());
             }
-            crate::nodes::delete_if_marked(session, path, mark).await.map(drop)
+            delete_if_marked(session, path, mark).await.map(drop)
         }
         CleanupTask::Undecided(create) => create.clean(session).await,
         CleanupTask::Protected { parent, prefix } => {

@@ -16,8 +16,8 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::error::{ConnectionFailure, Error};
-use crate::nodelay::server_entries;
+use super::error::{ConnectionFailure, Error};
+use super::nodelay::server_entries;
 
 /// How long the look at one server may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -66,9 +66,8 @@ async fn probe(server: &str, error: &Error, tls: bool) -> String {
             }
             Ok(Ok(_)) => return format!("{server}: reachable, but no session was established: {error}"),
             Ok(Err(err)) => failures.push(format!("{at}{err}")),
-            Err(_) => {
-                failures.push(format!("{at}no answer within {}", crate::ReadableDuration(PROBE_TIMEOUT)))
-            }
+            Err(_) => failures
+                .push(format!("{at}no answer within {}", super::duration::ReadableDuration(PROBE_TIMEOUT))),
         }
     }
     format!("{server}: {}", failures.join(", "))
@@ -90,7 +89,7 @@ impl FailureWarnings {
         }
         warn!(
             failed_attempts = self.failed_since,
-            retry_in = %crate::ReadableDuration(retry_in),
+            retry_in = %super::duration::ReadableDuration(retry_in),
             "could not open a ZooKeeper session: {failure}"
         );
         self.last_warned = Some(Instant::now());

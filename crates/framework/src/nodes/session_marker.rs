@@ -34,9 +34,8 @@ use std::sync::Arc;
 
 use tracing::warn;
 
-use crate::error::{Error, Result};
 use crate::path;
-use crate::session::Session;
+use crate::session::{Error, Result, Session};
 
 /// The lanes of one session, by parent and prefix. Kept for the session's life: a lane's floor
 /// must outlive the nodes below it (one entry per parent and prefix the session has created in).

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::error::{Error, Result};
+use super::error::{Error, Result};
 
 /// When a call must give up: a point in time, or never.
 ///

@@ -1,13 +1,14 @@
 //! A live session handed to recipes for one operation.
 
+use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, SessionId};
 
-use crate::acl::AclProvider;
-use crate::batch::Batcher;
-use crate::session_marker::MarkerLanes;
+use super::acl::AclProvider;
+use super::features::ServerFeatures;
+use super::upper::UpperParts;
 
 /// One ZooKeeper session of the framework, cheap to clone.
 ///
@@ -36,31 +37,31 @@ struct SessionParts {
     client: Client,
     generation: u64,
     acl: Arc<dyn AclProvider>,
-    /// This session's creates and deletes sent together when it has many at once.
-    batcher: Batcher,
-    /// One create at a time per parent and session marker (ZooKeeper's lock recipe's names).
-    marker_lanes: MarkerLanes,
+    /// What the servers can do (learned once per framework).
+    features: Arc<ServerFeatures>,
+    /// What the floor above keeps beside this session ([`super::upper`]).
+    upper: UpperParts,
 }
 
 impl Session {
-    pub(crate) fn new(client: Client, generation: u64, acl: Arc<dyn AclProvider>, batcher: Batcher) -> Self {
-        Self {
-            inner: Arc::new(SessionParts {
-                client,
-                generation,
-                acl,
-                batcher,
-                marker_lanes: MarkerLanes::default(),
-            }),
-        }
+    pub(crate) fn new(
+        client: Client,
+        generation: u64,
+        acl: Arc<dyn AclProvider>,
+        features: Arc<ServerFeatures>,
+        upper: UpperParts,
+    ) -> Self {
+        Self { inner: Arc::new(SessionParts { client, generation, acl, features, upper }) }
     }
 
-    pub(crate) fn batcher(&self) -> &Batcher {
-        &self.inner.batcher
+    /// The floor above's part of type `T` beside this session ([`super::upper`]).
+    pub(crate) fn upper<T: Any>(&self) -> &T {
+        self.inner.upper.get()
     }
 
-    pub(crate) fn marker_lanes(&self) -> &MarkerLanes {
-        &self.inner.marker_lanes
+    /// What the servers can do.
+    pub(crate) fn features(&self) -> &Arc<ServerFeatures> {
+        &self.inner.features
     }
 
     /// The ACL the framework's provider gives a node at `path`.

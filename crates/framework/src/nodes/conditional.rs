@@ -12,8 +12,9 @@
 use tracing::{debug, warn};
 use zookeeper_client::{CreateMode, Stat};
 
-use crate::api::TransactionResult;
-use crate::{path, Deadline, Error, Framework, Result};
+use super::transaction::TransactionResult;
+use crate::path;
+use crate::session::{Deadline, Error, Framework, Result};
 
 /// A write of one node's data that the server applies only if the node is as the caller last saw
 /// it: for [`Framework::write_once`].

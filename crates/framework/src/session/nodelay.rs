@@ -180,13 +180,13 @@ mod tests {
             .await
             .unwrap();
         let connect = server.connect_string();
-        let deadline = crate::Deadline::after(Duration::from_secs(20));
+        let deadline = crate::session::Deadline::after(Duration::from_secs(20));
 
-        let plain = crate::Framework::builder(connect.as_str()).tcp_nodelay(false).start().unwrap();
+        let plain = crate::session::Framework::builder(connect.as_str()).tcp_nodelay(false).start().unwrap();
         within("session", plain.session(deadline)).await.unwrap();
         assert_eq!(all_without_nagle(&connect), Some(false), "tcp_nodelay(false) leaves Nagle on");
 
-        let default = crate::Framework::builder(connect.as_str()).start().unwrap();
+        let default = crate::session::Framework::builder(connect.as_str()).start().unwrap();
         within("session", default.session(deadline)).await.unwrap();
         // `session` returns once connected; the option is set before that.
         assert_eq!(all_without_nagle(&connect), Some(true), "the default sets TCP_NODELAY (on both)");
@@ -203,19 +203,21 @@ mod tests {
             .await
             .unwrap();
         let connect = server.connect_string();
-        let framework = crate::Framework::builder(connect.as_str())
+        let framework = crate::session::Framework::builder(connect.as_str())
             .session_timeout(Duration::from_secs(20))
             .start()
             .unwrap();
         let mut events = framework.connection_events();
-        within("session", framework.session(crate::Deadline::after(Duration::from_secs(20)))).await.unwrap();
+        within("session", framework.session(crate::session::Deadline::after(Duration::from_secs(20))))
+            .await
+            .unwrap();
         assert_eq!(all_without_nagle(&connect), Some(true));
         let step = Duration::from_secs(30);
         tokio::time::timeout(step, server.restart()).await.expect("restart in time").unwrap();
         // Same session, new socket (zookeeper-client reconnects by itself).
         loop {
             let update = tokio::time::timeout(step, events.next()).await.expect("an event in time");
-            if update.expect("open").state() == crate::ConnectionState::Reconnected {
+            if update.expect("open").state() == crate::session::state::ConnectionState::Reconnected {
                 break;
             }
         }

@@ -1,0 +1,212 @@
+//! The supervisor: the task that owns the ZooKeeper session. It connects, publishes every
+//! transition, declares a session lost and opens the next.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
+use tracing::{info, info_span, warn, Instrument};
+use zookeeper_client::{Client, SessionState};
+
+use crate::path;
+
+use super::builder::FrameworkBuilder;
+use super::diagnose::{diagnose, FailureWarnings};
+use super::duration::ReadableDuration;
+use super::error::{Error, Result};
+use super::handle::{Core, Framework};
+use super::live_session::Session;
+use super::retry::Backoff;
+use super::snapshot::Snapshot;
+use super::state::ConnectionState;
+use super::upper::Upper;
+
+impl Framework {
+    /// Starts the framework's session supervisor, with the floor above's state `upper`.
+    pub(crate) fn start(config: FrameworkBuilder, upper: Upper) -> Framework {
+        let config_for_probe = config.clone();
+        let (snapshot, _) = watch::channel(Snapshot::default());
+        let (events, _) = broadcast::channel(config.event_capacity);
+        let acl = config.acl.clone();
+        let core = Arc::new(Core {
+            config,
+            acl,
+            snapshot,
+            events,
+            supervisor: Mutex::new(None),
+            last_connection_failure: Mutex::new(None),
+            close_delays: Arc::default(),
+            features: Arc::new(super::features::ServerFeatures::new(config_for_probe)),
+            upper,
+        });
+        let span = info_span!("zk_framework", connect = %core.config.connect_string);
+        let supervisor = tokio::spawn(supervise(core.clone()).instrument(span));
+        *core.supervisor.lock() = Some(supervisor);
+        Framework::from_core(core)
+    }
+}
+
+/// How watching one session ended.
+enum SessionEnd {
+    Lost,
+    Closed,
+}
+
+/// Owns the session: connects, publishes transitions, declares the session lost and opens the next.
+async fn supervise(core: Arc<Core>) {
+    let mut closed = core.subscribe();
+    let mut generation = 0u64;
+    let mut backoff = Backoff::default();
+    let mut warnings = FailureWarnings::default();
+    loop {
+        let connected = tokio::select! {
+            _ = closed.wait_for(|snapshot| snapshot.closed) => return,
+            connected = connect(&core) => connected,
+        };
+        let client = match connected {
+            Ok(client) => client,
+            Err(err) => {
+                let failure = tokio::select! {
+                    _ = closed.wait_for(|snapshot| snapshot.closed) => return,
+                    failure = diagnose(&core.config.connect_string, &err, core.config.uses_tls()) => failure,
+                };
+                let pause = backoff.next_pause();
+                warnings.failed(&failure, pause);
+                let auth_failed = matches!(err, Error::ZooKeeper(zookeeper_client::Error::AuthFailed));
+                if auth_failed != core.snapshot.borrow().auth_failed {
+                    core.snapshot.send_modify(|snapshot| snapshot.auth_failed = auth_failed);
+                }
+                ::metrics::counter!(super::metrics::names::CONNECTION_ATTEMPTS_FAILED).increment(1);
+                *core.last_connection_failure.lock() = Some(failure);
+                tokio::select! {
+                    _ = closed.wait_for(|snapshot| snapshot.closed) => return,
+                    _ = tokio::time::sleep(pause) => {}
+                }
+                continue;
+            }
+        };
+        backoff.reset();
+        warnings.connected();
+        core.last_connection_failure.lock().take();
+        if core.snapshot.borrow().auth_failed {
+            core.snapshot.send_modify(|snapshot| snapshot.auth_failed = false);
+        }
+        generation += 1;
+        ::metrics::counter!(super::metrics::names::SESSIONS_CREATED).increment(1);
+        let session = Session::new(
+            client,
+            generation,
+            core.acl.clone(),
+            core.features.clone(),
+            (core.upper.session_opened)(),
+        );
+        let first_state = match session.client().state() {
+            SessionState::ConnectedReadOnly => ConnectionState::ReadOnly,
+            _ if generation == 1 => ConnectionState::Connected,
+            _ => ConnectionState::Reconnected,
+        };
+        let session_id = session.id();
+        core.publish(first_state, session_id, generation, Some(session.clone()));
+        let end = watch_session(&core, &session, &mut closed).await;
+        let mut state_watcher = session.client().state_watcher();
+        drop(session);
+        match end {
+            SessionEnd::Lost => {
+                // Abandon the session for good: the last clone is dropped, so zookeeper-client closes
+                // it if it can still reach the server. A new session is opened next.
+                core.publish(ConnectionState::Lost, session_id, generation, None);
+            }
+            SessionEnd::Closed => {
+                core.snapshot.send_modify(|snapshot| snapshot.session = None);
+                // Give zookeeper-client a moment to send CloseSession so the server deletes our
+                // ephemeral nodes now rather than at the session timeout.
+                let closing = async {
+                    loop {
+                        if state_watcher.changed().await.is_terminated() {
+                            break;
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(2), closing).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Opens a new session (never resuming an old one), inside the namespace if there is one.
+async fn connect(core: &Core) -> Result<Client> {
+    let client = core.config.open_client().await?;
+    if core.config.tcp_nodelay {
+        // Before the session is announced, so the first requests already go out without Nagle;
+        // but never held up for long (the names are resolved again): after 1 s it finishes alone.
+        let tuning = super::nodelay::disable_nagle_in_background(core.config.connect_string.clone());
+        let _ = tokio::time::timeout(Duration::from_secs(1), tuning).await;
+    }
+    let Some(namespace) = core.config.namespace_path() else {
+        return Ok(client);
+    };
+    let options = zookeeper_client::CreateMode::Persistent
+        .with_acls(zookeeper_client::Acls::new(core.acl.acl_for_path(&namespace)));
+    client.mkdir(&namespace, &options).await?;
+    let root = path::join(client.path(), &namespace);
+    client.chroot(root).map_err(|_| Error::InvalidArgument(format!("bad namespace {namespace:?}")))
+}
+
+/// Follows one session's states until it is lost or the framework is closed.
+async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Receiver<Snapshot>) -> SessionEnd {
+    let mut states = session.client().state_watcher();
+    let session_id = session.id();
+    let generation = session.generation();
+    let mut suspended_since: Option<Instant> = None;
+    loop {
+        let lost_at = suspended_since.map(|since| since + session.timeout());
+        tokio::select! {
+            _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
+            _ = sleep_until_some(lost_at) => {
+                warn!(session = %session_id, timeout = %ReadableDuration(session.timeout()), "suspended for the session timeout: session lost");
+                return SessionEnd::Lost;
+            }
+            state = states.changed() => match state {
+                SessionState::Disconnected => {
+                    if suspended_since.is_none() {
+                        suspended_since = Some(Instant::now());
+                        core.publish(ConnectionState::Suspended, session_id, generation, Some(session.clone()));
+                    }
+                }
+                SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
+                    if suspended_since.is_none() {
+                        // A disconnection came and went between two looks: report it all the same.
+                        core.publish(ConnectionState::Suspended, session_id, generation, Some(session.clone()));
+                    }
+                    suspended_since = None;
+                    if core.config.tcp_nodelay {
+                        // zookeeper-client reconnected on a new socket.
+                        tokio::spawn(super::nodelay::disable_nagle_in_background(
+                            core.config.connect_string.clone(),
+                        ));
+                    }
+                    let state = if state == SessionState::ConnectedReadOnly {
+                        ConnectionState::ReadOnly
+                    } else {
+                        ConnectionState::Reconnected
+                    };
+                    core.publish(state, session_id, generation, Some(session.clone()));
+                }
+                SessionState::Expired | SessionState::AuthFailed | SessionState::Closed => {
+                    info!(session = %session_id, ?state, "session ended");
+                    return SessionEnd::Lost;
+                }
+            },
+        }
+    }
+}
+
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
