@@ -76,7 +76,8 @@ enum RustLock {
 
 enum Held {
     Guard(MutexGuard),
-    Lease(Lease),
+    /// Boxed: a lease is much larger than a guard (which shares its hold).
+    Lease(Box<Lease>),
 }
 
 impl RustLock {
@@ -96,9 +97,11 @@ impl RustLock {
         match self {
             RustLock::Mutex(mutex) => Held::Guard(mutex.lock_timeout(STEP).await.expect("mutex")),
             RustLock::Semaphore(semaphore) => {
-                Held::Lease(semaphore.acquire_timeout(STEP).await.expect("lease"))
+                Held::Lease(Box::new(semaphore.acquire_timeout(STEP).await.expect("lease")))
             }
-            RustLock::SemaphoreMutex(mutex) => Held::Lease(mutex.lock_timeout(STEP).await.expect("lease")),
+            RustLock::SemaphoreMutex(mutex) => {
+                Held::Lease(Box::new(mutex.lock_timeout(STEP).await.expect("lease")))
+            }
         }
     }
 }
