@@ -109,7 +109,7 @@ impl<'a> ProtectedCreate<'a> {
     /// Builds the create on `node`: it runs on `node`'s session only, in one transaction with a
     /// check that `node` still exists. Nothing is created unless `node` is there at that moment,
     /// and nothing is ever created on a newer session: the call fails with
-    /// [`Error::NodeLost`] (naming `node`) instead. For a node that continues a hold: the read node
+    /// [`Error::NodeLost`](crate::Error::NodeLost) (naming `node`) instead. For a node that continues a hold: the read node
     /// of a read-write lock's downgrade, a lease taken under a semaphore's internal lock. The mode
     /// must be ephemeral.
     pub fn while_exists(mut self, node: &'a OwnedNode) -> Self {

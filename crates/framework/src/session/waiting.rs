@@ -73,7 +73,7 @@ impl Framework {
     ///
     /// # Errors
     /// [`Error::Timeout`] if none is by then, naming why the last attempt to open one failed (its
-    /// source is that [`ConnectionFailure`]); [`Error::Closed`] if the framework is closed.
+    /// source is that [`ConnectionFailure`](crate::ConnectionFailure)); [`Error::Closed`] if the framework is closed.
     ///
     /// # Cancel safety
     /// Cancel safe: it only waits for a session. A cancelled call sends nothing and holds nothing.
