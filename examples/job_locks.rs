@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use zk_recipes::framework::zookeeper_client::CreateMode;
 use zk_recipes::framework::{Deadline, Framework};
-use zk_recipes::mutex::{GuardedOp, Hold, LockError, Mutex};
+use zk_recipes::mutex::{Hold, LockError, Mutex, TransactionOp};
 
 mod support;
 
@@ -37,7 +37,7 @@ async fn worker(
             // our fencing token (a store downstream would reject tokens lower than it has seen).
             let result = format!("worker {worker}, token {}", guard.fencing_token());
             let write =
-                GuardedOp::Create { path: done, data: result.into_bytes(), mode: CreateMode::Persistent };
+                TransactionOp::Create { path: done, data: result.into_bytes(), mode: CreateMode::Persistent };
             match guard.write_guarded(&[write], Deadline::after(Duration::from_secs(5))).await {
                 Ok(_) => ran.push(format!("job-{job}")),
                 Err(LockError::NodeLost { .. }) => eprintln!("worker {worker}: lost job-{job}'s lock"),

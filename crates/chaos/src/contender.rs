@@ -26,7 +26,7 @@ use zk_recipes_framework::{Deadline, Error as FrameworkError, Framework};
 use zk_recipes_leader::{
     CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipEvent, LeadershipEvents,
 };
-use zk_recipes_lock_internals::{GuardedOp, LockError};
+use zk_recipes_lock_internals::{LockError, TransactionOp};
 use zk_recipes_mutex::{Hold as _, LockLayout, Mutex, MutexGuard};
 use zk_recipes_queue::{DistributedQueue, Utf8Serializer};
 use zk_recipes_rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -770,12 +770,12 @@ impl Hold {
         let deadline = Deadline::after(STEP_TIMEOUT);
         let guarded = match &op {
             Op::CreateEphemeral(path) => {
-                GuardedOp::Create { path: path.clone(), data: Vec::new(), mode: CreateMode::Ephemeral }
+                TransactionOp::Create { path: path.clone(), data: Vec::new(), mode: CreateMode::Ephemeral }
             }
             Op::SetData(path, data, version) => {
-                GuardedOp::SetData { path: path.clone(), data: data.clone(), version: Some(*version) }
+                TransactionOp::SetData { path: path.clone(), data: data.clone(), version: Some(*version) }
             }
-            Op::Delete(path) => GuardedOp::Delete { path: path.clone(), version: None },
+            Op::Delete(path) => TransactionOp::Delete { path: path.clone(), version: None },
         };
         let locked = match self {
             Hold::Mutex(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),

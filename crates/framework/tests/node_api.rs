@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
-use zk_recipes_framework::{path, Deadline, Error, ParentMode, TransactionResult, DEFAULT_MAX_NODE_DATA};
+use zk_recipes_framework::{
+    path, Deadline, Error, ParentMode, ProtectedCreate, TransactionResult, DEFAULT_MAX_NODE_DATA,
+};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
@@ -282,6 +284,57 @@ async fn a_transaction_commits_as_a_whole_or_not_at_all() {
         "nothing committed"
     );
     assert_eq!(within("get", framework.get_data("/tx/config", step())).await.expect("get").data, b"v1");
+    within("close", framework.close()).await;
+}
+
+#[tokio::test]
+async fn a_transaction_built_on_a_node_writes_only_while_the_node_exists() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let holder = within(
+        "holder",
+        framework.create_protected(ProtectedCreate::new("/tx-anchor/lock", "lock-"), step()),
+    )
+    .await
+    .expect("holder");
+    let results = within(
+        "while held",
+        framework
+            .transaction()
+            .while_exists(&holder)
+            .create("/tx-anchor/data", b"v1", CreateMode::Persistent)
+            .set_data("/tx-anchor/data", b"v2", Some(0)),
+    )
+    .await
+    .expect("written while the node exists");
+    assert_eq!(results.len(), 2, "the results are the caller's ops, without the check: {results:?}");
+    assert!(matches!(&results[0], TransactionResult::Created { path, .. } if path == "/tx-anchor/data"));
+
+    let failed = within(
+        "a failing op",
+        framework.transaction().while_exists(&holder).set_data("/tx-anchor/data", b"v3", Some(0)),
+    )
+    .await;
+    assert!(
+        matches!(
+            &failed,
+            Err(Error::TransactionFailed { index: 0, source: zookeeper_client::Error::BadVersion })
+        ),
+        "a failed op's index counts the caller's ops: {failed:?}"
+    );
+
+    let holder_path = holder.path().to_owned();
+    within("delete the holder", framework.delete(&holder_path)).await.expect("deleted");
+    let lost = within(
+        "after the node went",
+        framework.transaction().while_exists(&holder).set_data("/tx-anchor/data", b"v4", None),
+    )
+    .await;
+    assert!(matches!(&lost, Err(Error::NodeLost { path }) if *path == holder_path), "{lost:?}");
+    let data = within("get", framework.get_data("/tx-anchor/data", step())).await.expect("get");
+    assert_eq!(data.data, b"v2", "nothing was written once the node was gone");
+    drop(holder.forget());
     within("close", framework.close()).await;
 }
 

@@ -4,61 +4,13 @@
 use std::fmt;
 use std::future::Future;
 
-use zk_recipes_framework::zookeeper_client::{
-    self, CheckWriteError, CreateMode, EventType, MultiWriteResult,
-};
+use zk_recipes_framework::zookeeper_client::{self, CreateMode, EventType};
 use zk_recipes_framework::{
     ConnectionState, ConnectionUpdate, Deadline, Error as FrameworkError, Framework, OwnedNode,
-    ProtectedCreate,
+    ProtectedCreate, Transaction, TransactionOp, TransactionResult,
 };
 
 use crate::error::{LockError, Result};
-
-/// One write of a [`Hold::write_guarded`] call.
-///
-/// ```no_run
-/// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
-/// use zk_recipes_framework::{zookeeper_client::CreateMode, Deadline};
-/// use zk_recipes_lock_internals::{GuardedOp, Hold};
-///
-/// // Move a job from "pending" to "done", only while we still hold the lock.
-/// let done = b"ok".to_vec();
-/// let ops = [
-///     GuardedOp::Delete { path: "/app/jobs/pending/42".into(), version: None },
-///     GuardedOp::Create { path: "/app/jobs/done/42".into(), data: done, mode: CreateMode::Persistent },
-/// ];
-/// held.write_guarded(&ops, Deadline::after(std::time::Duration::from_secs(5))).await?;
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GuardedOp {
-    /// Create `path` with `data` in `mode` (with the framework's default ACL).
-    Create {
-        /// The node's path.
-        path: String,
-        /// Its data.
-        data: Vec<u8>,
-        /// Its mode.
-        mode: CreateMode,
-    },
-    /// Set `path`'s data, if its version is `version` (any version when `None`).
-    SetData {
-        /// The node's path.
-        path: String,
-        /// The new data.
-        data: Vec<u8>,
-        /// The expected version.
-        version: Option<i32>,
-    },
-    /// Delete `path`, if its version is `version` (any version when `None`).
-    Delete {
-        /// The node's path.
-        path: String,
-        /// The expected version.
-        version: Option<i32>,
-    },
-}
 
 /// Why a held lock can no longer be trusted ([`Hold::lost`]).
 ///
@@ -292,12 +244,12 @@ impl HeldLease {
 /// ```no_run
 /// use std::time::Duration;
 /// use zk_recipes_framework::Deadline;
-/// use zk_recipes_lock_internals::{GuardedOp, Hold, Result};
+/// use zk_recipes_lock_internals::{TransactionOp, Hold, Result};
 ///
 /// /// Writes `value`, stamped with the fencing token, under whatever lock `guard` holds.
 /// async fn write_fenced(guard: &impl Hold, value: &str) -> Result<()> {
 ///     let data = format!("{value}@{}", guard.fencing_token()).into_bytes();
-///     let ops = [GuardedOp::SetData { path: "/app/config".into(), data, version: None }];
+///     let ops = [TransactionOp::SetData { path: "/app/config".into(), data, version: None }];
 ///     tokio::select! {
 ///         reason = guard.lost() => println!("{} lost ({reason:?}): not written", guard.node_path()),
 ///         written = guard.write_guarded(&ops, Deadline::after(Duration::from_secs(5))) => {
@@ -354,7 +306,8 @@ pub trait Hold {
     }
 
     /// Commits `ops` atomically and only if our lock node still exists: one multi that checks our
-    /// node and then runs the writes, on the session that owns the node. A holder whose lock was
+    /// node and then runs the writes, on the session that owns the node (the framework's
+    /// [`Transaction::while_exists`], whose ops these are). A holder whose lock was
     /// lost (session expired, node deleted) cannot write this way, however late it notices.
     ///
     /// Not retried: after a connection loss the outcome is unknown, and only the caller knows
@@ -363,8 +316,8 @@ pub trait Hold {
     /// # Errors
     /// [`LockError::NodeLost`] if our node is gone (nothing was written);
     /// [`LockError::GuardedWriteFailed`] if one of the writes failed (nothing was written);
-    /// framework errors (connection loss, timeout, closed; `DataTooLarge` when the writes' data
-    /// together exceed the framework's limit, before anything is sent).
+    /// framework errors (connection loss, timeout, closed; `InvalidPath`, and `DataTooLarge` when
+    /// the writes' data together exceed the framework's limit, before anything is sent).
     ///
     /// # Cancel safety
     /// If cancelled after the multi was sent, its writes may or may not have been committed (all of
@@ -373,63 +326,30 @@ pub trait Hold {
     /// ```no_run
     /// # async fn demo(held: zk_recipes_lock_internals::HeldLease) -> zk_recipes_lock_internals::Result<()> {
     /// use zk_recipes_framework::Deadline;
-    /// use zk_recipes_lock_internals::{GuardedOp, Hold};
+    /// use zk_recipes_lock_internals::{TransactionOp, Hold};
     ///
-    /// let ops = [GuardedOp::SetData { path: "/app/config".into(), data: b"v2".to_vec(), version: None }];
+    /// let ops = [TransactionOp::SetData { path: "/app/config".into(), data: b"v2".to_vec(), version: None }];
     /// held.write_guarded(&ops, Deadline::after(std::time::Duration::from_secs(5))).await?;
     /// # Ok(()) }
     /// ```
     fn write_guarded(
         &self,
-        ops: &[GuardedOp],
+        ops: &[TransactionOp],
         deadline: impl Into<Deadline>,
-    ) -> impl Future<Output = Result<Vec<MultiWriteResult>>> + Send {
+    ) -> impl Future<Output = Result<Vec<TransactionResult>>> + Send {
         let lease = self.held_lease();
         let deadline = deadline.into();
         async move {
             let node = &lease.node;
-            let lost = || LockError::NodeLost { path: node.path().to_owned() };
-            let data_size = ops
-                .iter()
-                .map(|op| match op {
-                    GuardedOp::Create { data, .. } | GuardedOp::SetData { data, .. } => data.len(),
-                    GuardedOp::Delete { .. } => 0,
-                })
-                .sum();
-            node.framework().check_data_size(data_size)?;
-            let session = node
-                .framework()
-                .session_of(node.generation(), deadline)
-                .await
-                .map_err(LockError::of_call_on_node(node.path()))?;
-            let mut writer =
-                session.client().new_check_writer(node.path(), None).map_err(FrameworkError::from)?;
-            for op in ops {
-                let added = match op {
-                    GuardedOp::Create { path, data, mode } => {
-                        writer.add_create(path, data, &session.create_options_for(path, *mode))
-                    }
-                    GuardedOp::SetData { path, data, version } => writer.add_set_data(path, data, *version),
-                    GuardedOp::Delete { path, version } => writer.add_delete(path, *version),
-                };
-                added.map_err(FrameworkError::from)?;
-            }
-            let committed = deadline.run(async { Ok(writer.commit().await) }).await?;
-            let mut results = match committed {
-                Ok(results) => results,
-                Err(CheckWriteError::CheckFailed { .. }) => return Err(lost()),
-                Err(CheckWriteError::OperationFailed { index, source }) => {
-                    return Err(LockError::GuardedWriteFailed { index, source })
+            let guarded = node.framework().transaction().while_exists(node).deadline(deadline);
+            match ops.iter().cloned().fold(guarded, Transaction::op).await {
+                Ok(results) => Ok(results),
+                Err(FrameworkError::TransactionFailed { index, source }) => {
+                    Err(LockError::GuardedWriteFailed { index, source })
                 }
-                Err(CheckWriteError::RequestFailed { source }) => {
-                    return Err(FrameworkError::from(source).into())
-                }
-            };
-            // The first result is our check.
-            if !results.is_empty() {
-                results.remove(0);
+                Err(FrameworkError::NodeLost { path }) => Err(LockError::NodeLost { path }),
+                Err(err) => Err(err.into()),
             }
-            Ok(results)
         }
     }
 

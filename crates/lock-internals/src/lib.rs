@@ -62,8 +62,10 @@ pub use layouts::{
     trailing_sequence, KazooDriver, LockLayout, ZooKeeperRecipeDriver, KAZOO_LOCK_NAME, KAZOO_READ_LOCK_NAME,
     ZOOKEEPER_RECIPE_DATA, ZOOKEEPER_RECIPE_PREFIX,
 };
-pub use lease::{GuardedOp, HeldLease, Hold, LostReason};
+pub use lease::{HeldLease, Hold, LostReason};
 pub use metrics::{HoldTimer, LockMetrics};
+/// The framework's transaction ops and results, which [`Hold::write_guarded`] takes and returns.
+pub use zk_recipes_framework::{TransactionOp, TransactionResult};
 /// The boxed-future type the lock traits use, re-exported so implementors need no `futures`
 /// dependency of their own.
 pub mod futures_compat {

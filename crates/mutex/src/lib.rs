@@ -58,7 +58,7 @@ use zk_recipes_lock_internals::{
     DistributedGuard, DistributedLock, HeldLease, KazooDriver, LockDriver, LockInternals, QueuedNode,
     SharedHold, StandardDriver, Wait, ZooKeeperRecipeDriver, RELEASE_TIMEOUT, ZOOKEEPER_RECIPE_DATA,
 };
-pub use zk_recipes_lock_internals::{GuardedOp, Hold, LockError, LockLayout, LostReason, Result};
+pub use zk_recipes_lock_internals::{Hold, LockError, LockLayout, LostReason, Result, TransactionOp};
 
 mod single_node;
 pub use single_node::{Holder, SingleNodeGuard, SingleNodeLock, TryLock};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, ConnectionState, Deadline, Framework};
-use zk_recipes_mutex::{GuardedOp, Hold, LockError, Mutex, MutexGuard};
+use zk_recipes_mutex::{Hold, LockError, Mutex, MutexGuard, TransactionOp};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::{
     capture_warnings, four_letter_word, parse_mntr, FaultProxy, RequestMatch, TestingCluster, TestingServer,
@@ -390,7 +390,7 @@ async fn a_guarded_write_after_the_session_is_lost_fails_with_node_lost_while_un
 
     proxy.black_hole(Duration::from_secs(600));
     until_state(&mut events, ConnectionState::Lost).await;
-    let ops = [GuardedOp::Create {
+    let ops = [TransactionOp::Create {
         path: "/guarded-while-lost/written".into(),
         data: b"late".to_vec(),
         mode: CreateMode::Persistent,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
 use zk_recipes_framework::{path, Deadline, Framework};
-use zk_recipes_mutex::{GuardedOp, Hold, LockError, LostReason, Mutex, MutexGuard};
+use zk_recipes_mutex::{Hold, LockError, LostReason, Mutex, MutexGuard, TransactionOp};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
 
@@ -371,7 +371,7 @@ async fn oversized_data_is_refused_before_anything_is_sent() {
     let mutex = Mutex::new(&framework, "/oversized/lock").expect("mutex");
     let guard = within("lock", mutex.lock()).await.expect("lock");
     let ops =
-        [GuardedOp::Create { path: "/oversized/data".into(), data: huge, mode: CreateMode::Persistent }];
+        [TransactionOp::Create { path: "/oversized/data".into(), data: huge, mode: CreateMode::Persistent }];
     let result = within("write_guarded", guard.write_guarded(&ops, Deadline::after(STEP))).await;
     assert!(
         matches!(result, Err(LockError::Framework(zk_recipes_framework::Error::DataTooLarge { .. }))),
@@ -431,7 +431,7 @@ async fn a_revoked_holder_is_told_and_a_revoked_waiter_gives_up_its_place() {
 
 #[tokio::test]
 async fn guarded_writes_commit_only_while_our_lock_node_exists() {
-    use zk_recipes_mutex::GuardedOp;
+    use zk_recipes_mutex::TransactionOp;
     init_tracing();
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
@@ -441,12 +441,15 @@ async fn guarded_writes_commit_only_while_our_lock_node_exists() {
 
     let mutex = Mutex::new(&framework, "/guarded/lock").expect("mutex");
     let guard = within("lock", mutex.lock()).await.expect("lock");
-    let write =
-        |value: &str| GuardedOp::SetData { path: "/guarded-data".into(), data: value.into(), version: None };
+    let write = |value: &str| TransactionOp::SetData {
+        path: "/guarded-data".into(),
+        data: value.into(),
+        version: None,
+    };
     within("guarded write", guard.write_guarded(&[write("v1")], Deadline::after(STEP)))
         .await
         .expect("committed while we hold the lock");
-    let failing = [write("v1b"), GuardedOp::Delete { path: "/no/such/node".into(), version: None }];
+    let failing = [write("v1b"), TransactionOp::Delete { path: "/no/such/node".into(), version: None }];
     let result = within("failing write", guard.write_guarded(&failing, Deadline::after(STEP))).await;
     assert!(matches!(result, Err(LockError::GuardedWriteFailed { index: 1, .. })), "{result:?}");
 

@@ -63,7 +63,7 @@ use zk_recipes_lock_internals::{
     DistributedGuard, DistributedLock, HeldLease, KazooDriver, LockInternals, SharedHold, Wait,
     RELEASE_TIMEOUT,
 };
-pub use zk_recipes_lock_internals::{GuardedOp, Hold, LockError, LostReason, Result};
+pub use zk_recipes_lock_internals::{Hold, LockError, LostReason, Result, TransactionOp};
 
 pub use driver::{ReadDriver, WriteDriver, READ_LOCK_NAME, WRITE_LOCK_NAME};
 
@@ -448,10 +448,10 @@ pub struct UpgradeRefused {
 /// ```no_run
 /// # async fn demo(lock: zk_recipes_rwlock::RwLock) -> zk_recipes_rwlock::Result<()> {
 /// use zk_recipes_framework::Deadline;
-/// use zk_recipes_rwlock::{GuardedOp, Hold};
+/// use zk_recipes_rwlock::{TransactionOp, Hold};
 ///
 /// let writer = lock.write().await?;
-/// let update = [GuardedOp::SetData { path: "/app/config".into(), data: b"v2".to_vec(), version: None }];
+/// let update = [TransactionOp::SetData { path: "/app/config".into(), data: b"v2".to_vec(), version: None }];
 /// writer.write_guarded(&update, Deadline::after(std::time::Duration::from_secs(5))).await?;
 /// let reader = writer.downgrade().await?; // same fencing token, no writer in between
 /// reader.release().await?;

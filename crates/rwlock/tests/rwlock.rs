@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{path, Deadline, Error as FrameworkError};
-use zk_recipes_rwlock::{GuardedOp, Hold, LockError, RwLock, READ_LOCK_NAME, WRITE_LOCK_NAME};
+use zk_recipes_rwlock::{Hold, LockError, RwLock, TransactionOp, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::TestingServer;
 
@@ -297,7 +297,7 @@ async fn bad_input_fails_with_a_typed_error_and_writes_nothing() {
     let lock = RwLock::new(&framework, "/bad-input/guarded").expect("rwlock");
     let writer = within("write", lock.write()).await.expect("write");
     let ops =
-        [GuardedOp::Create { path: "/bad-input/data".into(), data: huge, mode: CreateMode::Persistent }];
+        [TransactionOp::Create { path: "/bad-input/data".into(), data: huge, mode: CreateMode::Persistent }];
     let written = within("write_guarded", writer.write_guarded(&ops, Deadline::after(STEP))).await.map(drop);
     assert!(too_large(written.clone()), "write_guarded: {written:?}");
     nothing_at("/bad-input/data").await;

@@ -52,7 +52,7 @@ use zk_recipes_lock_internals::{
     DistributedGuard, DistributedLock, HeldLease, LockInternals, LockMetrics, StandardDriver, Wait,
     RELEASE_TIMEOUT,
 };
-pub use zk_recipes_lock_internals::{GuardedOp, Hold, LockError, LostReason};
+pub use zk_recipes_lock_internals::{Hold, LockError, LostReason, TransactionOp};
 
 /// The internal mutex's directory under the semaphore's path.
 pub const LOCKS_DIR: &str = "locks";

@@ -45,7 +45,7 @@ impl NodeMarker {
             NodeMarker::Protected => fresh_protected_prefix(&mut [0; path::PROTECTED_PREFIX_LEN]).to_owned(),
             NodeMarker::UuidHex => {
                 let mut buffer = uuid::Uuid::encode_buffer();
-                super::random_ids::fresh_v4().simple().encode_lower(&mut buffer).to_owned()
+                uuid::Uuid::new_v4().simple().encode_lower(&mut buffer).to_owned()
             }
             NodeMarker::SessionId { prefix } => format!("{prefix}{}-", session_id.0),
         }
@@ -66,7 +66,7 @@ fn fresh_protected_prefix(buffer: &mut [u8; path::PROTECTED_PREFIX_LEN]) -> &str
     let (marker, rest) = buffer.split_at_mut(path::PROTECTED_MARKER.len());
     let (id, separator) = rest.split_at_mut(uuid::fmt::Hyphenated::LENGTH);
     marker.copy_from_slice(path::PROTECTED_MARKER.as_bytes());
-    super::random_ids::fresh_v4().hyphenated().encode_lower(id);
+    uuid::Uuid::new_v4().hyphenated().encode_lower(id);
     separator.copy_from_slice(b"-");
     std::str::from_utf8(buffer).expect("the marker, a UUID and a hyphen are ASCII")
 }

@@ -22,8 +22,7 @@
 //! - [`batch`]: a busy session's creates and deletes sent together;
 //! - [`cleanup`]: the worker that deletes what nobody waits on any more;
 //! - [`watch`]: persistent watches;
-//! - [`floor`]: the floor's own state, kept in the framework and in each session;
-//! - [`random_ids`]: the UUIDs of protected names.
+//! - [`floor`]: the floor's own state, kept in the framework and in each session.
 //!
 //! [`Framework`]: crate::Framework
 //! [`Deadline`]: crate::Deadline
@@ -48,7 +47,6 @@ pub(crate) mod paths;
 pub(crate) mod protected;
 pub(crate) mod protected_options;
 pub(crate) mod protected_try;
-pub(crate) mod random_ids;
 pub(crate) mod requests;
 pub(crate) mod session_marker;
 pub(crate) mod transaction;

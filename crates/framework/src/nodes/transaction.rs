@@ -7,6 +7,7 @@ use futures::future::BoxFuture;
 use zookeeper_client::{CreateMode, Stat};
 
 use super::limit::{Limit, DEFAULT_OPERATION_TIMEOUT};
+use super::owned::OwnedNode;
 use crate::path;
 use crate::session::{Deadline, Error, Framework, Result};
 
@@ -130,6 +131,9 @@ pub struct Transaction {
     framework: Framework,
     ops: Vec<TransactionOp>,
     limit: Limit,
+    /// The node of ours the transaction builds on ([`Transaction::while_exists`]): its path and
+    /// its session's generation.
+    anchor: Option<(String, u64)>,
 }
 
 impl Transaction {
@@ -165,6 +169,29 @@ impl Transaction {
     /// Adds `op`.
     pub fn op(mut self, op: TransactionOp) -> Self {
         self.ops.push(op);
+        self
+    }
+
+    /// Builds the transaction on `node`, a node of ours (a lock's node, for a write only its
+    /// holder may make): it runs on `node`'s session only, as one multi that first checks that
+    /// `node` still exists. Nothing is written unless `node` is there at that moment, and nothing
+    /// is ever sent on a newer session: the call fails with [`Error::NodeLost`] (naming `node`)
+    /// instead. The results (and a failed operation's index) are those of the caller's ops, without
+    /// the check.
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework, lock_node: zk_recipes_framework::OwnedNode) -> zk_recipes_framework::Result<()> {
+    /// use zk_recipes_framework::Error;
+    ///
+    /// match framework.transaction().while_exists(&lock_node).set_data("/app/config", b"v2", None).await {
+    ///     Ok(_) => println!("written while {} was held", lock_node.path()),
+    ///     Err(Error::NodeLost { path }) => println!("{path} is gone: nothing was written"),
+    ///     Err(err) => return Err(err),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn while_exists(mut self, node: &OwnedNode) -> Self {
+        self.anchor = Some((node.path().to_owned(), node.generation()));
         self
     }
 
@@ -208,8 +235,18 @@ impl Transaction {
             return Ok(Vec::new());
         }
         let deadline = self.limit.deadline();
-        let session = self.framework.session(deadline).await?;
+        let session = match &self.anchor {
+            None => self.framework.session(deadline).await?,
+            Some((path, generation)) => match self.framework.session_of(*generation, deadline).await {
+                Err(Error::SessionLost) => return Err(Error::NodeLost { path: path.clone() }),
+                other => other?,
+            },
+        };
         let mut writer = session.client().new_multi_writer();
+        if let Some((path, _)) = &self.anchor {
+            // Any version: the check is that the node exists.
+            writer.add_check_version(path, -1)?;
+        }
         for op in &self.ops {
             match op {
                 TransactionOp::Create { path, data, mode } => {
@@ -225,17 +262,22 @@ impl Transaction {
             }
         }
         let committed = deadline.run(async { Ok(writer.commit().await) }).await?;
-        let results = match committed {
-            Ok(results) => results,
-            Err(zookeeper_client::MultiWriteError::OperationFailed { index, source }) => {
-                return Err(Error::TransactionFailed { index, source })
+        let checks = usize::from(self.anchor.is_some());
+        let results = match (committed, &self.anchor) {
+            (Ok(results), _) => results,
+            (Err(zookeeper_client::MultiWriteError::OperationFailed { index: 0, .. }), Some((path, _))) => {
+                return Err(Error::NodeLost { path: path.clone() })
             }
-            Err(zookeeper_client::MultiWriteError::RequestFailed { source }) => {
+            (Err(zookeeper_client::MultiWriteError::OperationFailed { index, source }), _) => {
+                return Err(Error::TransactionFailed { index: index - checks, source })
+            }
+            (Err(zookeeper_client::MultiWriteError::RequestFailed { source }), _) => {
                 return Err(self.framework_error(source))
             }
         };
         results
             .into_iter()
+            .skip(checks)
             .map(|result| match result {
                 zookeeper_client::MultiWriteResult::Create { path, stat } => {
                     Ok(TransactionResult::Created { path, stat })
@@ -256,7 +298,14 @@ impl Transaction {
     fn framework_error(&self, source: zookeeper_client::Error) -> Error {
         let err = Error::from(source);
         if err.is_session_lost() {
-            return if self.framework.is_closed() { Error::Closed } else { Error::SessionLost };
+            if self.framework.is_closed() {
+                return Error::Closed;
+            }
+            return match &self.anchor {
+                // The node went with its session.
+                Some((path, _)) => Error::NodeLost { path: path.clone() },
+                None => Error::SessionLost,
+            };
         }
         err
     }
@@ -269,6 +318,7 @@ impl Framework {
             framework: self.clone(),
             ops: Vec::new(),
             limit: Limit::Timeout(DEFAULT_OPERATION_TIMEOUT),
+            anchor: None,
         }
     }
 }
