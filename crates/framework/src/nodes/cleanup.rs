@@ -10,7 +10,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use super::on_session::{delete_if_marked, delete_tree};
+use super::on_session::{delete_children, delete_if_marked};
 use super::session_marker::UndecidedCreate;
 use crate::path;
 use crate::session::duration::ReadableDuration;
@@ -208,14 +208,7 @@ async fn perform(session: &Session, task: &mut CleanupTask) -> Result<()> {
         CleanupTask::Node { path } => delete_if_exists(session, path).await,
         CleanupTask::Guaranteed { path, version, with_children } => {
             if *with_children {
-                let children = match session.client().list_children(path).await {
-                    Ok(children) => children,
-                    Err(zookeeper_client::Error::NoNode) => return Ok(()),
-                    Err(err) => return Err(err.into()),
-                };
-                for child in children {
-                    delete_tree(session, &path::join(path, &child)).await?;
-                }
+                delete_children(session, path).await?;
             }
             match session.client().delete(path, *version).await {
                 Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),

@@ -6,9 +6,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use super::limit::{Limit, DEFAULT_OPERATION_TIMEOUT};
-use super::on_session::delete_tree;
+use super::on_session::delete_children;
 use crate::path;
-use crate::session::{Deadline, Error, Framework, Result, Session};
+use crate::session::{Deadline, Error, Framework, Result};
 
 /// Deletes a node ([`Framework::delete`], Curator's `delete()`).
 ///
@@ -105,19 +105,6 @@ impl DeleteBuilder {
             other => other,
         }
     }
-}
-
-/// Deletes everything below `path` (not `path` itself).
-async fn delete_children(session: &Session, path: &str) -> Result<()> {
-    let children = match session.client().list_children(path).await {
-        Ok(children) => children,
-        Err(zookeeper_client::Error::NoNode) => return Ok(()),
-        Err(err) => return Err(err.into()),
-    };
-    for child in children {
-        delete_tree(session, &path::join(path, &child)).await?;
-    }
-    Ok(())
 }
 
 impl Framework {

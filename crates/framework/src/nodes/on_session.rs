@@ -145,3 +145,16 @@ pub(crate) async fn delete_if_marked(session: &Session, path: &str, mark: &[u8])
         }
     }
 }
+
+/// Deletes everything below `path` (not `path` itself).
+pub(crate) async fn delete_children(session: &Session, path: &str) -> Result<()> {
+    let children = match session.client().list_children(path).await {
+        Ok(children) => children,
+        Err(zookeeper_client::Error::NoNode) => return Ok(()),
+        Err(err) => return Err(err.into()),
+    };
+    for child in children {
+        delete_tree(session, &path::join(path, &child)).await?;
+    }
+    Ok(())
+}
