@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what zk-recipes' tests need to run real ZooKeeper servers and the interop tests:
-# Debian's `zookeeper` (3.8) and `libcurator-recipes-java` (5.4) packages and a JDK (java + javac),
+# Debian's `zookeeper` (3.8), `libcurator-recipes-java` and `libcurator-discovery-java` (5.4, with
+# Jackson 2 for curator-x-discovery's JsonInstanceSerializer) packages and a JDK (java + javac),
 # the `openssl` command line (the TLS test server's throwaway CA and certificates), and kazoo 2.11
 # from PyPI in a virtualenv.
 #
@@ -15,7 +16,8 @@
 #
 # Overrides (each also read by the testing crate; a given one is used as it is and never installed):
 #   ZOOKEEPER_CLASSPATH  the ZooKeeper server's jars (e.g. "$ZOOKEEPER_HOME/lib/*" of a tarball)
-#   CURATOR_CLASSPATH    Curator's jars (curator-recipes, -framework, -client, guava)
+#   CURATOR_CLASSPATH    Curator's jars (curator-recipes, -framework, -client, -x-discovery, guava,
+#                        jackson-databind, -core, -annotations)
 #   JAVA, JAVAC          the java and javac binaries
 #   OPENSSL              the openssl binary
 #   ZK_RECIPES_VENV      where kazoo's virtualenv lives (default /opt/zk-recipes-venv; a given path
@@ -36,6 +38,10 @@ ZOOKEEPER_JARS="zookeeper.jar zookeeper-jute.jar slf4j-api.jar metrics-core.jar 
   netty-buffer.jar netty-common.jar netty-handler.jar netty-transport.jar netty-resolver.jar
   netty-codec.jar netty-transport-native-epoll.jar netty-transport-native-unix-common.jar"
 CURATOR_JARS="curator-recipes.jar curator-framework.jar curator-client.jar guava.jar"
+# curator-x-discovery and the Jackson jars its manifest and Maven POM name (databind needs core),
+# each as <jar>:<Debian package>.
+DISCOVERY_JARS="curator-x-discovery.jar:libcurator-discovery-java jackson-databind.jar:libjackson2-databind-java
+  jackson-core.jar:libjackson2-core-java jackson-annotations.jar:libjackson2-annotations-java"
 JAVA_BIN=${JAVA:-java}
 JAVAC_BIN=${JAVAC:-javac}
 OPENSSL_BIN=${OPENSSL:-openssl}
@@ -59,6 +65,9 @@ missing() {
     for jar in $CURATOR_JARS; do
       [ -f "$JAR_DIR/$jar" ] || printf '%s\n' "$JAR_DIR/$jar (Debian package libcurator-recipes-java)"
     done
+    for item in $DISCOVERY_JARS; do
+      [ -f "$JAR_DIR/${item%%:*}" ] || printf '%s\n' "$JAR_DIR/${item%%:*} (Debian package ${item#*:})"
+    done
   fi
   "$JAVAC_BIN" -version >/dev/null 2>&1 || printf '%s\n' "a working javac ($JAVAC_BIN -version)"
   "$OPENSSL_BIN" version >/dev/null 2>&1 || printf '%s\n' "a working openssl ($OPENSSL_BIN version)"
@@ -72,7 +81,10 @@ packages() {
   if [ "$server_only" = yes ]; then
     [ -n "${JAVA:-}" ] || list="$list default-jre-headless"
   else
-    [ -n "${CURATOR_CLASSPATH:-}" ] || list="$list libcurator-recipes-java"
+    if [ -z "${CURATOR_CLASSPATH:-}" ]; then
+      list="$list libcurator-recipes-java"
+      for item in $DISCOVERY_JARS; do list="$list ${item#*:}"; done
+    fi
     [ -n "${JAVA:-}${JAVAC:-}" ] || list="$list default-jdk-headless"
     [ -n "${OPENSSL:-}" ] || list="$list openssl"
   fi
@@ -107,7 +119,8 @@ else
   if ! can_install; then
     die "cannot install here (no apt-get, or neither root nor passwordless sudo). Install:$wanted
   (Debian/Ubuntu package names; elsewhere: ZooKeeper 3.8 and a JDK 17, e.g. 'brew install zookeeper openjdk@17',
-  then point ZOOKEEPER_CLASSPATH at ZooKeeper's lib/*, CURATOR_CLASSPATH at Curator 5.x's jars, JAVA/JAVAC at the JDK)"
+  then point ZOOKEEPER_CLASSPATH at ZooKeeper's lib/*, CURATOR_CLASSPATH at Curator 5.x's jars (with
+  curator-x-discovery, guava and Jackson 2), JAVA/JAVAC at the JDK)"
   fi
   log "apt-get update"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq

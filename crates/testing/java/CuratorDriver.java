@@ -325,6 +325,7 @@ public final class CuratorDriver {
         CuratorBarriers::run,
         ZkRecipeLocks::run,
         CuratorChaos::run,
+        CuratorDiscovery::run,
     };
 
     // ---------------------------------------------------------------------------------------

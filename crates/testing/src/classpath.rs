@@ -14,7 +14,8 @@ pub const CURATOR_CLASSPATH_ENV: &str = "CURATOR_CLASSPATH";
 /// Environment variable naming the `java` binary to run.
 pub const JAVA_ENV: &str = "JAVA";
 
-/// Where Debian's `zookeeper` and `libcurator-recipes-java` packages put their jars.
+/// Where Debian's `zookeeper`, `libcurator-recipes-java` and `libcurator-discovery-java` packages
+/// (and the Jackson 2 jars the latter depends on) put their jars.
 pub const DEBIAN_JAR_DIR: &str = "/usr/share/java";
 
 /// Jars the server needs, besides the slf4j binding (see [`zookeeper_classpath`]).
@@ -39,9 +40,19 @@ const SERVER_JARS: &[&str] = &[
 /// tail goes into start-up errors); the no-op one is a fallback.
 const SLF4J_BINDINGS: &[&str] = &["slf4j-simple.jar", "slf4j-nop.jar"];
 
-/// Jars a Curator client needs on top of the ZooKeeper ones.
-const CURATOR_JARS: &[&str] =
-    &["curator-recipes.jar", "curator-framework.jar", "curator-client.jar", "guava.jar"];
+/// Jars a Curator client needs on top of the ZooKeeper ones: the recipes, and service discovery
+/// (`curator-x-discovery`, whose `JsonInstanceSerializer` is Jackson 2: `jackson-databind` and the
+/// `jackson-core` and `jackson-annotations` it needs, as the discovery jar's manifest and POM name).
+const CURATOR_JARS: &[&str] = &[
+    "curator-recipes.jar",
+    "curator-framework.jar",
+    "curator-client.jar",
+    "guava.jar",
+    "curator-x-discovery.jar",
+    "jackson-databind.jar",
+    "jackson-core.jar",
+    "jackson-annotations.jar",
+];
 
 /// Jars added to the Curator classpath when present.
 const CURATOR_OPTIONAL_JARS: &[&str] = &["failureaccess.jar"];
@@ -72,10 +83,14 @@ pub fn zookeeper_classpath() -> Result<String> {
 }
 
 /// The classpath for a Java Curator client (interop tests): the ZooKeeper server classpath plus
-/// `curator-recipes.jar curator-framework.jar curator-client.jar guava.jar` (and
-/// `failureaccess.jar` when present) from `/usr/share/java`.
+/// `curator-recipes.jar curator-framework.jar curator-client.jar guava.jar
+/// curator-x-discovery.jar jackson-databind.jar jackson-core.jar jackson-annotations.jar` (and
+/// `failureaccess.jar` when present) from `/usr/share/java`: Debian's `libcurator-recipes-java`
+/// and `libcurator-discovery-java`, which `scripts/install-deps.sh` installs.
 ///
-/// `$CURATOR_CLASSPATH`, if set, replaces the whole result.
+/// `$CURATOR_CLASSPATH`, if set, replaces the whole result; it must then hold Curator 5.x's
+/// client, framework, recipes and `curator-x-discovery` jars, guava and Jackson 2 (the Curator
+/// driver is compiled against all of them).
 ///
 /// # Errors
 /// [`TestingError::MissingJar`] naming the first missing jar.
@@ -266,5 +281,23 @@ mod tests {
         std::fs::write(dir.path().join("slf4j-simple.jar"), b"").expect("write jar");
         let classpath = zookeeper_classpath_in(dir.path()).expect("complete dir");
         assert!(classpath.ends_with("slf4j-simple.jar"), "simple is preferred: {classpath}");
+    }
+
+    #[test]
+    fn curator_jars_include_discovery_and_jackson() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for jar in CURATOR_JARS.iter().filter(|jar| **jar != "curator-x-discovery.jar") {
+            std::fs::write(dir.path().join(jar), b"").expect("write jar");
+        }
+        let err = curator_jars_in(dir.path()).expect_err("no discovery jar");
+        assert!(err.to_string().contains("curator-x-discovery.jar"), "{err}");
+
+        std::fs::write(dir.path().join("curator-x-discovery.jar"), b"").expect("write jar");
+        let classpath = curator_jars_in(dir.path()).expect("complete dir");
+        for jar in
+            ["curator-x-discovery.jar", "jackson-databind.jar", "jackson-core.jar", "jackson-annotations.jar"]
+        {
+            assert!(classpath.split(':').any(|path| path.ends_with(jar)), "{jar} in {classpath}");
+        }
     }
 }

@@ -5,7 +5,9 @@
 //! `InterProcessSemaphoreMutex`, `Revoker`) on command-line arguments, prints machine-readable
 //! lines (`NODE <path>`, `HELD <micros>`, `DONE acquisitions=N violations=M`, …) to stdout, reads
 //! commands (`release`, `go`) from stdin, and exits as soon as its stdin closes. See the Java file's
-//! header for every command.
+//! header for every command; the other files in `java/` add commands for more recipes (each
+//! file's header lists its own), and `CuratorDiscovery.java`'s service-discovery commands are typed
+//! by [`CuratorDiscovery`](crate::CuratorDiscovery).
 
 use std::collections::hash_map::DefaultHasher;
 use std::ffi::{OsStr, OsString};
@@ -31,7 +33,15 @@ pub(crate) const CURATOR_DRIVER_SOURCES: &[(&str, &str)] = &[
     ("CuratorBarriers.java", include_str!("../java/CuratorBarriers.java")),
     ("ZkRecipeLocks.java", include_str!("../java/ZkRecipeLocks.java")),
     ("CuratorChaos.java", include_str!("../java/CuratorChaos.java")),
+    ("CuratorDiscovery.java", include_str!("../java/CuratorDiscovery.java")),
 ];
+
+/// Payload classes the driver's commands write, compiled with it (file name, text): stand-ins with
+/// the names and properties of other frameworks' classes, in those frameworks' packages, so that
+/// the JSON Curator writes names the same `@class` (Spring Cloud Zookeeper's `ZookeeperInstance`,
+/// for [`CuratorDiscovery`](crate::CuratorDiscovery)).
+pub(crate) const PAYLOAD_STAND_IN_SOURCES: &[(&str, &str)] =
+    &[("ZookeeperInstance.java", include_str!("../java/ZookeeperInstance.java"))];
 
 /// The driver's main class.
 pub const CURATOR_DRIVER_CLASS: &str = "zkrecipes.interop.CuratorDriver";
@@ -84,7 +94,7 @@ pub fn curator_driver_classes() -> Result<PathBuf> {
     let classpath = curator_classpath()?;
     let javac = javac_binary()?;
     let mut hasher = DefaultHasher::new();
-    (CURATOR_DRIVER_SOURCES, &classpath, &javac).hash(&mut hasher);
+    (CURATOR_DRIVER_SOURCES, PAYLOAD_STAND_IN_SOURCES, &classpath, &javac).hash(&mut hasher);
     let root = driver_root();
     let classes = root.join(format!("{:016x}", hasher.finish()));
     if !is_complete(&classes) {
@@ -132,8 +142,8 @@ fn compile_staged(staging: &Path, javac: &Path, classpath: &str) -> Result<()> {
     let output_dir = staging.join("classes");
     std::fs::create_dir_all(&output_dir)
         .map_err(|err| TestingError::io(format!("creating {}", output_dir.display()), err))?;
-    let mut sources = Vec::with_capacity(CURATOR_DRIVER_SOURCES.len());
-    for (name, text) in CURATOR_DRIVER_SOURCES {
+    let mut sources = Vec::with_capacity(CURATOR_DRIVER_SOURCES.len() + PAYLOAD_STAND_IN_SOURCES.len());
+    for (name, text) in CURATOR_DRIVER_SOURCES.iter().chain(PAYLOAD_STAND_IN_SOURCES) {
         let source = staging.join(name);
         std::fs::write(&source, text)
             .map_err(|err| TestingError::io(format!("writing {}", source.display()), err))?;
@@ -566,6 +576,14 @@ mod tests {
             if *name != "CuratorDriver.java" {
                 assert!(main.contains(&format!("{stem}::run")), "{stem} is listed in EXTENSIONS");
             }
+        }
+        for (name, text) in PAYLOAD_STAND_IN_SOURCES {
+            assert!(
+                !text.contains(&format!("package {package};")),
+                "{name} is a stand-in in its own package"
+            );
+            let stem = name.strip_suffix(".java").expect("a .java file");
+            assert!(text.contains(&format!("public final class {stem} ")), "{name} declares {stem}");
         }
     }
 

@@ -9,6 +9,9 @@
 //! * [`FaultProxy`]: a TCP proxy between one client and a server that cuts connections,
 //!   black-holes them (targeted session expiry) or cuts right after a chosen request (a create,
 //!   a delete, a multi, ...) reached the server, before its reply reaches the client.
+//! * [`CuratorProcess`]: Apache Curator 5.4 in a JVM, driven line by line from interop tests;
+//!   [`CuratorDiscovery`] drives Curator's service discovery (`curator-x-discovery`) with typed
+//!   methods.
 //! * Four-letter words ([`four_letter_word`], `mntr`, `wchc`, `srvr` helpers) to assert on
 //!   server-side state such as leftover watches and znodes.
 //!
@@ -41,6 +44,7 @@
 mod classpath;
 mod cluster;
 mod curator;
+mod curator_discovery;
 mod error;
 mod four_letter;
 mod kazoo;
@@ -60,6 +64,10 @@ pub use classpath::{
 };
 pub use cluster::{ClusterMember, TestingCluster, TestingClusterBuilder};
 pub use curator::{curator_driver_classes, CuratorProcess, CURATOR_DRIVER_CLASS, JAVAC_ENV};
+pub use curator_discovery::{
+    CuratorCachedInstances, CuratorDiscovery, CuratorDiscoveryBuilder, CuratorInstanceSpec,
+    CuratorProviderStrategy, CuratorServiceType, DISCOVERY_REPLY, DISCOVERY_START,
+};
 pub use error::{Result, TestingError};
 pub use four_letter::{
     four_letter_word, parse_mntr, parse_srvr_mode, parse_wchc, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,
