@@ -1,0 +1,17 @@
+//! A ZooKeeper ensemble of `QuorumPeerMain` members on loopback.
+//!
+//! - [`member`]: [`ClusterMember`], one member's ports, files, process and four-letter words;
+//! - [`handle`]: [`TestingCluster`], the members, the leader, the wait until the ensemble serves;
+//! - [`control`]: stopping, killing, restarting, pausing and resuming members;
+//! - [`builder`]: [`TestingClusterBuilder`], the settings, the members' files and the start.
+//!
+//! Each file imports only the ones before it in this list.
+
+mod builder;
+mod control;
+mod handle;
+mod member;
+
+pub use builder::TestingClusterBuilder;
+pub use handle::TestingCluster;
+pub use member::ClusterMember;

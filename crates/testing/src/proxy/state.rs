@@ -1,0 +1,125 @@
+//! The proxy's shared state: its counters, open connections, the black hole, and the faults armed
+//! for coming requests, with the operations on them that the handle and the connections share.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::{oneshot, watch};
+
+use super::matching::RequestMatch;
+use super::reports::{CutReply, HeldRequest};
+use super::wire::Request;
+
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) target: SocketAddr,
+    pub(super) state: Mutex<State>,
+    pub(super) black_hole: watch::Sender<bool>,
+    pub(super) accepted: AtomicU64,
+    pub(super) cut: AtomicU64,
+    pub(super) bytes_to_server: AtomicU64,
+    pub(super) bytes_to_client: AtomicU64,
+    pub(super) refused: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct State {
+    pub(super) next_connection: u64,
+    /// Dropping a sender closes its connection.
+    pub(super) connections: HashMap<u64, oneshot::Sender<()>>,
+    pub(super) black_holed: bool,
+    pub(super) black_hole_generation: u64,
+    /// In the order armed; each waits for the next request it matches.
+    pub(super) armed_cuts: VecDeque<ArmedCut>,
+    /// In the order armed; each starts a black hole at the next request it matches.
+    pub(super) armed_black_holes: VecDeque<ArmedBlackHole>,
+    /// Requests that close their connection
+    /// ([`FaultProxy::refuse_requests`](crate::FaultProxy::refuse_requests)).
+    pub(super) refused: Vec<RequestMatch>,
+    pub(super) closed: bool,
+}
+
+#[derive(Debug)]
+pub(super) struct ArmedBlackHole {
+    pub(super) matcher: RequestMatch,
+    pub(super) duration: Duration,
+    pub(super) sender: oneshot::Sender<HeldRequest>,
+}
+
+#[derive(Debug)]
+pub(super) struct ArmedCut {
+    pub(super) matcher: RequestMatch,
+    pub(super) sender: oneshot::Sender<CutReply>,
+    /// A black hole to start at the cut, before the client can reconnect.
+    pub(super) then_black_hole: Option<Duration>,
+}
+
+impl State {
+    /// The oldest live cut armed for `request`, disarmed (dropped handles are forgotten).
+    pub(super) fn take_armed_cut(&mut self, request: &Request) -> Option<ArmedCut> {
+        self.armed_cuts.retain(|armed| !armed.sender.is_closed());
+        let index = self.armed_cuts.iter().position(|armed| armed.matcher.matches(request))?;
+        self.armed_cuts.remove(index)
+    }
+}
+
+impl Shared {
+    /// Starts a black hole that ends (closing every connection open during it) after `duration`,
+    /// unless a later one replaced it. The caller holds the state lock.
+    pub(super) fn start_black_hole(self: &Arc<Self>, state: &mut State, duration: Duration) {
+        state.black_holed = true;
+        state.black_hole_generation += 1;
+        let generation = state.black_hole_generation;
+        self.black_hole.send_replace(true);
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(duration).await;
+            shared.end_black_hole(Some(generation));
+        });
+    }
+
+    /// Starts the black hole armed for `request`, if one is: returns whether it did.
+    pub(super) fn black_hole_if_armed(self: &Arc<Self>, request: &Request) -> bool {
+        let mut state = self.state.lock();
+        state.armed_black_holes.retain(|armed| !armed.sender.is_closed());
+        let Some(index) = state.armed_black_holes.iter().position(|armed| armed.matcher.matches(request))
+        else {
+            return false;
+        };
+        let armed = state.armed_black_holes.remove(index).expect("the index was just found");
+        self.start_black_hole(&mut state, armed.duration);
+        drop(state);
+        tracing::debug!(op_code = request.op_code, path = %request.path, "fault proxy black hole at a request");
+        let _ = armed.sender.send(HeldRequest {
+            op_code: request.op_code,
+            xid: request.xid,
+            path: request.path.clone(),
+            ops: request.ops.clone(),
+        });
+        true
+    }
+
+    pub(super) fn cut_all(&self, state: &mut State) -> usize {
+        let count = state.connections.len();
+        state.connections.clear();
+        self.cut.fetch_add(count as u64, Ordering::Relaxed);
+        count
+    }
+
+    pub(super) fn end_black_hole(&self, generation: Option<u64>) {
+        let mut state = self.state.lock();
+        if !state.black_holed
+            || generation.is_some_and(|generation| generation != state.black_hole_generation)
+        {
+            return;
+        }
+        state.black_holed = false;
+        // Every connection open now was open during the black hole: close them all.
+        self.cut_all(&mut state);
+        self.black_hole.send_replace(false);
+    }
+}
