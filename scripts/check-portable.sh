@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(-p zk-recipes -p zk-recipes-framework -p zk-recipes-lock-internals -p zk-recipes-mutex
     -p zk-recipes-semaphore -p zk-recipes-rwlock -p zk-recipes-leader -p zk-recipes-queue
-    -p zk-recipes-cache -p zk-recipes-nodes -p zk-recipes-counter -p zk-recipes-barrier
+    -p zk-recipes-cache -p zk-recipes-nodes -p zk-recipes-counter -p zk-recipes-barrier -p zk-recipes-discovery
     -p zk-recipes-testing -p zk-recipes-cli)
 for target in x86_64-apple-darwin aarch64-apple-darwin; do
     if ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
