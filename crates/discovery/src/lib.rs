@@ -14,6 +14,11 @@
 //! | `ServiceType.DYNAMIC` etc. | [`ServiceType::Dynamic`] etc. |
 //! | `new UriSpec("{scheme}://{address}:{port}")`, `instance.buildUriSpec()` | [`UriSpec::parse`], [`ServiceInstance::resolve_uri`] |
 //! | `JsonInstanceSerializer(cls)` / `(cls, false)` | [`JsonInstanceSerializer::new`] / [`.write_enabled(true)`](JsonInstanceSerializer::write_enabled) |
+//! | `serviceCacheBuilder().name(n).build()`, `start()` | [`discovery.service_cache(n)`](ServiceDiscovery::service_cache)[`.start(deadline).await?`](ServiceCacheBuilder::start) |
+//! | `ServiceCache.getInstances()`, `addListener(l)` (`cacheChanged()`: "something changed") | [`instances`](ServiceCache::instances), [`events`](ServiceCache::events) → [`ServiceCacheEvent`]`::{Added, Updated { old, new }, Removed, Loaded}`, naming the instance |
+//! | `serviceProviderBuilder().serviceName(n).providerStrategy(s).downInstancePolicy(p).additionalFilter(f).build()`, `start()` | [`discovery.service_provider(n)`](ServiceDiscovery::service_provider)`.strategy(s).down_instance_policy(p).filter(f)`[`.start(deadline).await?`](ServiceProviderBuilder::start) |
+//! | `RoundRobinStrategy`, `RandomStrategy`, `StickyStrategy` | [`ProviderStrategy`]`::{RoundRobin, Random, Sticky}` |
+//! | `getInstance()`, `getAllInstances()`, `noteError(i)`, `DownInstancePolicy` | [`get_instance`](ServiceProvider::get_instance), [`get_all_instances`](ServiceProvider::get_all_instances), [`note_error`](ServiceProvider::note_error), [`DownInstancePolicy`] |
 //!
 //! ## The wire format
 //! Instances live at `<base path>/<service name>/<instance id>`; the base path and service nodes
@@ -35,6 +40,40 @@
 //! new session (the old one expired), that task writes every instance registered here again,
 //! exactly once, with the data last given to `update`; a reconnection of the same session
 //! writes nothing. What differs from Curator, and why, is in `docs/discovery.md`.
+//!
+//! ## Finding instances: the service cache and the provider
+//! A [`ServiceCache`] keeps one service's instances in memory, through the project's path cache
+//! (`zk-recipes-cache`: one persistent recursive watch), and its [`events`](ServiceCache::events)
+//! say which instance was added, updated or removed. After a connection loss or a new session it
+//! reads the service again and reports exactly the differences. A [`ServiceProvider`] picks one
+//! instance from such a cache ([`ProviderStrategy`]: round robin, random, sticky), never a
+//! disabled one, and leaves out for a while an instance its caller noted errors against
+//! ([`DownInstancePolicy`]).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use zk_recipes_discovery::{ProviderStrategy, ServiceCacheEvent, ServiceDiscovery};
+//! use zk_recipes_framework::Framework;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let framework = Framework::builder("127.0.0.1:2181").start()?;
+//! let discovery = ServiceDiscovery::builder(&framework, "/services").build()?;
+//! let billing = discovery
+//!     .service_provider("billing")
+//!     .strategy(ProviderStrategy::RoundRobin)
+//!     .start(Duration::from_secs(10))
+//!     .await?;
+//! if let Some(instance) = billing.get_instance() {
+//!     println!("calling {:?}", instance.resolve_uri());
+//! }
+//! let mut events = billing.cache().events();
+//! while let Some(event) = events.next().await {
+//!     if let ServiceCacheEvent::Removed(gone) = event {
+//!         println!("billing {} left", gone.id);
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -65,12 +104,16 @@ mod error;
 mod instance;
 mod jackson;
 mod json;
+mod provider;
+mod service_cache;
 mod uri_spec;
 
 pub use discovery::{ServiceDiscovery, ServiceDiscoveryBuilder};
 pub use error::{DiscoveryError, Result};
 pub use instance::{ServiceInstance, ServiceInstanceBuilder, ServiceType};
 pub use json::JsonInstanceSerializer;
+pub use provider::{DownInstancePolicy, ProviderStrategy, ServiceProvider, ServiceProviderBuilder};
+pub use service_cache::{ServiceCache, ServiceCacheBuilder, ServiceCacheEvent, ServiceCacheEvents};
 pub use uri_spec::{
     UriSpec, UriSpecPart, FIELD_ADDRESS, FIELD_CLOSE_BRACE, FIELD_ID, FIELD_NAME, FIELD_OPEN_BRACE,
     FIELD_PORT, FIELD_REGISTRATION_TIME_UTC, FIELD_SCHEME, FIELD_SERVICE_TYPE, FIELD_SSL_PORT,
@@ -91,5 +134,13 @@ mod send_sync {
         assert_send_sync::<super::UriSpecPart>();
         assert_send_sync::<super::JsonInstanceSerializer>();
         assert_send_sync::<super::DiscoveryError>();
+        assert_send_sync::<super::ServiceCache>();
+        assert_send_sync::<super::ServiceCacheBuilder>();
+        assert_send_sync::<super::ServiceCacheEvent>();
+        assert_send_sync::<super::ServiceCacheEvents>();
+        assert_send_sync::<super::ServiceProvider>();
+        assert_send_sync::<super::ServiceProviderBuilder>();
+        assert_send_sync::<super::ProviderStrategy>();
+        assert_send_sync::<super::DownInstancePolicy>();
     }
 }
