@@ -8,6 +8,9 @@
 //!     --distinct-cycles 3 --waiters 10,100,1000,10000 --held 100000 --json target/bench.jsonl
 //! ```
 //!
+//! `ZKR_BENCH_NO_TCP_NODELAY=1` builds every framework (ours and the floor's sessions) with
+//! `tcp_nodelay(false)`, to measure what the framework's `TCP_NODELAY` is worth.
+//!
 //! Uses `ZK_CONNECT` if set, else starts a `TestingServer` with both JVMs (server and Curator)
 //! compiling as in production (see `support`; the server gets a 1 GiB heap for the held-locks
 //! scenario). Every timed part follows a warm-up of the same kind (3,000 cycles, or 2 s of the
@@ -283,7 +286,10 @@ async fn bare_client(framework: &Framework) -> Client {
 }
 
 async fn start_framework(connect: &str) -> Framework {
-    let framework = Framework::builder(connect).start().expect("framework");
+    // `ZKR_BENCH_NO_TCP_NODELAY=1` leaves Nagle on for ours and the floor alike: what the
+    // framework's `TCP_NODELAY` is worth (docs/framework.md).
+    let nodelay = std::env::var_os("ZKR_BENCH_NO_TCP_NODELAY").is_none();
+    let framework = Framework::builder(connect).tcp_nodelay(nodelay).start().expect("framework");
     framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
     framework
 }

@@ -15,7 +15,7 @@
 //! | `nodes` (feature `nodes`, default) | `zk-recipes-nodes` | a node kept present through deletes and session loss, a TTL node kept alive while its process runs, group membership: Curator's `PersistentNode`, `PersistentTtlNode`, `GroupMember` |
 //! | `counter` (feature `counter`, default) | `zk-recipes-counter` | shared values and atomic counters, Curator's `SharedCount` / `SharedValue` and `DistributedAtomicLong` / `DistributedAtomicInteger` / `DistributedAtomicValue` (with `PromotedToLock`) |
 //! | `barrier` (feature `barrier`, default) | `zk-recipes-barrier` | a barrier node to wait on and a double barrier of N members, Curator's `DistributedBarrier` / `DistributedDoubleBarrier` |
-//! | `discovery` (feature `discovery`, default) | `zk-recipes-discovery` | service discovery in Curator's znodes and JSON, byte for byte: register, update, unregister, query instances that Java services see, and see theirs; Curator's `ServiceDiscovery` / `ServiceInstance` / `UriSpec` |
+//! | `discovery` (feature `discovery`, default) | `zk-recipes-discovery` | service discovery in Curator's znodes and JSON, byte for byte: register, update, unregister, query instances that Java services see, and see theirs; Curator's `ServiceDiscovery` / `ServiceInstance` / `UriSpec` / `ServiceCache` / `ServiceProvider` |
 //! | `queue` (feature `queue`, default) | `zk-recipes-queue` | distributed, priority, delay and id queues (at most once, or lock-safe at least once) and the simple queue, Curator's `DistributedQueue` family / `SimpleDistributedQueue` |
 //!
 //! ```no_run
