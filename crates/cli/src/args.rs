@@ -5,8 +5,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use zk_recipes_framework::{Framework, FrameworkBuilder};
 
-/// See and act on ZooKeeper recipes: locks, leaders, semaphores, queues — made by zk-recipes or
-/// by Apache Curator.
+/// See and act on ZooKeeper recipes: locks, leaders, semaphores, queues, service discovery — made
+/// by zk-recipes or by Apache Curator.
 ///
 /// Exit codes: 0 ok, 1 error, 2 usage, 3 not held / no leader / empty.
 #[derive(Debug, Parser)]
@@ -14,7 +14,7 @@ use zk_recipes_framework::{Framework, FrameworkBuilder};
 pub struct Cli {
     #[command(flatten)]
     pub connection: Connection,
-    /// Print one JSON document instead of a table.
+    /// Print one JSON document instead of a table (`services NAME`: one JSON line per instance).
     #[arg(long, global = true)]
     pub json: bool,
     #[command(flatten)]
@@ -159,6 +159,18 @@ pub enum Command {
         /// The node's name, as the NODE column of `zkr locks PATH` shows it (`node` in --json).
         node: Option<String>,
     },
+    /// Service discovery (Curator's `curator-x-discovery`, Spring Cloud Zookeeper): without NAME,
+    /// the services under the base path and their instance counts; with NAME, that service's
+    /// instances (with --json, one line per instance: its JSON exactly as stored). Read-only.
+    Services {
+        /// A service's name: list its instances.
+        name: Option<String>,
+        /// Where the services are: Curator's `basePath`. The default is Spring Cloud Zookeeper's
+        /// (`spring.cloud.zookeeper.discovery.root`); Curator has none, and its own example
+        /// (curator-examples' `DiscoveryExample`) uses `/discovery/example`.
+        #[arg(long, value_name = "PATH", default_value = DEFAULT_SERVICES_BASE_PATH)]
+        base_path: String,
+    },
     /// Runs a command while holding the mutex at PATH; stops it if the lock is lost.
     Lock {
         /// The mutex's path.
@@ -187,11 +199,14 @@ impl Cli {
     /// Checks what clap cannot, before anything connects: on a mistake, prints it with the usage
     /// and exits with code 2, as clap does.
     pub fn check(&self) {
-        if let Command::Revoke { path, node } = &self.command {
-            if let Err(message) = revoked_node(path, node.as_deref()) {
-                use clap::CommandFactory;
-                Cli::command().error(clap::error::ErrorKind::ValueValidation, message).exit();
-            }
+        let checked = match &self.command {
+            Command::Revoke { path, node } => revoked_node(path, node.as_deref()).map(drop),
+            Command::Services { name, base_path } => services_path(base_path, name.as_deref()).map(drop),
+            _ => Ok(()),
+        };
+        if let Err(message) = checked {
+            use clap::CommandFactory;
+            Cli::command().error(clap::error::ErrorKind::ValueValidation, message).exit();
         }
     }
 }
@@ -222,6 +237,34 @@ pub fn revoked_node(path: &str, node: Option<&str>) -> Result<String, String> {
         ));
     }
     Ok(zk_recipes_framework::path::join(path, node))
+}
+
+/// Where `zkr services` looks by default: Spring Cloud Zookeeper's root, where most Curator
+/// users' services are.
+pub const DEFAULT_SERVICES_BASE_PATH: &str = "/services";
+
+/// The path `zkr services [NAME] --base-path BASE` reads: `BASE`, or the service's node
+/// `BASE/NAME`.
+///
+/// # Errors
+/// What is wrong: a base path that is not a ZooKeeper path, or a name that is not one node name
+/// (empty, with a `/`, `.` or `..`), as the discovery crate refuses it.
+pub fn services_path(base_path: &str, name: Option<&str>) -> Result<String, String> {
+    use zk_recipes_framework::path;
+    path::validate(base_path).map_err(|reason| format!("--base-path {base_path:?}: {reason}"))?;
+    let Some(name) = name else { return Ok(base_path.to_owned()) };
+    let reason = match name {
+        "" => Some("is empty"),
+        "." | ".." => Some("is a relative path name"),
+        _ if name.contains('/') => Some("contains '/' (give the base path with --base-path)"),
+        _ => None,
+    };
+    if let Some(reason) = reason {
+        return Err(format!("the service name {name:?} {reason}"));
+    }
+    let service_path = path::join(base_path, name);
+    path::validate(&service_path).map_err(|reason| format!("{service_path:?}: {reason}"))?;
+    Ok(service_path)
 }
 
 /// `500ms`, `10s`, `2m`, or a bare number of seconds.
@@ -279,6 +322,33 @@ mod tests {
         }
         assert!(matches!(parse(&["zkr", "revoke", &full]), Ok(Command::Revoke { node: None, .. })));
         assert!(parse(&["zkr", "revoke"]).is_err());
+    }
+
+    #[test]
+    fn services_reads_the_base_path_or_one_service_under_it() {
+        assert_eq!(services_path("/services", None), Ok("/services".to_owned()));
+        assert_eq!(services_path("/services", Some("api")), Ok("/services/api".to_owned()));
+        assert_eq!(services_path("/", Some("api")), Ok("/api".to_owned()));
+        assert_eq!(services_path("/discovery/example", Some("api")), Ok("/discovery/example/api".to_owned()));
+        for bad_name in ["", "a/b", ".", ".."] {
+            assert!(services_path("/services", Some(bad_name)).is_err(), "{bad_name:?}");
+        }
+        assert!(services_path("services", None).is_err(), "a relative base path");
+        assert!(services_path("/services/", None).is_err(), "a trailing '/'");
+
+        let parse = |args: &[&str]| Cli::try_parse_from(args.iter().copied()).map(|cli| cli.command);
+        match parse(&["zkr", "services"]) {
+            Ok(Command::Services { name: None, base_path }) => {
+                assert_eq!(base_path, DEFAULT_SERVICES_BASE_PATH);
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse(&["zkr", "services", "api", "--base-path", "/discovery/example"]) {
+            Ok(Command::Services { name: Some(name), base_path }) => {
+                assert_eq!((name.as_str(), base_path.as_str()), ("api", "/discovery/example"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `zkr`: see who holds a lock, who leads, how deep a queue is — on nodes made by zk-recipes or
-//! by Apache Curator — and run a command while holding a lock, a lease or leadership.
+//! `zkr`: see who holds a lock, who leads, how deep a queue is, which service instances are
+//! registered — on nodes made by zk-recipes or by Apache Curator — and run a command while holding
+//! a lock, a lease or leadership.
 //!
 //! Exit codes: 0 ok, 1 error, 2 usage, 3 "not held / no leader / empty" for a command that asks
 //! a yes/no question. See `docs/operations.md`.
@@ -62,6 +63,13 @@ async fn run(cli: Cli) -> Result<u8, Box<dyn std::error::Error>> {
             output::show(&inspect::queue(&framework, &path, lock_path.as_deref()).await?, json)
         }
         Command::Tree { path } => output::show(&inspect::tree(&framework, &path).await?, json),
+        Command::Services { name: None, base_path } => {
+            output::show(&inspect::services(&framework, &base_path).await?, json)
+        }
+        Command::Services { name: Some(name), base_path } => {
+            let service_path = args::services_path(&base_path, Some(&name))?;
+            output::show(&inspect::service_instances(&framework, &service_path).await?, json)
+        }
         Command::Revoke { path, node } => {
             let node = args::revoked_node(&path, node.as_deref())?;
             if inspect::revoke(&framework, &node).await? {

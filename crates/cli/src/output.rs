@@ -3,15 +3,29 @@
 use serde::Serialize;
 use zk_recipes_framework::path;
 
-use crate::inspect::{LeaderView, LockView, NodeRow, QueueView, SemaphoreView, TreeView};
+use crate::inspect::{
+    LeaderView, LockView, NodeRow, QueueView, SemaphoreView, ServiceInstancesView, ServicesView, TreeView,
+};
 use crate::EXIT_NO;
 
 /// A read command's answer.
-pub trait View: Serialize {
+pub trait View {
     /// The human form.
     fn table(&self) -> String;
+    /// The `--json` form, ending with a newline: one JSON document (but `zkr services NAME`: one
+    /// line per instance).
+    fn json(&self) -> serde_json::Result<String>;
     /// Whether the answer is "no" (not held, no leader, empty): exit code 3.
     fn is_no(&self) -> bool;
+    /// What was read but left out, and why: for standard error.
+    fn warnings(&self) -> &[String] {
+        &[]
+    }
+}
+
+/// `view` as one pretty-printed JSON document.
+fn document(view: &impl Serialize) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(view).map(|text| format!("{text}\n"))
 }
 
 /// Writes `text` to standard output. A reader that went away (`zkr ... | head`) is not an error:
@@ -28,9 +42,12 @@ pub fn print_out(text: &str) {
 
 /// Prints `view` and returns the exit code.
 pub fn show(view: &impl View, json: bool) -> u8 {
+    for warning in view.warnings() {
+        eprintln!("zkr: {warning}: left out");
+    }
     if json {
-        match serde_json::to_string_pretty(view) {
-            Ok(text) => print_out(&format!("{text}\n")),
+        match view.json() {
+            Ok(text) => print_out(&text),
             Err(err) => {
                 eprintln!("zkr: cannot write JSON: {err}");
                 return 1;
@@ -99,6 +116,10 @@ fn node_rows(nodes: &[NodeRow]) -> Vec<Vec<String>> {
 const NODE_HEADER: [&str; 7] = ["NODE", "KIND", "STATE", "SESSION", "AGE", "TOKEN", "DATA"];
 
 impl View for LockView {
+    fn json(&self) -> serde_json::Result<String> {
+        document(self)
+    }
+
     fn table(&self) -> String {
         if self.nodes.is_empty() {
             return format!("{}: no lock node (not held)\n", self.path);
@@ -112,6 +133,10 @@ impl View for LockView {
 }
 
 impl View for LeaderView {
+    fn json(&self) -> serde_json::Result<String> {
+        document(self)
+    }
+
     fn table(&self) -> String {
         match &self.leader {
             None => format!("{}: no participant (no leader)\n", self.path),
@@ -130,6 +155,10 @@ impl View for LeaderView {
 }
 
 impl View for SemaphoreView {
+    fn json(&self) -> serde_json::Result<String> {
+        document(self)
+    }
+
     fn table(&self) -> String {
         let counts = match (self.max_leases, self.held, self.waiting) {
             (Some(max), Some(held), Some(waiting)) => {
@@ -165,6 +194,10 @@ impl View for SemaphoreView {
 }
 
 impl View for QueueView {
+    fn json(&self) -> serde_json::Result<String> {
+        document(self)
+    }
+
     fn table(&self) -> String {
         let mut text = format!("{} ({}): depth {}", self.path, self.layout, self.depth);
         if let Some(oldest) = self.oldest_age_ms {
@@ -205,6 +238,10 @@ impl View for QueueView {
 }
 
 impl View for TreeView {
+    fn json(&self) -> serde_json::Result<String> {
+        document(self)
+    }
+
     fn table(&self) -> String {
         if self.recipes.is_empty() {
             return format!("{}: no recipe found\n", self.path);
@@ -222,6 +259,104 @@ impl View for TreeView {
     }
 }
 
+impl View for ServicesView {
+    fn table(&self) -> String {
+        if self.services.is_empty() {
+            return format!("{}: no service\n", self.base_path);
+        }
+        let rows: Vec<Vec<String>> = self
+            .services
+            .iter()
+            .map(|service| vec![service.name.clone(), service.instances.to_string()])
+            .collect();
+        let count = match self.services.len() {
+            1 => "1 service".to_owned(),
+            many => format!("{many} services"),
+        };
+        format!("{}: {count}\n{}", self.base_path, table(&["NAME", "INSTANCES"], &rows))
+    }
+
+    fn json(&self) -> serde_json::Result<String> {
+        document(self)
+    }
+
+    fn is_no(&self) -> bool {
+        self.services.is_empty()
+    }
+}
+
+const INSTANCE_HEADER: [&str; 8] =
+    ["ID", "ADDRESS", "PORT", "SSL PORT", "TYPE", "ENABLED", "REGISTERED (UTC)", "URI"];
+
+impl View for ServiceInstancesView {
+    fn table(&self) -> String {
+        if self.instances.is_empty() {
+            return format!("{}: no instance\n", self.path);
+        }
+        let or_dash = |value: Option<String>| value.unwrap_or_else(|| "-".to_owned());
+        let rows: Vec<Vec<String>> = self
+            .instances
+            .iter()
+            .map(|row| {
+                let instance = &row.instance;
+                vec![
+                    instance.id.clone(),
+                    or_dash(instance.address.clone()),
+                    or_dash(instance.port.map(|port| port.to_string())),
+                    or_dash(instance.ssl_port.map(|port| port.to_string())),
+                    instance.service_type.wire_name().to_owned(),
+                    if instance.enabled { "yes" } else { "no" }.to_owned(),
+                    or_dash(
+                        (instance.registration_time_utc != 0).then(|| utc(instance.registration_time_utc)),
+                    ),
+                    or_dash(instance.resolve_uri()),
+                ]
+            })
+            .collect();
+        let count = match self.instances.len() {
+            1 => "1 instance".to_owned(),
+            many => format!("{many} instances"),
+        };
+        format!("{}: {count}\n{}", self.path, table(&INSTANCE_HEADER, &rows))
+    }
+
+    /// One line per instance: its node's data, Curator's JSON as stored (JSON Lines).
+    fn json(&self) -> serde_json::Result<String> {
+        Ok(self.instances.iter().map(|row| format!("{}\n", row.json)).collect())
+    }
+
+    fn is_no(&self) -> bool {
+        self.instances.is_empty()
+    }
+
+    fn warnings(&self) -> &[String] {
+        &self.unreadable
+    }
+}
+
+/// Milliseconds since the Unix epoch as an ISO 8601 UTC time: `2023-11-14T22:13:20.123Z`.
+fn utc(epoch_ms: i64) -> String {
+    let (seconds, millis) = (epoch_ms.div_euclid(1000), epoch_ms.rem_euclid(1000));
+    let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    let (hour, minute, second) = (second_of_day / 3600, second_of_day % 3600 / 60, second_of_day % 60);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let shifted = days + 719_468; // days since 0000-03-01
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +366,16 @@ mod tests {
         let text =
             table(&["A", "LONGER"], &[vec!["wide cell".into(), "x".into()], vec!["b".into(), "y".into()]]);
         assert_eq!(text, "A          LONGER\nwide cell  x\nb          y\n");
+    }
+
+    #[test]
+    fn registration_times_read_as_utc() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(utc(951_782_400_000), "2000-02-29T00:00:00.000Z", "a leap day");
+        assert_eq!(utc(4_107_542_399_999), "2100-02-28T23:59:59.999Z", "2100 is no leap year");
+        assert_eq!(utc(4_107_542_400_000), "2100-03-01T00:00:00.000Z");
+        assert_eq!(utc(-1), "1969-12-31T23:59:59.999Z");
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! `zkr` against a real ZooKeeper server: the read commands on nodes made by our recipes and by
-//! Curator (through the Java driver), exit codes, `--json`, and `zkr lock` keeping two commands
-//! apart and stopping its command when its session is lost.
+//! Curator (through the Java driver), `zkr services` on instances registered by the discovery
+//! crate, exit codes, `--json`, and `zkr lock` keeping two commands apart and stopping its command
+//! when its session is lost.
 
 use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use zk_recipes_framework::Framework;
+use zk_recipes_discovery::{JsonInstanceSerializer, ServiceDiscovery, ServiceInstance, ServiceType, UriSpec};
+use zk_recipes_framework::{Deadline, Framework};
 use zk_recipes_leader::LeaderLatch;
 use zk_recipes_mutex::{Hold, Mutex};
 use zk_recipes_queue::DistributedQueue;
@@ -569,4 +571,160 @@ async fn a_reader_that_goes_away_ends_zkr_quietly() {
     }
     within("release", held.release()).await.expect("release");
     within("close", framework.close()).await;
+}
+
+/// The cells of the table row whose first cell is `first`.
+fn table_row(table: &str, first: &str) -> Vec<String> {
+    let row = table.lines().find(|line| line.split_whitespace().next() == Some(first));
+    row.unwrap_or_else(|| panic!("no row {first:?} in:\n{table}"))
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `zkr services` lists what the discovery crate registered (Curator's layout and JSON): the
+/// services with their instance counts, one service's instances as a table, and with `--json`
+/// each instance's node data as stored, one line each. A missing base path or service is an empty
+/// answer (exit 3, as every read command's "no"), and nothing is ever written.
+#[tokio::test]
+async fn services_lists_the_services_and_their_instances_as_stored() {
+    init_tracing();
+    let server = server().await;
+    let connect = server.connect_string();
+    let fw = framework(&connect);
+    let deadline = || Deadline::after(STEP);
+    // Curator's default serializer (no `enabled`), and one that writes `enabled` (Curator's
+    // `new JsonInstanceSerializer(cls, false)`), for a disabled instance.
+    let discovery = ServiceDiscovery::builder(&fw, "/services").build().expect("discovery");
+    let writes_enabled = ServiceDiscovery::builder(&fw, "/services")
+        .serializer(JsonInstanceSerializer::new().write_enabled(true))
+        .build()
+        .expect("discovery");
+    let api_1 = ServiceInstance::builder("api")
+        .id("api-1")
+        .address("10.0.0.7")
+        .port(8080)
+        .payload(serde_json::json!({"@class": "java.util.LinkedHashMap", "zone": "eu-1"}))
+        .registration_time_utc(1_700_000_000_123)
+        .uri_spec(UriSpec::parse("{scheme}://{address}:{port}").expect("spec"))
+        .build();
+    let api_2 = ServiceInstance::builder("api")
+        .id("api-2")
+        .address("10.0.0.8")
+        .ssl_port(8443)
+        .registration_time_utc(1_700_000_060_000)
+        .service_type(ServiceType::Static)
+        .enabled(false)
+        .build();
+    let billing = ServiceInstance::builder("billing").id("billing-1").port(9000).build();
+    within("register", discovery.register(&api_1, deadline())).await.expect("register");
+    within("register", writes_enabled.register(&api_2, deadline())).await.expect("register");
+    within("register", discovery.register(&billing, deadline())).await.expect("register");
+
+    // The services, with their instance counts.
+    let listed = zkr(&connect, &["services"]).await;
+    let text = String::from_utf8_lossy(&listed.stdout);
+    println!("{text}");
+    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
+    assert!(text.starts_with("/services: 2 services\n"), "{text}");
+    assert_eq!(table_row(&text, "NAME"), ["NAME", "INSTANCES"]);
+    assert_eq!(table_row(&text, "api"), ["api", "2"]);
+    assert_eq!(table_row(&text, "billing"), ["billing", "1"]);
+    let (code, document) = zkr_json(&connect, &["services"]).await;
+    assert_eq!(code, 0);
+    assert_eq!(
+        document,
+        serde_json::json!({
+            "base_path": "/services",
+            "services": [{"name": "api", "instances": 2}, {"name": "billing", "instances": 1}],
+        })
+    );
+
+    // One service's instances, as a table.
+    let listed = zkr(&connect, &["services", "api"]).await;
+    let text = String::from_utf8_lossy(&listed.stdout);
+    println!("{text}");
+    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
+    assert!(text.starts_with("/services/api: 2 instances\n"), "{text}");
+    assert!(text.contains("ID ") && text.contains("SSL PORT") && text.contains("REGISTERED (UTC)"), "{text}");
+    assert_eq!(
+        table_row(&text, "api-1"),
+        [
+            "api-1",
+            "10.0.0.7",
+            "8080",
+            "-",
+            "DYNAMIC",
+            "yes",
+            "2023-11-14T22:13:20.123Z",
+            "http://10.0.0.7:8080"
+        ]
+    );
+    assert_eq!(
+        table_row(&text, "api-2"),
+        ["api-2", "10.0.0.8", "-", "8443", "STATIC", "no", "2023-11-14T22:14:20.000Z", "-"]
+    );
+
+    // With --json: each instance's node data as stored, one line each, in node-name order.
+    let listed = zkr(&connect, &["--json", "services", "api"]).await;
+    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
+    let text = String::from_utf8(listed.stdout).expect("UTF-8");
+    println!("{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    for (line, instance, serializer) in [
+        (lines[0], &api_1, JsonInstanceSerializer::new()),
+        (lines[1], &api_2, JsonInstanceSerializer::new().write_enabled(true)),
+    ] {
+        let node = format!("/services/api/{}", instance.id);
+        let (stored, _) = on_server(&fw, &node).await.unwrap_or_else(|| panic!("no node {node}"));
+        assert_eq!(line.as_bytes(), stored.as_slice(), "the node's data, byte for byte");
+        assert_eq!(line.as_bytes(), serializer.serialize(instance).expect("serialize"), "Curator's JSON");
+        let read: ServiceInstance = serializer.deserialize(line.as_bytes()).expect("an instance");
+        assert_eq!(&read, instance);
+    }
+    assert!(lines[1].ends_with(r#""enabled":false}"#), "`enabled` as stored: {}", lines[1]);
+    assert!(!lines[0].contains("enabled"), "left out as stored: {}", lines[0]);
+
+    // Another base path (Curator's own example uses /discovery/example).
+    let example = ServiceDiscovery::builder(&fw, "/discovery/example").build().expect("discovery");
+    let elsewhere = ServiceInstance::builder("worker").id("worker-1").build();
+    within("register", example.register(&elsewhere, deadline())).await.expect("register");
+    let (code, document) = zkr_json(&connect, &["services", "--base-path", "/discovery/example"]).await;
+    assert_eq!((code, &document["services"]), (0, &serde_json::json!([{"name": "worker", "instances": 1}])));
+
+    // Nothing there: an empty answer, exit 3 ("no"), and nothing written.
+    let missing = zkr(&connect, &["services", "nothing"]).await;
+    assert_eq!(missing.status.code(), Some(3), "{}", String::from_utf8_lossy(&missing.stderr));
+    assert_eq!(String::from_utf8_lossy(&missing.stdout), "/services/nothing: no instance\n");
+    let missing = zkr(&connect, &["--json", "services", "nothing"]).await;
+    assert_eq!((missing.status.code(), missing.stdout.is_empty()), (Some(3), true), "no line at all");
+    let missing = zkr(&connect, &["services", "--base-path", "/nowhere"]).await;
+    assert_eq!(missing.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&missing.stdout), "/nowhere: no service\n");
+    let (code, document) = zkr_json(&connect, &["services", "--base-path", "/nowhere"]).await;
+    assert_eq!((code, &document["services"]), (3, &serde_json::json!([])));
+    for never_written in ["/services/nothing", "/nowhere"] {
+        let found = within("exists", fw.exists(never_written, deadline())).await.expect("exists");
+        assert!(found.is_none(), "zkr services wrote {never_written}");
+    }
+
+    // A node that is not an instance is left out, and said so on stderr.
+    within("create", fw.create("/services/api/junk").data(b"not json".to_vec()).deadline(deadline()))
+        .await
+        .expect("create");
+    let listed = zkr(&connect, &["--json", "services", "api"]).await;
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert_eq!(listed.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&listed.stdout).lines().count(), 2);
+    assert!(stderr.contains("/services/api/junk") && stderr.contains("left out"), "{stderr}");
+
+    // A name that is not one node name is a usage error, before anything is sent.
+    let usage = zkr(&connect, &["services", "api/api-1"]).await;
+    assert_eq!(usage.status.code(), Some(2), "{}", String::from_utf8_lossy(&usage.stderr));
+
+    for discovery in [discovery, writes_enabled, example] {
+        within("close", discovery.close(deadline())).await.expect("close");
+    }
+    within("close", fw.close()).await;
 }
