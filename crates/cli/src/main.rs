@@ -8,6 +8,7 @@
 mod args;
 mod inspect;
 mod output;
+mod services;
 mod supervise;
 
 use std::process::ExitCode;
@@ -64,11 +65,11 @@ async fn run(cli: Cli) -> Result<u8, Box<dyn std::error::Error>> {
         }
         Command::Tree { path } => output::show(&inspect::tree(&framework, &path).await?, json),
         Command::Services { name: None, base_path } => {
-            output::show(&inspect::services(&framework, &base_path).await?, json)
+            output::show(&services::services(&framework, &base_path).await?, json)
         }
         Command::Services { name: Some(name), base_path } => {
             let service_path = args::services_path(&base_path, Some(&name))?;
-            output::show(&inspect::service_instances(&framework, &service_path).await?, json)
+            output::show(&services::service_instances(&framework, &service_path).await?, json)
         }
         Command::Revoke { path, node } => {
             let node = args::revoked_node(&path, node.as_deref())?;

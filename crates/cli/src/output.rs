@@ -3,9 +3,8 @@
 use serde::Serialize;
 use zk_recipes_framework::path;
 
-use crate::inspect::{
-    LeaderView, LockView, NodeRow, QueueView, SemaphoreView, ServiceInstancesView, ServicesView, TreeView,
-};
+use crate::inspect::{LeaderView, LockView, NodeRow, QueueView, SemaphoreView, TreeView};
+use crate::services::{ServiceInstancesView, ServicesView};
 use crate::EXIT_NO;
 
 /// A read command's answer.
