@@ -10,6 +10,9 @@
 //! - Curator registers (both of its serializer modes): Rust's queries read every field, the
 //!   payload as JSON, raw and typed, `enabled` missing as `true`, a `DYNAMIC_SEQUENTIAL` instance
 //!   found by its id; Rust writes back Curator's bytes;
+//! - Rust's `ServiceCache` (untyped, raw and typed payloads) sees Curator's registrations of every
+//!   type with every field, and Curator's updates and unregistrations as `Updated` and `Removed`
+//!   events naming the instance;
 //! - updates from either side reach the other side's queries and Curator's `ServiceCache`;
 //! - a Rust instance whose session expired (a fault proxy's black hole) is registered again with
 //!   the data of an update made during the outage, and Curator's cache, queries and round-robin
@@ -31,7 +34,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 use zk_recipes::discovery::{
-    JsonInstanceSerializer, ServiceDiscovery, ServiceInstance, ServiceType, UriSpec,
+    JsonInstanceSerializer, ServiceCacheEvent, ServiceCacheEvents, ServiceDiscovery, ServiceInstance,
+    ServiceType, UriSpec,
 };
 use zk_recipes::framework::retry::ExponentialBackoffRetry;
 use zk_recipes::framework::{ConnectionEvents, ConnectionState, Deadline, Framework};
@@ -475,6 +479,333 @@ async fn curator_registrations_are_read_by_rust_with_the_same_fields() {
     within("close", rust.close(step())).await.expect("close");
     within("close", typed.close(step())).await.expect("close");
     within("close", raw.close(step())).await.expect("close");
+    within("close", framework.close()).await;
+}
+
+/// The next event of a Rust `ServiceCache`, within [`STEP`].
+async fn next_event<P>(events: &mut ServiceCacheEvents<P>) -> ServiceCacheEvent<P> {
+    within("the next service cache event", events.next()).await.expect("the cache is running")
+}
+
+/// The next `count` events, each an `Added`: the instances, by id.
+async fn added<P: std::fmt::Debug>(
+    events: &mut ServiceCacheEvents<P>,
+    count: usize,
+) -> BTreeMap<String, ServiceInstance<P>> {
+    let mut instances = BTreeMap::new();
+    for _ in 0..count {
+        match next_event(events).await {
+            ServiceCacheEvent::Added(instance) => {
+                let id = instance.id.clone();
+                assert!(instances.insert(id.clone(), instance).is_none(), "{id} added twice");
+            }
+            other => panic!("expected an Added event, got {other:?}"),
+        }
+    }
+    instances
+}
+
+/// The next event is an `Updated` of `id`: its old and new instance.
+async fn updated<P: std::fmt::Debug>(
+    events: &mut ServiceCacheEvents<P>,
+    id: &str,
+) -> (ServiceInstance<P>, ServiceInstance<P>) {
+    match next_event(events).await {
+        ServiceCacheEvent::Updated { old, new } if old.id == id && new.id == id => (old, new),
+        other => panic!("expected {id} Updated, got {other:?}"),
+    }
+}
+
+/// The next event is a `Removed` of `id`: the instance the cache held.
+async fn removed<P: std::fmt::Debug>(events: &mut ServiceCacheEvents<P>, id: &str) -> ServiceInstance<P> {
+    match next_event(events).await {
+        ServiceCacheEvent::Removed(instance) if instance.id == id => instance,
+        other => panic!("expected {id} Removed, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn rusts_service_cache_sees_curators_instances_with_every_field_and_each_change_by_name() {
+    const BASE: &str = "/interop-discovery/rust-cache";
+    let env = Env::start().await;
+    let framework = env.framework().await;
+
+    // Three Rust caches of one service, started before it has a node: untyped (JSON payloads),
+    // raw (the payload's text as Curator wrote it) and typed (Spring's payload through serde).
+    let untyped = discovery(&framework, BASE);
+    let raw =
+        ServiceDiscovery::builder(&framework, BASE).payload_type::<Box<RawValue>>().build().expect("raw");
+    let typed = ServiceDiscovery::builder(&framework, BASE)
+        .payload_type::<ZookeeperInstance>()
+        .build()
+        .expect("typed");
+    let cache =
+        within("start the cache", untyped.service_cache("orders").start(step())).await.expect("cache");
+    let raw_cache =
+        within("start the cache", raw.service_cache("orders").start(step())).await.expect("cache");
+    let typed_cache =
+        within("start the cache", typed.service_cache("orders").start(step())).await.expect("cache");
+    let (mut events, mut raw_events, mut typed_events) =
+        (cache.events(), raw_cache.events(), typed_cache.events());
+    assert_eq!(next_event(&mut events).await, ServiceCacheEvent::Loaded, "loaded empty");
+    assert!(matches!(next_event(&mut raw_events).await, ServiceCacheEvent::Loaded));
+    assert_eq!(next_event(&mut typed_events).await, ServiceCacheEvent::Loaded);
+
+    // Curator registers instances of every type, with payloads of every kind.
+    let mut curator = curator(&env, BASE).await;
+    let mut curator_enabled = within_for(
+        "starting Curator's discovery",
+        JVM_START,
+        CuratorDiscovery::builder(env.connect(), BASE).enabled_field(true).start(),
+    )
+    .await
+    .expect("Curator discovery");
+    let spring_json = |status: &str| {
+        format!(
+            r#"{{"@class":"{SPRING_CLASS}","id":"orders","name":"orders","metadata":{{"instance_status":"{status}"}}}}"#
+        )
+    };
+    let orders_1 = CuratorInstanceSpec::new("orders")
+        .id("orders-1")
+        .address("10.0.0.7")
+        .port(8080)
+        .ssl_port(8443)
+        .payload_json(r#"{"zone":"eu-1","weight":3}"#)
+        .uri_spec("{scheme}://{address}:{port}")
+        .registration_time_utc(REGISTERED_AT);
+    let orders_2 = CuratorInstanceSpec::new("orders")
+        .id("orders-2")
+        .address("10.0.0.8")
+        .port(8081)
+        .payload_json(spring_json("UP"))
+        .service_type(CuratorServiceType::Static)
+        .uri_spec("{scheme}://{address}:{port}/{name}")
+        .registration_time_utc(REGISTERED_AT + 1);
+    let orders_3 = CuratorInstanceSpec::new("orders")
+        .id("orders-3")
+        .address("10.0.0.9")
+        .payload_json(r#"[1,"two"]"#)
+        .service_type(CuratorServiceType::Permanent)
+        .registration_time_utc(REGISTERED_AT + 2);
+    let orders_4 = CuratorInstanceSpec::new("orders")
+        .id("orders-4")
+        .address("10.0.0.10")
+        .port(8084)
+        .service_type(CuratorServiceType::Static)
+        .enabled(false)
+        .registration_time_utc(REGISTERED_AT + 3);
+    let orders_5 = CuratorInstanceSpec::new("orders")
+        .id("orders-5")
+        .address("10.0.0.12")
+        .port(8085)
+        .payload_json("42")
+        .registration_time_utc(REGISTERED_AT + 5);
+    let sequential = CuratorInstanceSpec::new("orders")
+        .id("seq-")
+        .address("10.0.0.11")
+        .port(7000)
+        .payload_json(r#""nightly""#)
+        .service_type(CuratorServiceType::DynamicSequential)
+        .registration_time_utc(REGISTERED_AT + 4);
+    let mut written = Vec::new();
+    for spec in [&orders_1, &orders_2, &orders_3, &orders_5, &sequential] {
+        written.push((spec.clone(), within("register", curator.register(spec)).await.expect("register")));
+    }
+    written.push((
+        orders_4.clone(),
+        within("register", curator_enabled.register(&orders_4)).await.expect("register"),
+    ));
+    let written_as = |spec: &CuratorInstanceSpec| {
+        written
+            .iter()
+            .find(|(registered, _)| registered == spec)
+            .map(|(_, json)| json.clone())
+            .expect("registered")
+    };
+    assert!(written_as(&orders_5).contains(r#""payload":42,"#), "{}", written_as(&orders_5));
+
+    // The untyped cache: an `Added` per instance, with every field (the payload as JSON, "@class"
+    // and Jackson's list wrapper kept; `enabled` missing read as true).
+    let expected_1 = ServiceInstance::builder("orders")
+        .id("orders-1")
+        .address("10.0.0.7")
+        .port(8080)
+        .ssl_port(8443)
+        .payload(json!({"@class": "java.util.LinkedHashMap", "zone": "eu-1", "weight": 3}))
+        .registration_time_utc(REGISTERED_AT)
+        .uri_spec(uri_spec("{scheme}://{address}:{port}"))
+        .build();
+    let expected_2 = ServiceInstance::builder("orders")
+        .id("orders-2")
+        .address("10.0.0.8")
+        .port(8081)
+        .payload(serde_json::to_value(spring_payload("orders")).expect("JSON"))
+        .registration_time_utc(REGISTERED_AT + 1)
+        .service_type(ServiceType::Static)
+        .uri_spec(uri_spec("{scheme}://{address}:{port}/{name}"))
+        .build();
+    let expected_3 = ServiceInstance::builder("orders")
+        .id("orders-3")
+        .address("10.0.0.9")
+        .payload(json!(["java.util.ArrayList", [1, "two"]]))
+        .registration_time_utc(REGISTERED_AT + 2)
+        .service_type(ServiceType::Permanent)
+        .build();
+    let expected_4 = ServiceInstance::builder("orders")
+        .id("orders-4")
+        .address("10.0.0.10")
+        .port(8084)
+        .no_payload()
+        .registration_time_utc(REGISTERED_AT + 3)
+        .service_type(ServiceType::Static)
+        .enabled(false)
+        .build();
+    let expected_5 = ServiceInstance::builder("orders")
+        .id("orders-5")
+        .address("10.0.0.12")
+        .port(8085)
+        .payload(json!(42))
+        .registration_time_utc(REGISTERED_AT + 5)
+        .build();
+    let expected_sequential = ServiceInstance::builder("orders")
+        .id("seq-")
+        .address("10.0.0.11")
+        .port(7000)
+        .payload(json!("nightly"))
+        .registration_time_utc(REGISTERED_AT + 4)
+        .service_type(ServiceType::DynamicSequential)
+        .build();
+    // In node-name order (Curator names its sequential node `seq-<sequence>`).
+    let expected = [
+        expected_1.clone(),
+        expected_2.clone(),
+        expected_3.clone(),
+        expected_4.clone(),
+        expected_5.clone(),
+        expected_sequential.clone(),
+    ];
+    let seen = added(&mut events, expected.len()).await;
+    let by_id: BTreeMap<String, ServiceInstance> =
+        expected.iter().map(|instance| (instance.id.clone(), instance.clone())).collect();
+    assert_eq!(seen, by_id, "an Added per instance, with every field");
+    assert_eq!(cache.instances(), expected, "the cache holds them, in node-name order");
+    let cached_1 = &cache.instances()[0];
+    assert!(cached_1.enabled, "`enabled` missing is read as true");
+    assert_eq!(cached_1.resolve_uri().as_deref(), Some("https://10.0.0.7:8080"));
+    assert_eq!(cache.instances()[1].resolve_uri().as_deref(), Some("http://10.0.0.8:8081/orders"));
+
+    // The raw cache: each payload's text as Curator wrote it, so Rust writes back Curator's bytes.
+    let raw_seen = added(&mut raw_events, expected.len()).await;
+    let raw_instances = raw_cache.instances();
+    assert_eq!(ids(&raw_instances), ["orders-1", "orders-2", "orders-3", "orders-4", "orders-5", "seq-"]);
+    for (instance, spec) in
+        raw_instances.iter().zip([&orders_1, &orders_2, &orders_3, &orders_4, &orders_5, &sequential])
+    {
+        // orders-4 (disabled) was written by the Curator whose serializer writes `enabled`.
+        let bytes = JsonInstanceSerializer::new().write_enabled(!instance.enabled).serialize(instance);
+        assert_eq!(
+            String::from_utf8(bytes.expect("serialize")).expect("UTF-8"),
+            written_as(spec),
+            "{}",
+            instance.id
+        );
+        assert_eq!(
+            rust_json(&raw_seen[&instance.id]),
+            rust_json(instance),
+            "the event's instance is the cached one"
+        );
+    }
+    assert_eq!(
+        raw_instances[0].payload.as_ref().map(|payload| payload.get()),
+        Some(r#"{"@class":"java.util.LinkedHashMap","zone":"eu-1","weight":3}"#)
+    );
+
+    // The typed cache: Spring's payload through serde; an instance without a payload fits too;
+    // those whose payload is not a `ZookeeperInstance` are left out (logged), without an event.
+    let typed_seen = added(&mut typed_events, 2).await;
+    let typed_2 = ServiceInstance::builder("orders")
+        .id("orders-2")
+        .address("10.0.0.8")
+        .port(8081)
+        .payload(spring_payload("orders"))
+        .registration_time_utc(REGISTERED_AT + 1)
+        .service_type(ServiceType::Static)
+        .uri_spec(uri_spec("{scheme}://{address}:{port}/{name}"))
+        .build();
+    let typed_4: ServiceInstance<ZookeeperInstance> = expected_4.clone().into_builder().no_payload().build();
+    assert_eq!(typed_seen.into_values().collect::<Vec<_>>(), [typed_2.clone(), typed_4.clone()]);
+    assert_eq!(typed_cache.instances(), [typed_2.clone(), typed_4]);
+
+    // Curator updates orders-1: an `Updated` naming it, with what it was and what it is.
+    let moved_1 = orders_1
+        .clone()
+        .port(9091)
+        .payload_json(r#"{"zone":"eu-2","weight":5}"#)
+        .uri_spec("{scheme}://{address}:{port}/v2");
+    let written_moved_1 = within("update", curator.update(&moved_1)).await.expect("update");
+    let mut expected_moved_1 = expected_1.clone();
+    expected_moved_1.port = Some(9091);
+    expected_moved_1.payload =
+        Some(json!({"@class": "java.util.LinkedHashMap", "zone": "eu-2", "weight": 5}));
+    expected_moved_1.uri_spec = Some(uri_spec("{scheme}://{address}:{port}/v2"));
+    assert_eq!(
+        next_event(&mut events).await,
+        ServiceCacheEvent::Updated { old: expected_1.clone(), new: expected_moved_1.clone() }
+    );
+    let (raw_old, raw_new) = updated(&mut raw_events, "orders-1").await;
+    assert_eq!((rust_json(&raw_old), rust_json(&raw_new)), (written_as(&orders_1), written_moved_1.clone()));
+
+    // Curator updates orders-2's Spring payload: the typed cache's `Updated` carries both payloads,
+    // and is its next event (none came for orders-1, which it leaves out).
+    let down_2 = orders_2.clone().payload_json(spring_json("DOWN"));
+    let written_down_2 = within("update", curator.update(&down_2)).await.expect("update");
+    let mut spring_down = spring_payload("orders");
+    spring_down.metadata.insert("instance_status".to_owned(), "DOWN".to_owned());
+    let mut expected_down_2 = expected_2.clone();
+    expected_down_2.payload = Some(serde_json::to_value(&spring_down).expect("JSON"));
+    assert_eq!(
+        next_event(&mut events).await,
+        ServiceCacheEvent::Updated { old: expected_2.clone(), new: expected_down_2.clone() }
+    );
+    let mut typed_down_2 = typed_2.clone();
+    typed_down_2.payload = Some(spring_down);
+    assert_eq!(
+        next_event(&mut typed_events).await,
+        ServiceCacheEvent::Updated { old: typed_2.clone(), new: typed_down_2.clone() }
+    );
+    let (_, raw_new) = updated(&mut raw_events, "orders-2").await;
+    assert_eq!(rust_json(&raw_new), written_down_2.clone());
+
+    // Curator unregisters both: a `Removed` naming each, with its latest data.
+    within("unregister", curator.unregister("orders", "orders-1")).await.expect("unregister");
+    assert_eq!(next_event(&mut events).await, ServiceCacheEvent::Removed(expected_moved_1));
+    assert_eq!(rust_json(&removed(&mut raw_events, "orders-1").await), written_moved_1);
+    within("unregister", curator.unregister("orders", "orders-2")).await.expect("unregister");
+    assert_eq!(next_event(&mut events).await, ServiceCacheEvent::Removed(expected_down_2));
+    assert_eq!(next_event(&mut typed_events).await, ServiceCacheEvent::Removed(typed_down_2));
+    assert_eq!(rust_json(&removed(&mut raw_events, "orders-2").await), written_down_2);
+    assert_eq!(ids(&cache.instances()), ["orders-3", "orders-4", "orders-5", "seq-"]);
+
+    // Curator closes: it deletes what it registered (its sequential node goes with its session),
+    // and the cache sees each go.
+    within("close Curator", curator.close()).await.expect("close");
+    within("close Curator", curator_enabled.close()).await.expect("close");
+    let mut gone = BTreeSet::new();
+    for _ in 0..4 {
+        match next_event(&mut events).await {
+            ServiceCacheEvent::Removed(instance) => assert!(gone.insert(instance.id)),
+            other => panic!("expected a removal, got {other:?}"),
+        }
+    }
+    assert_eq!(gone, BTreeSet::from(["orders-3", "orders-4", "orders-5", "seq-"].map(str::to_owned)));
+    assert!(cache.is_empty());
+
+    within("close the cache", cache.close()).await;
+    within("close the cache", raw_cache.close()).await;
+    within("close the cache", typed_cache.close()).await;
+    within("close", untyped.close(step())).await.expect("close");
+    within("close", raw.close(step())).await.expect("close");
+    within("close", typed.close(step())).await.expect("close");
     within("close", framework.close()).await;
 }
 
