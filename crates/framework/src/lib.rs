@@ -15,6 +15,18 @@
 //! - A cleanup worker that deletes what dropped guards leave behind ([`OwnedNode`],
 //!   [`Framework::delete_in_background`]), so no `Drop` needs a runtime.
 //!
+//! ## Why some futures are boxed
+//! Every call of the framework, and every lock waiter, carries the retry loop's and the protected
+//! create's futures for as long as it waits: their size is what each waiter costs, and the locks
+//! bench showed it matters. So the paths that only some calls take (waiting for a connection, a
+//! retry's pause, a create built on another node, a parent sent ahead, a search after a lost
+//! reply) are boxed where they start, and the common path carries none of their state; the
+//! operation's future is boxed once so that the wrappers around the loop do not move it again;
+//! `retry`, `create_protected` and the like return a future instead of being `async fn`s, which
+//! would keep their arguments twice; and the framework's own operations skip the nested-retry
+//! scope (`Nesting::Never`), which saves a task-local swap on every poll. The code carries only
+//! short pointers to this paragraph.
+//!
 //! ## Two floors
 //! The crate has two floors, each a folder: the *session* floor (`session/`: the handle, the
 //! supervisor that owns the session, connection states, retries, deadlines) and the *nodes*

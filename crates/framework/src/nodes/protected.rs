@@ -70,9 +70,8 @@ impl Framework {
         request: ProtectedCreate<'a>,
         deadline: impl Into<Deadline>,
     ) -> impl Future<Output = Result<OwnedNode>> + Send + 'a {
-        // Not an `async fn`, which would keep its arguments twice in its state: every lock waiter
-        // carries this future while its node is being created. Checked before anything is sent;
-        // the future keeps nothing of the check.
+        // Not an `async fn` (see the crate docs on boxed futures). Checked before anything is
+        // sent; the future keeps nothing of the check.
         let deadline = deadline.into();
         if let Err(err) = self.check_protected(&request) {
             return Either::Left(std::future::ready(Err(err)));
@@ -109,7 +108,7 @@ impl Framework {
                 // A fresh node: after a lost session, start over on the next one (as
                 // `retry_across_sessions`, whose wrapper would only add to the state).
                 None => self.retry_loop(deadline, Sessions::StartingOver, Nesting::Never, try_once).await,
-                // Built on an existing node: on its session, or not at all. Boxed: rare.
+                // Built on an existing node: on its session, or not at all (boxed: rare).
                 Some(anchor) => {
                     let on_its_session = Sessions::Only(anchor.generation);
                     match Box::pin(self.retry_loop(deadline, on_its_session, Nesting::Never, try_once)).await

@@ -23,7 +23,7 @@ pub(super) async fn create_or_find(
     known_parents: &KnownParents,
 ) -> Result<NewNode> {
     let ProtectedCreate { parent, name, data, mode, anchor, parents, .. } = *request;
-    // The paths off the common one are boxed, so that only the calls that take them pay for
+    // The paths off the common one are boxed (see the crate docs), so that only the calls that take them pay for
     // their state.
     if search_first {
         let finding = Box::pin(find_protected(session, parent, prefix, name, request.is_ephemeral(), floor));
@@ -131,7 +131,7 @@ async fn send_create(
             }
         },
     };
-    // Boxed: only the first create under a parent sends it.
+    // Boxed (crate docs): only the first create under a parent sends it.
     let parent_create = parent_mode.map(|mode| {
         let options = session.create_options_for(parent, mode.create_mode());
         Box::pin(session.client().create(parent, &[], &options))

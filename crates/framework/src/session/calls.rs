@@ -50,8 +50,7 @@ impl Framework {
         Fut: Future<Output = Result<T>> + 'a,
         T: 'a,
     {
-        // Not an `async fn`, which would keep its arguments twice in its state: every call of the
-        // framework runs in this future.
+        // Not an `async fn`: see the crate docs on boxed futures.
         self.retry_loop(deadline.into(), Sessions::Current, Nesting::Possible, operation)
     }
 
@@ -129,7 +128,7 @@ impl Framework {
                 let (err, generation) = 'attempt: {
                     let session = match self.ready_session(wanted) {
                         Some(session) => session,
-                        // Boxed: waiting for a connection is rare, and its future is large.
+                        // Boxed (crate docs): rare and large.
                         None => match Box::pin(self.session_for_try(wanted, deadline)).await {
                             Ok(session) => session,
                             Err(err) => break 'attempt (err, 0),
@@ -140,7 +139,7 @@ impl Framework {
                     let (generation, running) = {
                         let session = session;
                         let generation = session.generation();
-                        // Boxed: the operation's future (often kilobytes) is not moved again
+                        // Boxed (crate docs): the operation's future is not moved again
                         // by every wrapper around this loop.
                         (generation, deadline.run(Box::pin(operation(session))))
                     };
@@ -163,7 +162,7 @@ impl Framework {
                 if retry_on_new_session {
                     wanted = Wanted::After(generation);
                 }
-                // Boxed: a retry's pause is rare, and a timer is large.
+                // Boxed (crate docs): rare, and a timer is large.
                 Box::pin(deadline.sleep(sleep)).await?;
             }
         };
