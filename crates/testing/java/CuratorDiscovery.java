@@ -44,6 +44,15 @@
  *                                 with a listener counting cacheChanged calls: CACHE-STARTED <name>
  *         cache <name>            its getInstances(): CACHED <json> per instance (sorted by id),
  *                                 CACHE-END changes=<cacheChanged calls so far>
+ *         cache-watch <name>      as cache-start, for a benchmark: the heap in use (after full GCs)
+ *                                 before building the cache and after its first load, then a
+ *                                 listener that, on each cacheChanged, diffs getInstances() against
+ *                                 what it last saw (by object: Curator reads a new ServiceInstance
+ *                                 per node change) and records <epoch-micros at the call> <id> for
+ *                                 each instance added or re-read (Curator's listener does not say
+ *                                 which): CACHE-WATCHING <name> heap_bytes=<after-before> instances=<n>
+ *         arrivals <name>         what that listener recorded since the last call (then forgotten):
+ *                                 ARRIVED <epoch-micros> <id> per arrival, ARRIVALS-END <count>
  *         cache-close <name>      CACHE-CLOSED <name>
  *         provider-start <name> <round-robin|random|sticky> [down-timeout-ms [down-errors]]
  *                                 a ServiceProvider with RoundRobinStrategy, RandomStrategy or
@@ -69,7 +78,9 @@ import static zkrecipes.interop.CuratorDriver.start;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.time.Instant;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -133,6 +144,52 @@ final class CuratorDiscovery {
         }
     }
 
+    /** cache-watch's listener: which instances each cacheChanged brought, with when. */
+    private static final class Arrivals implements ServiceCacheListener {
+        private final ServiceCache<Object> cache;
+        /** By id, the instance object last seen. */
+        private final Map<String, ServiceInstance<Object>> seen = new HashMap<>();
+        private final List<String> recorded = new ArrayList<>();
+
+        Arrivals(ServiceCache<Object> cache) {
+            this.cache = cache;
+            for (ServiceInstance<Object> instance : cache.getInstances()) {
+                seen.put(instance.getId(), instance);
+            }
+        }
+
+        @Override
+        public synchronized void cacheChanged() {
+            Instant now = Instant.now();
+            long micros = now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+            for (ServiceInstance<Object> instance : cache.getInstances()) {
+                if (seen.put(instance.getId(), instance) != instance) {
+                    recorded.add(micros + " " + instance.getId());
+                }
+            }
+        }
+
+        @Override
+        public void stateChanged(CuratorFramework changed, ConnectionState state) {
+            // Only the instances matter here.
+        }
+
+        synchronized List<String> drain() {
+            List<String> drained = new ArrayList<>(recorded);
+            recorded.clear();
+            return drained;
+        }
+    }
+
+    /** Heap in use after full collections. */
+    private static long usedHeap() {
+        Runtime runtime = Runtime.getRuntime();
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+        }
+        return runtime.totalMemory() - runtime.freeMemory();
+    }
+
     private static int discovery(List<String> args) throws Exception {
         String connect = arg(args, 0, "connect");
         String basePath = arg(args, 1, "base-path");
@@ -164,6 +221,7 @@ final class CuratorDiscovery {
         discovery.start();
         Map<String, WatchedCache> caches = new TreeMap<>();
         Map<String, ServiceProvider<Object>> providers = new TreeMap<>();
+        Map<String, Arrivals> watches = new TreeMap<>();
         out("STARTED");
         while (true) {
             String line = CuratorDriver.INPUT.take();
@@ -238,10 +296,41 @@ final class CuratorDiscovery {
                     out("CACHE-END changes=" + watched.changes.get());
                     break;
                 }
+                case "cache-watch": {
+                    String name = arg(words, 0, "name");
+                    if (caches.containsKey(name)) {
+                        throw new IllegalStateException("a cache of " + name + " is already started");
+                    }
+                    long before = usedHeap();
+                    WatchedCache watched = new WatchedCache(discovery.serviceCacheBuilder().name(name).build());
+                    watched.cache.start();
+                    long after = usedHeap();
+                    Arrivals arrivals = new Arrivals(watched.cache);
+                    watched.cache.addListener(arrivals);
+                    caches.put(name, watched);
+                    watches.put(name, arrivals);
+                    out("CACHE-WATCHING " + name + " heap_bytes=" + (after - before)
+                            + " instances=" + watched.cache.getInstances().size());
+                    break;
+                }
+                case "arrivals": {
+                    List<String> drained = existing(watches, arg(words, 0, "name"), "watched cache").drain();
+                    StringBuilder lines = new StringBuilder();
+                    for (String arrival : drained) {
+                        lines.append("ARRIVED ").append(arrival).append('\n');
+                    }
+                    synchronized (System.out) {
+                        System.out.print(lines);
+                        System.out.flush();
+                    }
+                    out("ARRIVALS-END " + drained.size());
+                    break;
+                }
                 case "cache-close": {
                     String name = arg(words, 0, "name");
                     existing(caches, name, "cache").cache.close();
                     caches.remove(name);
+                    watches.remove(name);
                     out("CACHE-CLOSED " + name);
                     break;
                 }

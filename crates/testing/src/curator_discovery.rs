@@ -257,6 +257,25 @@ pub struct CuratorCachedInstances {
     pub changes: u64,
 }
 
+/// A Curator `ServiceCache` started for a benchmark ([`CuratorDiscovery::watch_cache`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CuratorCacheWatch {
+    /// Java heap in use after full GCs, after the cache's first load minus before it was built.
+    pub heap_bytes: i64,
+    /// How many instances it held after its first load.
+    pub instances: usize,
+}
+
+/// An instance a watched Curator `ServiceCache` got ([`CuratorDiscovery::cache_arrivals`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CuratorArrival {
+    /// When Curator called the cache's listener, in microseconds since the Unix epoch (the JVM's
+    /// clock: this machine's).
+    pub epoch_micros: u64,
+    /// The id of the instance that was added or re-read.
+    pub id: String,
+}
+
 /// Settings of a [`CuratorDiscovery`]; [`start`](Self::start) launches it.
 ///
 /// # Example
@@ -591,6 +610,84 @@ impl CuratorDiscovery {
         Ok(CuratorCachedInstances { instances: with_prefix(before, "CACHED "), changes })
     }
 
+    /// Starts a `ServiceCache` of the service `name` for a benchmark (the driver's
+    /// `cache-watch`): measures the Java heap it takes (in use after full GCs, after its first
+    /// load minus before it was built), then records which instance each `cacheChanged` brought
+    /// and when, by diffing `getInstances()` against what it last saw (Curator's listener only
+    /// says that something changed). [`cache_arrivals`](Self::cache_arrivals) reads the record;
+    /// [`cache_instances`](Self::cache_instances) and [`close_cache`](Self::close_cache) work on
+    /// it as on a cache from [`start_cache`](Self::start_cache).
+    ///
+    /// # Errors
+    /// As [`start_cache`](Self::start_cache).
+    ///
+    /// # Cancel safety
+    /// As [`register`](Self::register).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn demo(curator: &mut zk_recipes_testing::CuratorDiscovery) -> zk_recipes_testing::Result<()> {
+    /// let watch = curator.watch_cache("orders").await?;
+    /// println!("{} instances in {} bytes of heap", watch.instances, watch.heap_bytes);
+    /// // ... change the instances ...
+    /// for arrival in curator.cache_arrivals("orders").await? {
+    ///     println!("{} arrived at {} µs", arrival.id, arrival.epoch_micros);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn watch_cache(&mut self, name: &str) -> Result<CuratorCacheWatch> {
+        let line = self.request(&format!("cache-watch {}", word(name)?), "CACHE-WATCHING ").await?;
+        let field = |key: &str| {
+            line.split_whitespace()
+                .find_map(|field| field.strip_prefix(key)?.strip_prefix('=')?.parse::<i64>().ok())
+        };
+        match (field("heap_bytes"), field("instances")) {
+            (Some(heap_bytes), Some(instances)) => {
+                Ok(CuratorCacheWatch { heap_bytes, instances: usize::try_from(instances).unwrap_or(0) })
+            }
+            _ => Err(unexpected(&self.process, "CACHE-WATCHING <name> heap_bytes=<n> instances=<n>", &line)),
+        }
+    }
+
+    /// The arrivals the cache of `name` started by [`watch_cache`](Self::watch_cache) recorded
+    /// since the last call, in order (each `cacheChanged`'s, the instances in no set order).
+    ///
+    /// # Errors
+    /// As [`unregister`](Self::unregister); an error if no cache of `name` was started by
+    /// [`watch_cache`](Self::watch_cache).
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: the arrivals read are forgotten by the driver.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn demo(curator: &mut zk_recipes_testing::CuratorDiscovery) -> zk_recipes_testing::Result<()> {
+    /// curator.watch_cache("orders").await?;
+    /// let arrivals = curator.cache_arrivals("orders").await?;
+    /// assert!(arrivals.is_empty(), "nothing changed yet");
+    /// # Ok(()) }
+    /// ```
+    pub async fn cache_arrivals(&mut self, name: &str) -> Result<Vec<CuratorArrival>> {
+        self.process.send_line(&format!("arrivals {}", word(name)?)).await?;
+        let (before, end) = self.process.lines_until("ARRIVALS-END ", self.reply_timeout).await?;
+        let mut arrivals = Vec::new();
+        for line in with_prefix(before, "ARRIVED ") {
+            let mut words = line.split_whitespace();
+            match (words.next().and_then(|micros| micros.parse().ok()), words.next()) {
+                (Some(epoch_micros), Some(id)) => {
+                    arrivals.push(CuratorArrival { epoch_micros, id: id.to_owned() })
+                }
+                _ => return Err(unexpected(&self.process, "ARRIVED <epoch-micros> <id>", &line)),
+            }
+        }
+        if end.strip_prefix("ARRIVALS-END ").and_then(|count| count.trim().parse::<usize>().ok())
+            != Some(arrivals.len())
+        {
+            return Err(unexpected(&self.process, &format!("ARRIVALS-END {}", arrivals.len()), &end));
+        }
+        Ok(arrivals)
+    }
+
     /// Closes the `ServiceCache` of `name`.
     ///
     /// # Errors
@@ -793,5 +890,7 @@ mod tests {
         assert_send_sync::<CuratorDiscoveryBuilder>();
         assert_send_sync::<CuratorInstanceSpec>();
         assert_send_sync::<CuratorCachedInstances>();
+        assert_send_sync::<CuratorCacheWatch>();
+        assert_send_sync::<CuratorArrival>();
     }
 }

@@ -65,8 +65,8 @@ pub use classpath::{
 pub use cluster::{ClusterMember, TestingCluster, TestingClusterBuilder};
 pub use curator::{curator_driver_classes, CuratorProcess, CURATOR_DRIVER_CLASS, JAVAC_ENV};
 pub use curator_discovery::{
-    CuratorCachedInstances, CuratorDiscovery, CuratorDiscoveryBuilder, CuratorInstanceSpec,
-    CuratorProviderStrategy, CuratorServiceType, DISCOVERY_REPLY, DISCOVERY_START,
+    CuratorArrival, CuratorCacheWatch, CuratorCachedInstances, CuratorDiscovery, CuratorDiscoveryBuilder,
+    CuratorInstanceSpec, CuratorProviderStrategy, CuratorServiceType, DISCOVERY_REPLY, DISCOVERY_START,
 };
 pub use error::{Result, TestingError};
 pub use four_letter::{
