@@ -59,8 +59,13 @@ impl<P> ServiceDiscoveryBuilder<P> {
     /// [`ServiceCache`](crate::ServiceCache), which follows every instance of a service on its
     /// own, as Curator's does.
     ///
-    /// Not acted on yet: the setting is stored, and the registrar writes the data last given to
-    /// `register` or `update` (see `docs/discovery.md`).
+    /// With it, the discovery sets one persistent recursive watch on the base path at its first
+    /// registration (removed by `close`) and, when one of its nodes changes, takes the node's data
+    /// as the instance's registration, but only when the node's `mzxid` is newer than the
+    /// discovery's own last write there (so a late event of an older write of ours never undoes an
+    /// [`update`](ServiceDiscovery::update)), no write of ours is pending, and the data is an
+    /// instance with the same name and id. A node deleted by someone else is not adopted (it is
+    /// written again after a new session, as without the watch). Needs ZooKeeper 3.6+.
     pub fn watch_instances(mut self, watch_instances: bool) -> Self {
         self.watch_instances = watch_instances;
         self
@@ -96,6 +101,7 @@ impl<P> ServiceDiscoveryBuilder<P> {
             commands: receiver,
             events: self.framework.connection_events(),
             paths: Arc::clone(&paths),
+            watch_instances: self.watch_instances,
         };
         let span = info_span!("service_discovery", base_path = %self.base_path);
         tokio::spawn(registrar.run().instrument(span));

@@ -32,7 +32,7 @@ impl State {
         let sequential = registration.service_type == ServiceType::DynamicSequential;
         let fixed_path = (!sequential).then(|| self.fixed_path(&registration.name, &registration.id));
         let mut first = First::Create;
-        let mut inherited = None;
+        let mut inherited = (None, None);
         if let Some(old) = self.entries.remove(&registration.id) {
             let old_sequential = old.registration.service_type == ServiceType::DynamicSequential;
             let same_node = !old_sequential
@@ -41,7 +41,7 @@ impl State {
             if same_node {
                 // The same node, new data: set it in place.
                 first = First::Set;
-                inherited = old.synced_on;
+                inherited = (old.synced_on, old.written_mzxid);
             } else if let Some(old_path) = old.path {
                 self.delete_or_keep_for_later(old_path, deadline).await;
             }
@@ -50,8 +50,10 @@ impl State {
             self.removals.remove(path);
         }
         let id = registration.id.clone();
+        let (synced_on, written_mzxid) = inherited;
         self.entries
-            .insert(id.clone(), Entry { registration, path: fixed_path.clone(), synced_on: inherited });
+            .insert(id.clone(), Entry { registration, path: fixed_path.clone(), synced_on, written_mzxid });
+        self.start_watching();
         if first == First::Create {
             // A new node: no path to show until it is created.
             self.paths.lock().insert(id.clone(), None);
@@ -155,6 +157,8 @@ impl State {
     /// `close`: deletes every node but `PERMANENT` ones, all at once, and waits. A delete that
     /// fails is handed to the framework's cleanup worker.
     pub(super) async fn close(&mut self, deadline: Deadline) -> Result<()> {
+        // The watch goes first: our deletes are nothing to adopt.
+        self.watch = None;
         let mut to_delete: Vec<String> = std::mem::take(&mut self.removals).into_iter().collect();
         for (id, entry) in std::mem::take(&mut self.entries) {
             if entry.registration.service_type == ServiceType::Permanent {

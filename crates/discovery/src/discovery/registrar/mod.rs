@@ -9,16 +9,18 @@
 //!   a reconnection of the same session writes nothing (CURATOR-320);
 //! - what failed with an unknown outcome (a timeout, a lost connection) is tried again in the
 //!   background, with the framework's [`Backoff`] between rounds;
-//! - on close it deletes every node but `PERMANENT` ones (CURATOR-94), waiting for the deletes.
+//! - on close it deletes every node but `PERMANENT` ones (CURATOR-94), waiting for the deletes;
+//! - with `watch_instances`, it adopts what another writer sets on its nodes (`watch.rs`).
 //!
 //! From the floor up: `state.rs` (the commands, the registry, the task's state), `nodes.rs`
 //! (writing one node), `commands.rs` and `sessions.rs` (serving commands; following sessions),
-//! and here the task's loop.
+//! `watch.rs` (following our nodes' data), and here the task's loop.
 
 mod commands;
 mod nodes;
 mod sessions;
 mod state;
+mod watch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -37,6 +39,7 @@ pub(crate) struct Registrar {
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) events: ConnectionEvents,
     pub(crate) paths: RegisteredPaths,
+    pub(crate) watch_instances: bool,
 }
 
 impl Registrar {
@@ -44,7 +47,7 @@ impl Registrar {
     /// Ends with `close` or when the discovery is dropped (then its nodes are deleted by the
     /// framework's cleanup worker).
     pub(crate) async fn run(self) {
-        let Registrar { framework, base_path, mut commands, events, paths } = self;
+        let Registrar { framework, base_path, mut commands, events, paths, watch_instances } = self;
         let mut state = State {
             framework,
             base_path,
@@ -53,6 +56,8 @@ impl Registrar {
             paths,
             backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(10)),
             retry_at: None,
+            watch_instances,
+            watch: None,
         };
         let mut events = Some(events);
         loop {
@@ -66,6 +71,12 @@ impl Registrar {
             let event = async {
                 match events.as_mut() {
                     Some(events) => events.next().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let watched = async {
+                match state.watch.as_mut() {
+                    Some(watch) => watch.next().await,
                     None => std::future::pending().await,
                 }
             };
@@ -83,6 +94,7 @@ impl Registrar {
                     None => events = None,
                     Some(update) => state.on_connection(update).await,
                 },
+                event = watched => state.on_watch(event).await,
                 () = retry => {
                     state.retry_at = None;
                     state.reconcile().await;

@@ -23,22 +23,23 @@ impl State {
         let Some(entry) = self.entries.get(id) else { return Ok(()) };
         let registration = entry.registration.clone();
         let known_path = entry.path.clone();
-        let (path, session) = match registration.service_type {
+        let (path, (session, mzxid)) = match registration.service_type {
             ServiceType::DynamicSequential => {
                 self.write_sequential(&registration, known_path, deadline).await?
             }
             service_type => {
                 let path =
                     known_path.unwrap_or_else(|| self.fixed_path(&registration.name, &registration.id));
-                let session = self
+                let written = self
                     .write_fixed(&path, &registration.data, service_type.is_dynamic(), first, deadline)
                     .await?;
-                (path, session)
+                (path, written)
             }
         };
         if let Some(entry) = self.entries.get_mut(id) {
             entry.path = Some(path.clone());
             entry.synced_on = Some(session);
+            entry.written_mzxid = Some(mzxid);
         }
         self.paths.lock().insert(id.to_owned(), Some(path));
         Ok(())
@@ -53,7 +54,8 @@ impl State {
     /// `updateService`, resolving what a lost reply leaves: a node of ours already there is kept
     /// (its data set if it differs); a node of another session (our lost one not yet expired, or
     /// another process's with the same id) is deleted and ours created, as Curator does. Returns
-    /// the session the node is now known to be written on.
+    /// the session the node is now known to be written on, and the node's `mzxid` then (our
+    /// write's, or the one of the equal data found there).
     pub(super) async fn write_fixed(
         &self,
         path: &str,
@@ -61,7 +63,7 @@ impl State {
         ephemeral: bool,
         first: First,
         deadline: Deadline,
-    ) -> Result<i64> {
+    ) -> Result<(i64, i64)> {
         let mode = if ephemeral { CreateMode::Ephemeral } else { CreateMode::Persistent };
         let mut set_first = first == First::Set;
         let mut last_error = None;
@@ -70,7 +72,7 @@ impl State {
                 set_first = false;
                 match self.framework.set_data(path, data, None, deadline).await {
                     Ok(stat) if !ephemeral || stat.ephemeral_owner == self.current_session() => {
-                        return Ok(self.current_session());
+                        return Ok((self.current_session(), stat.mzxid));
                     }
                     // Another session's node (our lost session's, not yet expired): replace it.
                     Ok(stat) => {
@@ -89,8 +91,8 @@ impl State {
                 .deadline(deadline)
                 .await;
             match created {
-                Ok(created) if ephemeral => return Ok(created.stat.ephemeral_owner),
-                Ok(_) => return Ok(self.current_session()),
+                Ok(created) if ephemeral => return Ok((created.stat.ephemeral_owner, created.stat.mzxid)),
+                Ok(created) => return Ok((self.current_session(), created.stat.mzxid)),
                 Err(err) if err.is_node_exists() => last_error = Some(err),
                 Err(err) => return Err(err.into()),
             }
@@ -108,10 +110,10 @@ impl State {
                 continue;
             }
             if existing.data == data {
-                return Ok(self.current_session());
+                return Ok((self.current_session(), existing.stat.mzxid));
             }
             match self.framework.set_data(path, data, Some(existing.stat.version), deadline).await {
-                Ok(_) => return Ok(self.current_session()),
+                Ok(stat) => return Ok((self.current_session(), stat.mzxid)),
                 Err(err) if is_bad_version(&err) || err.is_no_node() => continue,
                 Err(err) => return Err(err.into()),
             }
@@ -137,17 +139,17 @@ impl State {
     /// A `DYNAMIC_SEQUENTIAL` instance: the node it has on the current session gets the data;
     /// otherwise a new protected node `<service>/_c_<uuid>-<id><sequence>` is created (found
     /// again by its prefix after a lost reply, never duplicated), and an older session's node
-    /// still there is deleted.
+    /// still there is deleted. Returns the node's path, its session and our write's `mzxid`.
     pub(super) async fn write_sequential(
         &self,
         registration: &Registration,
         known_path: Option<String>,
         deadline: Deadline,
-    ) -> Result<(String, i64)> {
+    ) -> Result<(String, (i64, i64))> {
         if let Some(known_path) = known_path {
             match self.framework.set_data(&known_path, &registration.data, None, deadline).await {
                 Ok(stat) if stat.ephemeral_owner == self.current_session() => {
-                    return Ok((known_path, stat.ephemeral_owner));
+                    return Ok((known_path, (stat.ephemeral_owner, stat.mzxid)));
                 }
                 Ok(_) => {
                     self.framework.delete(&known_path).quietly().guaranteed().deadline(deadline).await?;
@@ -161,8 +163,8 @@ impl State {
             .mode(CreateMode::EphemeralSequential)
             .data(&registration.data);
         let node = self.framework.create_protected(request, deadline).await?;
-        let session = node.session_id().0;
-        Ok((node.forget(), session))
+        let written = (node.session_id().0, node.stat().mzxid);
+        Ok((node.forget(), written))
     }
 }
 

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::{Deadline, Framework};
 
+use super::watch::InstanceWatch;
 use crate::error::Result;
 use crate::instance::ServiceType;
 
@@ -68,6 +69,9 @@ pub(super) struct Entry {
     /// The session on which the node was last known to hold `registration.data` (for a persistent
     /// node, the session it was last written or checked on). `None`: to be written.
     pub(super) synced_on: Option<i64>,
+    /// The node's `mzxid` after our last write to it (or check of it, or adoption of another
+    /// writer's data): with `watch_instances`, only a newer change is another writer's to adopt.
+    pub(super) written_mzxid: Option<i64>,
 }
 
 /// Where a write starts: creating the node, or setting the data of the node that should be there.
@@ -86,4 +90,7 @@ pub(super) struct State {
     pub(super) paths: RegisteredPaths,
     pub(super) backoff: Backoff,
     pub(super) retry_at: Option<Instant>,
+    /// `watch_instances`: whether to follow our nodes, and the watch once set (`watch.rs`).
+    pub(super) watch_instances: bool,
+    pub(super) watch: Option<InstanceWatch>,
 }
