@@ -38,7 +38,8 @@ use zk_recipes::discovery::{
     ServiceType, UriSpec,
 };
 use zk_recipes::framework::retry::ExponentialBackoffRetry;
-use zk_recipes::framework::{ConnectionEvents, ConnectionState, Deadline, Framework};
+use zk_recipes::framework::{Deadline, Framework};
+use zk_recipes_test_support::{lost_then_reconnected, session_of};
 use zk_recipes_testing::{
     CuratorCachedInstances, CuratorDiscovery, CuratorInstanceSpec, CuratorProviderStrategy,
     CuratorServiceType, FaultProxy,
@@ -152,25 +153,6 @@ async fn curator_query_gives(curator: &mut CuratorDiscovery, name: &str, expecte
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// Waits (within [`STEP`]) until `events` shows the session lost, then a new session.
-async fn lost_then_reconnected(events: &mut ConnectionEvents) {
-    within("Lost, then a new session", async {
-        let mut lost = false;
-        while let Some(update) = events.next().await {
-            lost |= update.state() == ConnectionState::Lost;
-            if lost && update.state() == ConnectionState::Reconnected {
-                return;
-            }
-        }
-        panic!("the framework closed");
-    })
-    .await;
-}
-
-fn session_of(framework: &Framework) -> i64 {
-    framework.current().session_id.expect("a session").0
 }
 
 #[tokio::test]
