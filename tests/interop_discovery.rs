@@ -303,21 +303,26 @@ async fn rust_registrations_of_every_type_are_read_by_curator_with_the_same_fiel
     within("close", framework.close()).await;
 }
 
-#[tokio::test]
-async fn curator_registrations_are_read_by_rust_with_the_same_fields() {
-    const BASE: &str = "/interop-discovery/from-curator";
-    let env = Env::start().await;
-    let framework = env.framework().await;
-    let mut curator = curator(&env, BASE).await;
-    // A second Curator whose serializer writes "enabled" (JsonInstanceSerializer(cls, false)).
-    let mut curator_enabled = within_for(
-        "starting Curator's discovery",
-        JVM_START,
-        CuratorDiscovery::builder(env.connect(), BASE).enabled_field(true).start(),
+/// A Spring Cloud Zookeeper payload with `@class`, in a given status, as Curator writes it.
+fn spring_json(status: &str) -> String {
+    format!(
+        r#"{{"@class":"{SPRING_CLASS}","id":"orders","name":"orders","metadata":{{"instance_status":"{status}"}}}}"#
     )
-    .await
-    .expect("Curator discovery");
+}
 
+/// The Curator instances of service `orders` the Curator-to-Rust tests register: a dynamic one with
+/// an ssl port, a map payload and a uriSpec; a static one with a Spring payload; a permanent one
+/// with a list payload; a disabled static one (`orders_4`, for a Curator that writes `enabled`);
+/// and a dynamic sequential one with a string payload.
+struct CuratorOrders {
+    orders_1: CuratorInstanceSpec,
+    orders_2: CuratorInstanceSpec,
+    orders_3: CuratorInstanceSpec,
+    orders_4: CuratorInstanceSpec,
+    sequential: CuratorInstanceSpec,
+}
+
+fn curator_orders() -> CuratorOrders {
     let orders_1 = CuratorInstanceSpec::new("orders")
         .id("orders-1")
         .address("10.0.0.7")
@@ -330,9 +335,7 @@ async fn curator_registrations_are_read_by_rust_with_the_same_fields() {
         .id("orders-2")
         .address("10.0.0.8")
         .port(8081)
-        .payload_json(format!(
-            r#"{{"@class":"{SPRING_CLASS}","id":"orders","name":"orders","metadata":{{"instance_status":"UP"}}}}"#
-        ))
+        .payload_json(spring_json("UP"))
         .service_type(CuratorServiceType::Static)
         .uri_spec("{scheme}://{address}:{port}/{name}")
         .registration_time_utc(REGISTERED_AT + 1);
@@ -356,6 +359,25 @@ async fn curator_registrations_are_read_by_rust_with_the_same_fields() {
         .payload_json(r#""nightly""#)
         .service_type(CuratorServiceType::DynamicSequential)
         .registration_time_utc(REGISTERED_AT + 4);
+    CuratorOrders { orders_1, orders_2, orders_3, orders_4, sequential }
+}
+
+#[tokio::test]
+async fn curator_registrations_are_read_by_rust_with_the_same_fields() {
+    const BASE: &str = "/interop-discovery/from-curator";
+    let env = Env::start().await;
+    let framework = env.framework().await;
+    let mut curator = curator(&env, BASE).await;
+    // A second Curator whose serializer writes "enabled" (JsonInstanceSerializer(cls, false)).
+    let mut curator_enabled = within_for(
+        "starting Curator's discovery",
+        JVM_START,
+        CuratorDiscovery::builder(env.connect(), BASE).enabled_field(true).start(),
+    )
+    .await
+    .expect("Curator discovery");
+
+    let CuratorOrders { orders_1, orders_2, orders_3, orders_4, sequential } = curator_orders();
     let written_1 = within("register", curator.register(&orders_1)).await.expect("register");
     let written_2 = within("register", curator.register(&orders_2)).await.expect("register");
     let written_3 = within("register", curator.register(&orders_3)).await.expect("register");
@@ -542,53 +564,13 @@ async fn rusts_service_cache_sees_curators_instances_with_every_field_and_each_c
     )
     .await
     .expect("Curator discovery");
-    let spring_json = |status: &str| {
-        format!(
-            r#"{{"@class":"{SPRING_CLASS}","id":"orders","name":"orders","metadata":{{"instance_status":"{status}"}}}}"#
-        )
-    };
-    let orders_1 = CuratorInstanceSpec::new("orders")
-        .id("orders-1")
-        .address("10.0.0.7")
-        .port(8080)
-        .ssl_port(8443)
-        .payload_json(r#"{"zone":"eu-1","weight":3}"#)
-        .uri_spec("{scheme}://{address}:{port}")
-        .registration_time_utc(REGISTERED_AT);
-    let orders_2 = CuratorInstanceSpec::new("orders")
-        .id("orders-2")
-        .address("10.0.0.8")
-        .port(8081)
-        .payload_json(spring_json("UP"))
-        .service_type(CuratorServiceType::Static)
-        .uri_spec("{scheme}://{address}:{port}/{name}")
-        .registration_time_utc(REGISTERED_AT + 1);
-    let orders_3 = CuratorInstanceSpec::new("orders")
-        .id("orders-3")
-        .address("10.0.0.9")
-        .payload_json(r#"[1,"two"]"#)
-        .service_type(CuratorServiceType::Permanent)
-        .registration_time_utc(REGISTERED_AT + 2);
-    let orders_4 = CuratorInstanceSpec::new("orders")
-        .id("orders-4")
-        .address("10.0.0.10")
-        .port(8084)
-        .service_type(CuratorServiceType::Static)
-        .enabled(false)
-        .registration_time_utc(REGISTERED_AT + 3);
+    let CuratorOrders { orders_1, orders_2, orders_3, orders_4, sequential } = curator_orders();
     let orders_5 = CuratorInstanceSpec::new("orders")
         .id("orders-5")
         .address("10.0.0.12")
         .port(8085)
         .payload_json("42")
         .registration_time_utc(REGISTERED_AT + 5);
-    let sequential = CuratorInstanceSpec::new("orders")
-        .id("seq-")
-        .address("10.0.0.11")
-        .port(7000)
-        .payload_json(r#""nightly""#)
-        .service_type(CuratorServiceType::DynamicSequential)
-        .registration_time_utc(REGISTERED_AT + 4);
     let mut written = Vec::new();
     for spec in [&orders_1, &orders_2, &orders_3, &orders_5, &sequential] {
         written.push((spec.clone(), within("register", curator.register(spec)).await.expect("register")));
