@@ -8,24 +8,13 @@ use std::time::{Duration, Instant};
 
 use zk_recipes_discovery::{
     DownInstancePolicy, JsonInstanceSerializer, ProviderStrategy, ServiceCache, ServiceCacheEvent,
-    ServiceCacheEvents, ServiceDiscovery, ServiceInstance, ServiceProvider, ServiceType,
+    ServiceCacheEvents, ServiceDiscovery, ServiceProvider, ServiceType,
 };
 use zk_recipes_framework::{ConnectionState, Framework};
 use zk_recipes_test_support::*;
 
-fn discovery(framework: &Framework, base_path: &str) -> ServiceDiscovery {
-    ServiceDiscovery::builder(framework, base_path).build().expect("discovery")
-}
-
-fn instance(name: &str, id: &str, service_type: ServiceType) -> ServiceInstance {
-    ServiceInstance::builder(name)
-        .id(id)
-        .address("10.0.0.7")
-        .port(8080)
-        .service_type(service_type)
-        .registration_time_utc(1_700_000_000_123)
-        .build()
-}
+mod common;
+use common::{discovery, instance};
 
 async fn cache_of(discovery: &ServiceDiscovery, name: &str) -> ServiceCache {
     within("start the cache", discovery.service_cache(name).start(step())).await.expect("cache")

@@ -14,21 +14,10 @@ use zk_recipes_discovery::{
 use zk_recipes_framework::zookeeper_client::{CreateMode, Stat};
 use zk_recipes_framework::{path, ConnectionState, Deadline, Error as FrameworkError, Framework};
 use zk_recipes_test_support::*;
+
+mod common;
+use common::{discovery, instance};
 use zk_recipes_testing::{RequestMatch, TestingServer};
-
-fn discovery(framework: &Framework, base_path: &str) -> ServiceDiscovery {
-    ServiceDiscovery::builder(framework, base_path).build().expect("discovery")
-}
-
-fn instance(name: &str, id: &str, service_type: ServiceType) -> ServiceInstance {
-    ServiceInstance::builder(name)
-        .id(id)
-        .address("10.0.0.7")
-        .port(8080)
-        .service_type(service_type)
-        .registration_time_utc(1_700_000_000_123)
-        .build()
-}
 
 fn bytes(instance: &ServiceInstance) -> Vec<u8> {
     JsonInstanceSerializer::new().serialize(instance).expect("serialize")
