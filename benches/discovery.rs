@@ -11,9 +11,15 @@
 //!   N `DYNAMIC` instances of one service (address, port, URI spec and a small JSON payload each);
 //!   each round Curator's driver (`CuratorDiscovery`, a fresh full-JIT JVM, its own session)
 //!   starts, and a reader `ServiceDiscovery` (its own session) serves our caches.
+//! - **The floor**: the same protocol on bare zookeeper-client calls, on its own session: one
+//!   persistent recursive watch on the service node, a load (`get_data` of the service node, its
+//!   children listed, then `get_data` of each, 256 in flight, as the cache loads), and for each
+//!   created or changed node a `get_data` of it, keeping each instance's raw bytes in a map by
+//!   name (no JSON decoding, no events to subscribers: what any cache must at least do).
 //! - **Memory per instance**: ours, the live heap the started and loaded `ServiceCache` holds (a
 //!   counting global allocator in this binary: bytes allocated and not freed, after the load minus
-//!   before the cache was built), and the resident memory it adds (RSS after minus before, each
+//!   before the cache was built; the floor's the same, for its map of raw bytes), and the resident
+//!   memory our cache adds (RSS after minus before, each
 //!   after `malloc_trim`; depends on the heap's history, so read the live heap first; the first
 //!   round, which also grows the process's own buffers, is left out when there are more); Curator's,
 //!   the Java heap in use after full GCs, after its cache's first load minus before it was built
@@ -23,9 +29,10 @@
 //! - **Follow latency**: for D seconds the writer re-registers 10 % of the instances per second,
 //!   evenly spaced, cycling through them: `unregister` then `register` of the same id (what a
 //!   Curator user's re-registration after a session change does), each its own future, several in
-//!   flight when the server is slow. Latency is from the writer's `register` returning (the new
-//!   node is on the server) to the cache telling of that instance: ours, a subscriber's
-//!   `Added`/`Updated` event for its id; Curator's, the `cacheChanged` call of a listener that
+//!   flight when the server is slow. Ours, the floor and Curator's follow the same writes at the
+//!   same time. Latency is from the writer's `register` returning (the new node is on the server)
+//!   to the cache telling of that instance: ours, a subscriber's `Added`/`Updated` event for its
+//!   id; the floor's, its `get_data` reply for the created node; Curator's, the `cacheChanged` call of a listener that
 //!   diffs `getInstances()` against what it last saw to find which instance arrived (Curator's
 //!   listener does not say; the diff is O(N) per call, what a user who needs to know must do).
 //!   One clock, this machine's (epoch microseconds on both sides). A cache event that comes before
@@ -33,67 +40,27 @@
 //!   10 s after the writer stops) is counted as missed, not in the percentiles.
 //!
 //! Printed: a line per round, then a table of medians over the rounds with the ratios
-//! "ours / Curator" (lower is better for both latency and memory), the median of per-round
-//! ratios in brackets. With `--json FILE` (or `ZKR_BENCH_JSON`) each result is also appended as
-//! JSON lines (`support::JsonLines`): scenario `follow` (unit `us`, `ops` = the p99, plus
-//! `p50_us`, `p99_us`, `missed`) and `memory` (unit `bytes/instance`; ours also
-//! `rss_bytes_per_instance`), client `ours` or `curator`, `param` `instances`.
-//!
-//! No floor yet (issue 40 wants one: a bare child watch plus reads of the changed nodes).
+//! "ours / floor" and "ours / Curator" (lower is better for both latency and memory), the median
+//! of per-round ratios in brackets. With `--json FILE` (or `ZKR_BENCH_JSON`) each result is also
+//! appended as JSON lines (`support::JsonLines`, `per_round` the value of each round):
+//! scenarios `follow-p50` and `follow-p99` (unit `us`, plus `missed`) and `memory` (unit
+//! `bytes/instance`; ours also `rss_bytes_per_instance`), client `ours`, `floor` or `curator`,
+//! `param` `instances`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use zk_recipes::discovery::{ServiceCacheEvent, ServiceDiscovery, ServiceInstance, UriSpec};
-use zk_recipes::framework::Framework;
+use zk_recipes::framework::zookeeper_client::{AddWatchMode, Client, EventType};
+use zk_recipes::framework::{Deadline, Framework};
 use zk_recipes_testing::{CuratorDiscovery, Jit};
 
 mod support;
 
-/// Counts the bytes allocated and not yet freed, for the live heap a cache holds.
-struct CountingAllocator;
-
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-#[allow(unsafe_code)]
-// SAFETY: every call is passed to the system allocator unchanged; only a counter is added.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc_zeroed(layout) };
-        if !pointer.is_null() {
-            LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
-        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let moved = unsafe { System.realloc(pointer, layout, new_size) };
-        if !moved.is_null() {
-            LIVE_BYTES.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
-        }
-        moved
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
+static ALLOCATOR: support::live_heap::CountingAllocator = support::live_heap::CountingAllocator;
 
 /// Our `ServiceCache` against Curator's (the module docs say what runs).
 #[derive(clap::Parser, Debug)]
@@ -143,6 +110,75 @@ fn instance(id: &str) -> ServiceInstance {
         .uri_spec(UriSpec::parse("{scheme}://{address}:{port}").expect("a URI spec"))
         .payload(serde_json::json!({ "zone": "eu-1", "version": "1.2.3" }))
         .build()
+}
+
+/// A bare zookeeper-client session for the floor (its framework only keeps it open).
+async fn raw_client(connect: &str) -> (Framework, Client) {
+    let framework = open_framework(connect).await;
+    let session = framework.session(Deadline::after(CALL)).await.expect("session");
+    let client = session.client().clone();
+    (framework, client)
+}
+
+/// Reads in flight during the floor's load, as the cache's.
+const LOAD_IN_FLIGHT: usize = 256;
+
+/// The floor's load: `get_data` of the service node, its children listed, then `get_data` of
+/// each (the cache's protocol); the raw bytes kept by instance id.
+async fn floor_load(client: &Client, service: &str) -> HashMap<String, Vec<u8>> {
+    let (_data, _stat) = client.get_data(service).await.expect("the service node");
+    let names = client.list_children(service).await.expect("the instances");
+    futures::stream::iter(names)
+        .map(|name| async move {
+            let (data, _stat) = client.get_data(&format!("{service}/{name}")).await.expect("an instance");
+            (name, data)
+        })
+        .buffer_unordered(LOAD_IN_FLIGHT)
+        .collect()
+        .await
+}
+
+/// The floor following the service: each created or changed node read (`get_data`), the map
+/// kept up to date, each arrival recorded as (id, epoch µs), until `stop`.
+async fn floor_follow(
+    client: Client,
+    service: String,
+    mut watcher: zk_recipes::framework::zookeeper_client::PersistentWatcher,
+    mut instances: HashMap<String, Vec<u8>>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) -> Vec<(String, u64)> {
+    let mut arrivals = Vec::new();
+    let mut reads = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            event = watcher.changed() => {
+                let Some(id) = event.path.strip_prefix(&service).and_then(|rest| rest.strip_prefix('/')) else {
+                    continue;
+                };
+                let id = id.to_owned();
+                match event.event_type {
+                    EventType::NodeCreated | EventType::NodeDataChanged => {
+                        let client = client.clone();
+                        let path = event.path.clone();
+                        reads.push(async move { (id, client.get_data(&path).await) });
+                    }
+                    EventType::NodeDeleted => {
+                        instances.remove(&id);
+                    }
+                    _ => {}
+                }
+            }
+            Some((id, read)) = reads.next(), if !reads.is_empty() => {
+                if let Ok((data, _stat)) = read {
+                    arrivals.push((id.clone(), epoch_micros()));
+                    instances.insert(id, data);
+                }
+            }
+            _ = &mut stop => break,
+        }
+    }
+    drop(watcher); // removes the persistent watch
+    arrivals
 }
 
 /// One re-registration: its id, when it was sent and when `register` returned (epoch µs).
@@ -264,10 +300,11 @@ async fn round(
     round: usize,
     reader: &ServiceDiscovery,
     writer: &ServiceDiscovery,
+    floor_client: &Client,
     connect: &str,
     ids: &[String],
     duration: Duration,
-) -> (Side, Side) {
+) -> Sides {
     let n = ids.len();
     // A fresh JVM each round (a closed cache's objects may stay reachable a while), whose
     // ServiceCache classes a cache of an empty service has loaded before the measured one.
@@ -291,10 +328,29 @@ async fn round(
         .expect("Curator's cache");
     assert_eq!(watch.instances, n, "Curator's cache holds every instance");
 
-    let (live_before, rss_before) = (LIVE_BYTES.load(Ordering::Relaxed), support::rss_bytes());
+    // The floor: its watch first (as the cache adds its own before loading), then its load.
+    let service = format!("{BASE_PATH}/{SERVICE}");
+    let floor_watcher =
+        floor_client.watch(&service, AddWatchMode::PersistentRecursive).await.expect("the floor's watch");
+    let floor_live_before = support::live_heap::live_heap_bytes();
+    let floor_instances = tokio::time::timeout(CALL * 3, floor_load(floor_client, &service))
+        .await
+        .expect("the floor loads within its deadline");
+    let floor_live = support::live_heap::live_heap_bytes() - floor_live_before;
+    assert_eq!(floor_instances.len(), n, "the floor holds every instance");
+    let (floor_stop, floor_stopped) = tokio::sync::oneshot::channel::<()>();
+    let floor_follower = tokio::spawn(floor_follow(
+        floor_client.clone(),
+        service,
+        floor_watcher,
+        floor_instances,
+        floor_stopped,
+    ));
+
+    let (live_before, rss_before) = (support::live_heap::live_heap_bytes(), support::rss_bytes());
     let cache = reader.service_cache(SERVICE).start(CALL).await.expect("our cache");
     cache.loaded(CALL).await.expect("our cache loads");
-    let live = LIVE_BYTES.load(Ordering::Relaxed) - live_before;
+    let live = support::live_heap::live_heap_bytes() - live_before;
     let rss = support::rss_bytes() as isize - rss_before as isize;
     assert_eq!(cache.len(), n, "our cache holds every instance");
 
@@ -330,7 +386,8 @@ async fn round(
     let first = round * (n as f64 * REREGISTER_PER_SECOND * duration.as_secs_f64()) as usize;
     let writes = rewrite(writer, ids, first, duration).await;
 
-    // Let both caches catch up: until each has an arrival per write, or SETTLE.
+    // Let the caches catch up: until each has an arrival per write, or SETTLE (the floor's
+    // arrivals are counted once it stops: it has had as long as ours).
     let mut curator_seen: Vec<(String, u64)> = Vec::new();
     let settle_until = Instant::now() + SETTLE;
     loop {
@@ -348,7 +405,10 @@ async fn round(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let _ = stop.send(());
+    let _ = floor_stop.send(());
     tokio::time::timeout(CALL, collector).await.expect("the collector stops").expect("the collector");
+    let floor_seen =
+        tokio::time::timeout(CALL, floor_follower).await.expect("the floor stops").expect("the floor");
     tokio::time::timeout(CALL, cache.close()).await.expect("our cache closes");
     tokio::time::timeout(CALL * 3, curator.close())
         .await
@@ -358,6 +418,9 @@ async fn round(
     let ours_seen = std::mem::take(&mut *ours_seen.lock().expect("not poisoned"));
     let (ours_latencies, ours_missed) = match_arrivals(&writes, &ours_seen);
     let (curator_latencies, curator_missed) = match_arrivals(&writes, &curator_seen);
+    let (floor_latencies, floor_missed) = match_arrivals(&writes, &floor_seen);
+    let floor =
+        Side::new(&floor_latencies, floor_missed, floor_seen.len(), floor_live as f64 / n as f64, f64::NAN);
     let ours = Side::new(
         &ours_latencies,
         ours_missed,
@@ -372,7 +435,24 @@ async fn round(
         watch.heap_bytes as f64 / n as f64,
         f64::NAN,
     );
-    (ours, curator)
+    Sides { ours, floor, curator }
+}
+
+/// What ours, the floor and Curator's measured in one round.
+struct Sides {
+    ours: Side,
+    floor: Side,
+    curator: Side,
+}
+
+impl Sides {
+    fn of(&self, client: &str) -> Side {
+        match client {
+            "ours" => self.ours,
+            "floor" => self.floor,
+            _ => self.curator,
+        }
+    }
 }
 
 /// A table row's figure of one side in one round.
@@ -409,6 +489,7 @@ fn main() {
 
         let reader_framework = open_framework(&connect).await;
         let reader = ServiceDiscovery::builder(&reader_framework, BASE_PATH).build().expect("reader");
+        let (floor_framework, floor_client) = raw_client(&connect).await;
 
         let rate = n as f64 * REREGISTER_PER_SECOND;
         println!(
@@ -416,9 +497,11 @@ fn main() {
         );
         let mut results = Vec::new();
         for index in 0..rounds {
-            let (ours, curator_side) = round(index, &reader, &writer, &connect, &ids, duration).await;
+            let sides = round(index, &reader, &writer, &floor_client, &connect, &ids, duration).await;
+            let Sides { ours, floor, curator } = sides;
             println!(
                 "  round {}: ours p50 {:.2} ms p99 {:.2} ms ({} seen, {} missed, {} arrivals), {:.0} B live heap/instance, {:.0} B RSS/instance; \
+                 floor p50 {:.2} ms p99 {:.2} ms ({} seen, {} missed, {} arrivals), {:.0} B live heap/instance; \
                  Curator p50 {:.2} ms p99 {:.2} ms ({} seen, {} missed, {} arrivals), {:.0} B Java heap/instance",
                 index + 1,
                 ms(ours.p50),
@@ -428,74 +511,84 @@ fn main() {
                 ours.arrivals,
                 ours.bytes_per_instance,
                 ours.rss_per_instance,
-                ms(curator_side.p50),
-                ms(curator_side.p99),
-                curator_side.seen,
-                curator_side.missed,
-                curator_side.arrivals,
-                curator_side.bytes_per_instance,
+                ms(floor.p50),
+                ms(floor.p99),
+                floor.seen,
+                floor.missed,
+                floor.arrivals,
+                floor.bytes_per_instance,
+                ms(curator.p50),
+                ms(curator.p99),
+                curator.seen,
+                curator.missed,
+                curator.arrivals,
+                curator.bytes_per_instance,
             );
-            results.push((ours, curator_side));
+            results.push(sides);
         }
         let _ = writer.close(CALL).await;
         reader_framework.close().await;
+        floor_framework.close().await;
         writer_framework.close().await;
 
-        let column = |pick: &dyn Fn(&Side) -> f64| -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-            let ours: Vec<f64> = results.iter().map(|(ours, _)| pick(ours)).collect();
-            let curator: Vec<f64> = results.iter().map(|(_, curator)| pick(curator)).collect();
-            let ratios = ours.iter().zip(&curator).map(|(ours, curator)| ours / curator).collect();
-            (ours, curator, ratios)
+        // ours / other: the ratio of the medians, and the median of the per-round ratios.
+        let compare = |pick: &dyn Fn(&Side) -> f64, other: &str| -> (f64, f64) {
+            let ours: Vec<f64> = results.iter().map(|sides| pick(&sides.ours)).collect();
+            let theirs: Vec<f64> = results.iter().map(|sides| pick(&sides.of(other))).collect();
+            let ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(ours, theirs)| ours / theirs).collect();
+            (support::median(&ours) / support::median(&theirs), support::median(&ratios))
+        };
+        let median_of = |pick: &dyn Fn(&Side) -> f64, client: &str| -> f64 {
+            support::median(&results.iter().map(|sides| pick(&sides.of(client))).collect::<Vec<f64>>())
         };
         println!();
         println!(
-            "| {n} instances, {rate:.0} re-registrations/s, {secs} s x {rounds} | ours | Curator | ours / Curator [median of rounds] |"
+            "| {n} instances, {rate:.0} re-registrations/s, {secs} s x {rounds} | ours | floor | Curator | ours / floor [median of rounds] | ours / Curator [median of rounds] |"
         );
-        println!("|---|---:|---:|---:|");
+        println!("|---|---:|---:|---:|---:|---:|");
         let rows: [(&str, Pick, usize); 3] = [
             ("latency p50 (ms)", &|side| ms(side.p50), 2),
             ("latency p99 (ms)", &|side| ms(side.p99), 2),
-            ("memory (bytes/instance: ours live heap, Curator Java heap)", &|side| side.bytes_per_instance, 0),
+            ("memory (bytes/instance: ours and the floor live heap, Curator Java heap)", &|side| side.bytes_per_instance, 0),
         ];
         for (label, pick, digits) in &rows {
-            let (ours, curator, ratios) = column(*pick);
-            let (ours, curator) = (support::median(&ours), support::median(&curator));
+            let (to_floor, to_floor_rounds) = compare(*pick, "floor");
+            let (to_curator, to_curator_rounds) = compare(*pick, "curator");
             println!(
-                "| {label} | {ours:.digits$} | {curator:.digits$} | {:.2} [{:.2}] |",
-                ours / curator,
-                support::median(&ratios)
+                "| {label} | {:.digits$} | {:.digits$} | {:.digits$} | {to_floor:.2} [{to_floor_rounds:.2}] | {to_curator:.2} [{to_curator_rounds:.2}] |",
+                median_of(*pick, "ours"),
+                median_of(*pick, "floor"),
+                median_of(*pick, "curator"),
             );
         }
         // The first round also grows the process's own buffers and allocator arenas.
         let skip = usize::from(results.len() > 1);
-        let rss: Vec<f64> = results.iter().skip(skip).map(|(ours, _)| ours.rss_per_instance).collect();
+        let rss: Vec<f64> = results.iter().skip(skip).map(|sides| sides.ours.rss_per_instance).collect();
         println!(
-            "| ours RSS (bytes/instance{}) | {:.0} | | |",
+            "| ours RSS (bytes/instance{}) | {:.0} | | | | |",
             if skip == 1 { ", first round left out" } else { "" },
             support::median(&rss)
         );
-        let missed: (usize, usize) =
-            results.iter().fold((0, 0), |(ours, curator), (o, c)| (ours + o.missed, curator + c.missed));
-        println!("missed re-registrations (never seen within {} s): ours {}, Curator {}", SETTLE.as_secs(), missed.0, missed.1);
+        let missed = |client: &str| results.iter().map(|sides| sides.of(client).missed).sum::<usize>();
+        println!(
+            "missed re-registrations (never seen within {} s): ours {}, floor {}, Curator {}",
+            SETTLE.as_secs(),
+            missed("ours"),
+            missed("floor"),
+            missed("curator")
+        );
 
-        for client in ["ours", "curator"] {
-            let pick_side = |pair: &(Side, Side)| if client == "ours" { pair.0 } else { pair.1 };
-            let sides: Vec<Side> = results.iter().map(pick_side).collect();
+        for client in ["ours", "floor", "curator"] {
+            let sides: Vec<Side> = results.iter().map(|sides| sides.of(client)).collect();
             let micros = |pick: fn(&Side) -> Duration| -> Vec<f64> {
                 sides.iter().map(|side| pick(side).as_secs_f64() * 1e6).collect()
             };
-            let (p50, p99) = (micros(|side| side.p50), micros(|side| side.p99));
-            json.emit_series(
-                "follow",
-                client,
-                "us",
-                &p99,
-                serde_json::json!({
-                    "param": "instances", "value": n, "secs": secs, "rate": rate,
-                    "p50_us": support::median(&p50), "p99_us": support::median(&p99),
-                    "missed": sides.iter().map(|side| side.missed).sum::<usize>(),
-                }),
-            );
+            let follow = serde_json::json!({
+                "param": "instances", "value": n, "secs": secs, "rate": rate,
+                "missed": sides.iter().map(|side| side.missed).sum::<usize>(),
+            });
+            json.emit_series("follow-p50", client, "us", &micros(|side| side.p50), follow.clone());
+            json.emit_series("follow-p99", client, "us", &micros(|side| side.p99), follow);
             let bytes: Vec<f64> = sides.iter().map(|side| side.bytes_per_instance).collect();
             let mut fields = serde_json::json!({ "param": "instances", "value": n });
             if client == "ours" {

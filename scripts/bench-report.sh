@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The benchmark report: runs the lock, read-write lock, leader and queue benches (benches/*.rs)
+# The benchmark report: runs the lock, read-write lock, leader, queue and service-discovery benches
+# (benches/*.rs)
 # with fixed settings against one embedded ZooKeeper server and Curator, each appending JSON lines,
 # then renders docs/benchmarks.md and the SVG plots in docs/img/ (crates/bench-report).
 #
@@ -46,6 +47,7 @@ if [[ $mode == quick ]]; then
     rwlock=(--rounds 1 --secs 1 --warm-up-secs 1)
     leader=(--rounds 1 --hand-overs 20 --warm-up-hand-overs 50 --session-ms 2000)
     queues=(--rounds 1 --items 1000)
+    discovery=(--rounds 1 --instances 100 --secs 3)
     [[ -n $out ]] || out=target/bench-report-quick
 else
     locks=(--rounds 5 --cycles 2000 --warm-up-cycles 3000 --contended-secs 2 --warm-up-secs 2
@@ -54,6 +56,7 @@ else
     rwlock=(--rounds 5 --secs 2 --warm-up-secs 1)
     leader=(--rounds 5 --hand-overs 60 --warm-up-hand-overs 500 --session-ms 2000)
     queues=(--rounds 5 --items 3000)
+    discovery=(--rounds 3 --instances 1000 --secs 20)
     [[ -n $out ]] || out=docs
 fi
 
@@ -70,9 +73,9 @@ json_string() { # a JSON string literal of "$1"
 }
 package_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo unknown; }
 
-settings=$(printf '{"locks":%s,"rwlock":%s,"leader":%s,"queues":%s}' \
+settings=$(printf '{"locks":%s,"rwlock":%s,"leader":%s,"queues":%s,"discovery":%s}' \
     "$(json_string "${locks[*]}")" "$(json_string "${rwlock[*]}")" \
-    "$(json_string "${leader[*]}")" "$(json_string "${queues[*]}")")
+    "$(json_string "${leader[*]}")" "$(json_string "${queues[*]}")" "$(json_string "${discovery[*]}")")
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 memory=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 command_line="scripts/bench-report.sh${all_args:+ $all_args}"
@@ -91,7 +94,8 @@ command_line="scripts/bench-report.sh${all_args:+ $all_args}"
 
 started=$(date +%s)
 echo "== building the benches and the renderer"
-cargo bench -q -p zk-recipes-benches --no-run --bench locks --bench rwlock --bench leader --bench queues
+cargo bench -q -p zk-recipes-benches --no-run --bench locks --bench rwlock --bench leader --bench queues \
+    --bench discovery
 cargo build -q -p zk-recipes-bench-report
 
 run_bench() { # name, settings...
@@ -106,6 +110,7 @@ run_bench locks "${locks[@]}"
 run_bench rwlock "${rwlock[@]}"
 run_bench leader "${leader[@]}"
 run_bench queues "${queues[@]}"
+run_bench discovery "${discovery[@]}"
 
 echo "== rendering"
 target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')

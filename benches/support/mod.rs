@@ -9,6 +9,8 @@
 //! container check interval (60 s), so the server's background work is what a real one does.
 #![allow(dead_code)] // Each bench uses its own part.
 
+pub mod live_heap;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -11,7 +11,7 @@ use crate::error::ReportError;
 /// One bench result line.
 #[derive(Debug, Clone)]
 pub struct Record {
-    /// `locks`, `rwlock`, `leader` or `queues`.
+    /// `locks`, `rwlock`, `leader`, `queues` or `discovery`.
     pub bench: String,
     /// The scenario within the bench (`contended`, `distinct`, `take`, …).
     pub scenario: String,

@@ -1,12 +1,13 @@
 //! The markdown report, one file per job:
 //!
 //! - [`cells`]: numbers formatted for a table cell, ratio cells, how a section shows a plot;
-//! - [`locks`], [`rwlock`], [`queues`], [`leader`]: one section per bench;
+//! - [`locks`], [`rwlock`], [`queues`], [`leader`], [`discovery`]: one section per bench;
 //! - [`page`]: the whole report, the run's description and the sections in order.
 //!
 //! Each file imports only the ones before it in this list (and the run it reports on).
 
 mod cells;
+mod discovery;
 mod leader;
 mod locks;
 mod page;

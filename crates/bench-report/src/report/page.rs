@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::discovery::discovery_section;
 use super::leader::leader_section;
 use super::locks::locks_section;
 use super::queues::queues_section;
@@ -69,5 +70,6 @@ pub fn markdown_report(run: &Run, plots: &[PathBuf], link_base: &str) -> String 
     rwlock_section(run, &mut out);
     queues_section(run, &mut out, &plot);
     leader_section(run, &mut out, &plot);
+    discovery_section(run, &mut out);
     out
 }
