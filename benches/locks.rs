@@ -55,11 +55,13 @@
 //!   directory again (median, then per round), from the parent's children version: each create
 //!   or delete of a child bumps it, and between two looks only the reaper deletes a directory;
 //! - scale (once, after the rounds; `--no-scale` skips it): `waiters-N` for each of `--waiters`:
-//!   N waiters (tasks, one `Mutex` each) queued on one held lock of one session: resident memory
-//!   per waiter (VmRSS delta / N), then the holder releases and the waiters drain one by one:
+//!   N waiters (tasks, one `Mutex` each) queued on one held lock of one session: live heap per
+//!   waiter (bytes allocated and not freed, counted by this binary's allocator, delta / N: what
+//!   a waiter holds, whatever ran before) and resident memory per waiter (VmRSS delta / N, which
+//!   depends on the heap's history), then the holder releases and the waiters drain one by one:
 //!   server packets (mntr `zk_packets_sent` + `zk_packets_received`) per hand-off, which stays
 //!   flat when every release wakes exactly one waiter; `held`: `--held` locks (100,000) held on
-//!   one session: resident memory per held lock, then the session is expired on the server (a
+//!   one session: live heap and resident memory per held lock, then the session is expired on the server (a
 //!   second connection resumes it with its id and password and closes it while a fault proxy
 //!   keeps our client away) and, from the moment our client can reach the server again, we
 //!   measure until every hold's `lost()` has fired (`ErrorPolicy::SessionOnly`: lost with the
@@ -82,6 +84,10 @@ use zk_recipes::mutex::{Hold, Mutex, MutexGuard};
 use zk_recipes_testing::FaultProxy;
 
 mod support;
+
+/// Counts live heap for the scale part (per waiter, per held lock); see `support::live_heap`.
+#[global_allocator]
+static ALLOCATOR: support::live_heap::CountingAllocator = support::live_heap::CountingAllocator;
 
 /// Lock benchmarks, ours against Curator's and the raw protocol floor (the module docs say what
 /// each scenario does).
@@ -1149,6 +1155,7 @@ async fn waiters_scale(connect_string: &str, path: &str, waiters: usize) -> serd
     let framework = start_framework(connect_string).await;
     let holder = Mutex::new(&framework, path).expect("mutex").lock().await.expect("the holder's lock");
     let rss_before = support::rss_bytes();
+    let live_before = support::live_heap::live_heap_bytes();
     let queued_at = Instant::now();
     let tasks: Vec<_> = (0..waiters)
         .map(|_| {
@@ -1173,6 +1180,7 @@ async fn waiters_scale(connect_string: &str, path: &str, waiters: usize) -> serd
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let queue_secs = queued_at.elapsed().as_secs_f64();
+    let live_per_waiter = (support::live_heap::live_heap_bytes() - live_before) as f64 / waiters as f64;
     let rss_per_waiter = support::rss_bytes().saturating_sub(rss_before) as f64 / waiters as f64;
     let packets_before = support::server_packets(connect_string).await;
     let drained_at = Instant::now();
@@ -1187,14 +1195,16 @@ async fn waiters_scale(connect_string: &str, path: &str, waiters: usize) -> serd
     // `waiters` releases, each handing the lock to the next waiter (the last to nobody).
     let per_hand_off = packets as f64 / waiters as f64;
     println!(
-        "  {waiters:>6} waiters: {:>7.0} B RSS per waiter, {per_hand_off:>5.2} server packets per hand-off, drained at \
-         {:.0} hand-offs/s (queued in {queue_secs:.1} s)",
+        "  {waiters:>6} waiters: {:>7.0} B live heap and {:>7.0} B RSS per waiter, {per_hand_off:>5.2} server packets \
+         per hand-off, drained at {:.0} hand-offs/s (queued in {queue_secs:.1} s)",
+        live_per_waiter,
         rss_per_waiter,
         waiters as f64 / drain.as_secs_f64()
     );
     json!({
         "param": "waiters",
         "value": waiters,
+        "live_heap_per_waiter_bytes": live_per_waiter,
         "rss_per_waiter_bytes": rss_per_waiter,
         "packets_per_handoff": per_hand_off,
         "handoffs_per_sec": waiters as f64 / drain.as_secs_f64(),
@@ -1226,6 +1236,7 @@ async fn held_scale(
     framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
     framework.ensure_path(base, Deadline::after(Duration::from_secs(20))).await.expect("base");
     let rss_before = support::rss_bytes();
+    let live_before = support::live_heap::live_heap_bytes();
     let set_up_at = Instant::now();
     let mut holds = Vec::with_capacity(held);
     let mut acquiring = futures::stream::iter(0..held)
@@ -1242,6 +1253,7 @@ async fn held_scale(
     }
     drop(acquiring);
     let set_up_secs = set_up_at.elapsed().as_secs_f64();
+    let live_per_hold = (support::live_heap::live_heap_bytes() - live_before) as f64 / held as f64;
     let rss_per_hold = support::rss_bytes().saturating_sub(rss_before) as f64 / held as f64;
 
     // Every hold's lost(), polled once so that each is waiting before the session goes.
@@ -1311,7 +1323,8 @@ async fn held_scale(
     let (lost_event_ms, reconnected_ms) = (since_heal(lost_event), since_heal(reconnected));
     let show = |ms: Option<f64>| ms.map_or("-".to_owned(), |ms| format!("{ms:.0} ms"));
     println!(
-        "  {held} held locks (set up in {set_up_secs:.1} s): {rss_per_hold:.0} B RSS per held lock; session expired on \
+        "  {held} held locks (set up in {set_up_secs:.1} s): {live_per_hold:.0} B live heap and {rss_per_hold:.0} B RSS \
+         per held lock; session expired on \
          the server (in {:.0} ms); from the client reaching the server again: Lost {}, new session {}, first lost() \
          {:.0} ms, every lost() {:.0} ms",
         expired_in.as_secs_f64() * 1e3,
@@ -1325,6 +1338,7 @@ async fn held_scale(
     json!({
         "param": "held",
         "value": held,
+        "live_heap_per_hold_bytes": live_per_hold,
         "rss_per_hold_bytes": rss_per_hold,
         "set_up_secs": set_up_secs,
         "expiry_ms": expired_in.as_secs_f64() * 1e3,

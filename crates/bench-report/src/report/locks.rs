@@ -185,15 +185,16 @@ pub(super) fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         plot(out, "locks-waiters.svg", "server packets per hand-off vs waiters");
         let _ = writeln!(
             out,
-            "| waiters | RSS per waiter (bytes) | server packets per hand-off | hand-offs/s while draining | queued in (s) \
-             |\n|---:|---:|---:|---:|---:|"
+            "| waiters | live heap per waiter (bytes) | RSS per waiter (bytes) | server packets per hand-off | hand-offs/s \
+             while draining | queued in (s) |\n|---:|---:|---:|---:|---:|---:|"
         );
         for value in waiters {
             let Some(found) = record("waiters", "ours", Some(value)) else { continue };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 format_rate(value),
+                cell(found.number("live_heap_per_waiter_bytes"), |bytes| format!("{bytes:.0}")),
                 cell(found.number("rss_per_waiter_bytes"), |bytes| format!("{bytes:.0}")),
                 cell(found.number("packets_per_handoff"), times),
                 cell(found.number("handoffs_per_sec"), format_rate),
@@ -202,8 +203,11 @@ pub(super) fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         }
         let _ = writeln!(
             out,
-            "\nRSS: the process's `VmRSS` after the waiters queued minus before (after `malloc_trim`), divided by the \
-             waiters. Packets: the server's `mntr` `zk_packets_sent` + `zk_packets_received` over the drain, divided \
+            "\nLive heap: bytes allocated and not freed (counted by the bench's global allocator) after the waiters \
+             queued minus before, divided by the waiters: what a waiter holds, whatever ran before (target: at most \
+             4 KiB at 10,000 waiters). RSS: the process's `VmRSS` after the waiters queued minus before (after \
+             `malloc_trim`), divided by the waiters; it depends on the heap's history (freed pages kept from earlier \
+             scenarios are reused first). Packets: the server's `mntr` `zk_packets_sent` + `zk_packets_received` over the drain, divided \
              by the releases; flat from the smallest to the largest line means every release wakes exactly one \
              waiter.\n"
         );
@@ -220,7 +224,8 @@ pub(super) fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         );
         let _ = writeln!(
             out,
-            "| RSS per held lock | {} |",
+            "| live heap per held lock | {} |\n| RSS per held lock | {} |",
+            cell(found.number("live_heap_per_hold_bytes"), |bytes| format!("{bytes:.0} bytes")),
             cell(found.number("rss_per_hold_bytes"), |bytes| format!("{bytes:.0} bytes"))
         );
         let _ = writeln!(out, "| server back → `Lost` | {} |", ms("lost_event_ms"));
