@@ -16,6 +16,7 @@
 //! | `counter` (feature `counter`, default) | `zk-recipes-counter` | shared values and atomic counters, Curator's `SharedCount` / `SharedValue` and `DistributedAtomicLong` / `DistributedAtomicInteger` / `DistributedAtomicValue` (with `PromotedToLock`) |
 //! | `barrier` (feature `barrier`, default) | `zk-recipes-barrier` | a barrier node to wait on and a double barrier of N members, Curator's `DistributedBarrier` / `DistributedDoubleBarrier` |
 //! | `discovery` (feature `discovery`, default) | `zk-recipes-discovery` | service discovery in Curator's znodes and JSON, byte for byte: register, update, unregister, query instances that Java services see, and see theirs; Curator's `ServiceDiscovery` / `ServiceInstance` / `UriSpec` / `ServiceCache` / `ServiceProvider` |
+//! | `lease` (feature `lease`, default) | `zk-recipes-lease` | a lease held for a duration across processes, with a fencing token: natively on a TTL node (the server's clock), or in kazoo's `NonBlockingLease` / `MultiNonBlockingLease` layout (client clocks) |
 //! | `queue` (feature `queue`, default) | `zk-recipes-queue` | distributed, priority, delay and id queues (at most once, or lock-safe at least once) and the simple queue, Curator's `DistributedQueue` family / `SimpleDistributedQueue` |
 //!
 //! ```no_run
@@ -52,6 +53,10 @@ pub use zk_recipes_framework as framework;
 #[cfg_attr(docsrs, doc(cfg(feature = "leader")))]
 #[doc(inline)]
 pub use zk_recipes_leader as leader;
+#[cfg(feature = "lease")]
+#[cfg_attr(docsrs, doc(cfg(feature = "lease")))]
+#[doc(inline)]
+pub use zk_recipes_lease as lease;
 #[cfg(feature = "lock-internals")]
 #[cfg_attr(docsrs, doc(cfg(feature = "lock-internals")))]
 #[doc(inline)]
