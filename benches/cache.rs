@@ -63,14 +63,6 @@ async fn open_framework(connect_string: &str) -> Framework {
     framework
 }
 
-/// A bare zookeeper-client session (its framework only keeps it open).
-async fn raw_client(connect_string: &str) -> (Framework, Client) {
-    let framework = open_framework(connect_string).await;
-    let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
-    let client = session.client().clone();
-    (framework, client)
-}
-
 /// Creates `parents` x `per_parent` nodes below `root` (`parents == 0`: the children directly
 /// under `root`), in transactions of 500, several in flight.
 async fn populate(framework: &Framework, root: &str, parents: usize, per_parent: usize) {
@@ -193,7 +185,7 @@ impl Load {
 
 async fn measure_load(connect: &str, root: &str, rounds: usize, curator: &CuratorSettings) -> Load {
     let framework = open_framework(connect).await;
-    let (_bare, client) = raw_client(connect).await;
+    let (_bare, client) = support::raw_client(connect).await;
     let mut load = Load {
         ours: Vec::new(),
         floor: Vec::new(),
@@ -302,7 +294,7 @@ async fn measure_lag(
         lags
     });
 
-    let (_floor_session, floor_client) = raw_client(connect).await;
+    let (_floor_session, floor_client) = support::raw_client(connect).await;
     let mut watcher = floor_client.watch(root, AddWatchMode::PersistentRecursive).await.expect("watch");
     let floor = tokio::spawn(async move {
         let mut lags = Vec::new();
@@ -326,7 +318,7 @@ async fn measure_lag(
         lags
     });
 
-    let (_writer_session, writer) = raw_client(connect).await;
+    let (_writer_session, writer) = support::raw_client(connect).await;
     let interval = Duration::from_secs_f64(1.0 / rate as f64);
     let started = Instant::now();
     let mut writes = FuturesUnordered::new();

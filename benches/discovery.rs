@@ -54,7 +54,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures::stream::{FuturesUnordered, StreamExt};
 use zk_recipes::discovery::{ServiceCacheEvent, ServiceDiscovery, ServiceInstance, UriSpec};
 use zk_recipes::framework::zookeeper_client::{AddWatchMode, Client, EventType};
-use zk_recipes::framework::{Deadline, Framework};
+use zk_recipes::framework::Framework;
 use zk_recipes_testing::{CuratorDiscovery, Jit};
 
 mod support;
@@ -110,14 +110,6 @@ fn instance(id: &str) -> ServiceInstance {
         .uri_spec(UriSpec::parse("{scheme}://{address}:{port}").expect("a URI spec"))
         .payload(serde_json::json!({ "zone": "eu-1", "version": "1.2.3" }))
         .build()
-}
-
-/// A bare zookeeper-client session for the floor (its framework only keeps it open).
-async fn raw_client(connect: &str) -> (Framework, Client) {
-    let framework = open_framework(connect).await;
-    let session = framework.session(Deadline::after(CALL)).await.expect("session");
-    let client = session.client().clone();
-    (framework, client)
 }
 
 /// Reads in flight during the floor's load, as the cache's.
@@ -489,7 +481,7 @@ fn main() {
 
         let reader_framework = open_framework(&connect).await;
         let reader = ServiceDiscovery::builder(&reader_framework, BASE_PATH).build().expect("reader");
-        let (floor_framework, floor_client) = raw_client(&connect).await;
+        let (floor_framework, floor_client) = support::raw_client(&connect).await;
 
         let rate = n as f64 * REREGISTER_PER_SECOND;
         println!(

@@ -284,31 +284,6 @@ enum Protocol {
     OneByOne,
 }
 
-/// A framework's session as a bare zookeeper-client handle: its socket is set up as ours are
-/// (`TCP_NODELAY`).
-async fn bare_client(framework: &Framework) -> Client {
-    let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
-    session.client().clone()
-}
-
-async fn start_framework(connect: &str) -> Framework {
-    // `ZKR_BENCH_NO_TCP_NODELAY=1` leaves Nagle on for ours and the floor alike: what the
-    // framework's `TCP_NODELAY` is worth (docs/framework.md).
-    let nodelay = std::env::var_os("ZKR_BENCH_NO_TCP_NODELAY").is_none();
-    let framework = Framework::builder(connect).tcp_nodelay(nodelay).start().expect("framework");
-    framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
-    framework
-}
-
-fn anyone(mode: CreateMode) -> zookeeper_client::CreateOptions<'static> {
-    mode.with_acls(zookeeper_client::Acls::anyone_all())
-}
-
-/// A protected-create prefix (`_c_<uuid>-lock-`) with a made-up but well-formed uuid per contender.
-fn protected_prefix(dir: &str, contender: usize) -> String {
-    format!("{dir}/_c_{contender:08x}-0000-4000-8000-000000000000-lock-")
-}
-
 /// The raw floor's lock cycle in `dir` on bare calls: creates a node `prefix<sequence>` with
 /// `options`, lists `dir` (per `protocol`), deletes the node.
 async fn raw_cycle(
@@ -347,16 +322,16 @@ struct RawCycler {
 
 impl RawCycler {
     async fn start(connect_string: &str, dir: &str) -> Self {
-        let framework = start_framework(connect_string).await;
-        let client = bare_client(&framework).await;
+        let framework = support::start_framework(connect_string).await;
+        let client = support::bare_client(&framework).await;
         // Persistent, not a container: an emptied container would be reaped between cycles.
-        client.mkdir(dir, &anyone(CreateMode::Persistent)).await.expect("the bench directory");
+        client.mkdir(dir, &support::anyone(CreateMode::Persistent)).await.expect("the bench directory");
         RawCycler {
             framework,
             client,
             dir: dir.to_owned(),
-            node_prefix: protected_prefix(dir, 0),
-            node_options: anyone(CreateMode::EphemeralSequential),
+            node_prefix: support::protected_prefix(dir, 0, "lock-"),
+            node_options: support::anyone(CreateMode::EphemeralSequential),
         }
     }
 
@@ -432,7 +407,7 @@ async fn cycle_ours(mutex: &Mutex) {
 
 /// Lock + release on one path, on a framework of its own: a fresh connection, as the raw floor's.
 async fn ours_uncontended(connect_string: &str, path: &str, warm_up: usize, cycles: usize) -> Measured {
-    let framework = start_framework(connect_string).await;
+    let framework = support::start_framework(connect_string).await;
     let mutex = Mutex::new(&framework, path).expect("mutex");
     let measured = Timed::after_warm_up(warm_up, cycles, || cycle_ours(&mutex)).await;
     drop(mutex);
@@ -451,7 +426,7 @@ async fn uncontended_interleaved(
     cycles: usize,
     block: usize,
 ) -> (Measured, Measured) {
-    let framework = start_framework(connect_string).await;
+    let framework = support::start_framework(connect_string).await;
     let mutex = Mutex::new(&framework, &format!("{path}-ours")).expect("mutex");
     let floor = RawCycler::start(connect_string, &format!("{path}-floor")).await;
     for _ in 0..warm_up {
@@ -624,7 +599,7 @@ impl Contender for RawContender {
 async fn start_frameworks(connect_string: &str, sessions: usize) -> Vec<Framework> {
     let mut frameworks = Vec::new();
     for _ in 0..sessions {
-        frameworks.push(start_framework(connect_string).await);
+        frameworks.push(support::start_framework(connect_string).await);
     }
     frameworks
 }
@@ -648,16 +623,11 @@ async fn ours_contended(
     log.measure(tasks, frameworks, warm_up, duration).await
 }
 
-/// The sequence number of a lock node name (`…-lock-0000000042`).
-fn sequence_of(name: &str) -> i64 {
-    name.rsplit('-').next().and_then(|sequence| sequence.parse().ok()).unwrap_or(i64::MAX)
-}
-
 /// The raw hand-off floor: our lock's protocol on bare calls. Create (protected, ephemeral
 /// sequential) and list sent back to back; if first, held; else watch the predecessor, and when
 /// it goes, held without listing again if it was first, else list again.
 async fn raw_lock(client: &Client, dir: &str, prefix: &str) -> String {
-    let options = anyone(CreateMode::EphemeralSequential);
+    let options = support::anyone(CreateMode::EphemeralSequential);
     let create = client.create(prefix, b"", &options);
     let list = client.list_children(dir);
     let (_, sequence) = create.await.expect("create");
@@ -666,7 +636,7 @@ async fn raw_lock(client: &Client, dir: &str, prefix: &str) -> String {
     let our_name = ours.rsplit('/').next().expect("a name").to_owned();
     loop {
         // Each name parsed once, not at every comparison (as our lock's sort does).
-        children.sort_by_cached_key(|child| sequence_of(child));
+        children.sort_by_cached_key(|child| support::sequence_of(child));
         let index = children.iter().position(|child| *child == our_name).expect("our node is listed");
         if index == 0 {
             return ours;
@@ -691,13 +661,17 @@ async fn raw_contended(
     duration: Duration,
 ) -> Measured {
     let frameworks = start_frameworks(connect_string, sessions).await;
-    let first = bare_client(&frameworks[0]).await;
-    first.mkdir(path, &anyone(CreateMode::Persistent)).await.expect("the bench directory");
+    let first = support::bare_client(&frameworks[0]).await;
+    first.mkdir(path, &support::anyone(CreateMode::Persistent)).await.expect("the bench directory");
     let log = HoldLog::new();
     let mut tasks = Vec::new();
     for (contender, framework) in frameworks.iter().enumerate() {
-        let (client, log) = (bare_client(framework).await, log.clone());
-        let raw = RawContender { client, dir: path.to_owned(), prefix: protected_prefix(path, contender) };
+        let (client, log) = (support::bare_client(framework).await, log.clone());
+        let raw = RawContender {
+            client,
+            dir: path.to_owned(),
+            prefix: support::protected_prefix(path, contender, "lock-"),
+        };
         tasks.push(tokio::spawn(async move { log.contend(raw).await }));
     }
     log.measure(tasks, frameworks, warm_up, duration).await
@@ -792,19 +766,19 @@ async fn contended_interleaved(
     let (ours, floor) = (GatedSide::new(sessions), GatedSide::new(sessions));
     let ours_frameworks = start_frameworks(connect_string, sessions).await;
     let floor_frameworks = start_frameworks(connect_string, sessions).await;
-    let first = bare_client(&floor_frameworks[0]).await;
-    first.mkdir(&floor_path, &anyone(CreateMode::Persistent)).await.expect("the bench directory");
+    let first = support::bare_client(&floor_frameworks[0]).await;
+    first.mkdir(&floor_path, &support::anyone(CreateMode::Persistent)).await.expect("the bench directory");
     let mut tasks = Vec::new();
     for framework in &ours_frameworks {
         let (mutex, side) = (Mutex::new(framework, &ours_path).expect("mutex"), ours.clone());
         tasks.push(tokio::spawn(async move { side.contend(mutex).await }));
     }
     for (contender, framework) in floor_frameworks.iter().enumerate() {
-        let (client, side) = (bare_client(framework).await, floor.clone());
+        let (client, side) = (support::bare_client(framework).await, floor.clone());
         let raw = RawContender {
             client,
             dir: floor_path.clone(),
-            prefix: protected_prefix(&floor_path, contender),
+            prefix: support::protected_prefix(&floor_path, contender, "lock-"),
         };
         tasks.push(tokio::spawn(async move { side.contend(raw).await }));
     }
@@ -981,7 +955,11 @@ impl OursDistinct {
         let mutexes = (0..locks)
             .map(|index| Mutex::new(framework, &format!("{base}/lock-{index}")).expect("mutex"))
             .collect();
-        Arc::new(OursDistinct { mutexes, client: bare_client(framework).await, base: base.to_owned() })
+        Arc::new(OursDistinct {
+            mutexes,
+            client: support::bare_client(framework).await,
+            base: base.to_owned(),
+        })
     }
 }
 
@@ -1012,7 +990,7 @@ impl RawDistinct {
         let client = session.client().clone();
         let dirs: Vec<String> = (0..locks).map(|index| format!("{base}/raw-{index}")).collect();
         let made = futures::future::join_all(
-            dirs.iter().map(|dir| client.create(dir, &[], &anyone(CreateMode::Persistent))),
+            dirs.iter().map(|dir| client.create(dir, &[], &support::anyone(CreateMode::Persistent))),
         );
         for result in made.await {
             result.expect("a raw lock directory");
@@ -1028,8 +1006,15 @@ impl DistinctLocks for RawDistinct {
 
     async fn cycle(&self, index: usize) {
         let dir = &self.dirs[index];
-        let options = anyone(CreateMode::EphemeralSequential);
-        raw_cycle(&self.client, dir, &protected_prefix(dir, 0), &options, Protocol::Pipelined).await;
+        let options = support::anyone(CreateMode::EphemeralSequential);
+        raw_cycle(
+            &self.client,
+            dir,
+            &support::protected_prefix(dir, 0, "lock-"),
+            &options,
+            Protocol::Pipelined,
+        )
+        .await;
     }
 }
 
@@ -1037,7 +1022,7 @@ impl DistinctLocks for RawDistinct {
 /// untimed. Left behind, emptied containers are reaped by the server during later measurements (a
 /// write each, up to 10,000 a minute) and the floor's persistent directories stay for ever.
 async fn remove_lock_dirs(framework: &Framework, base: &str) {
-    let client = bare_client(framework).await;
+    let client = support::bare_client(framework).await;
     let children = match client.list_children(base).await {
         Ok(children) => children,
         Err(zookeeper_client::Error::NoNode) => return,
@@ -1152,7 +1137,7 @@ impl Results {
 /// Scale: `waiters` queued on one held lock of one session (its own framework): resident memory
 /// per waiter, then server packets per hand-off while they drain.
 async fn waiters_scale(connect_string: &str, path: &str, waiters: usize) -> serde_json::Value {
-    let framework = start_framework(connect_string).await;
+    let framework = support::start_framework(connect_string).await;
     let holder = Mutex::new(&framework, path).expect("mutex").lock().await.expect("the holder's lock");
     let rss_before = support::rss_bytes();
     let live_before = support::live_heap::live_heap_bytes();
@@ -1164,7 +1149,7 @@ async fn waiters_scale(connect_string: &str, path: &str, waiters: usize) -> serd
         })
         .collect();
     // Queued: every waiter's node listed, and every waiter watching its predecessor.
-    let client = bare_client(&framework).await;
+    let client = support::bare_client(&framework).await;
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let children = client.list_children(path).await.expect("list").len();
@@ -1516,7 +1501,7 @@ async fn main() {
             (server.connect_string(), Some(server))
         }
     };
-    let framework = start_framework(&connect).await;
+    let framework = support::start_framework(&connect).await;
 
     let mut results = Results::default();
     let mut curator_threads = BTreeMap::new();

@@ -19,13 +19,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use zk_recipes::framework::Framework;
+use zk_recipes::framework::zookeeper_client::{Client, CreateMode};
 use zk_recipes::rwlock::RwLock;
 
 mod support;
 
 /// Clients (sessions) contending on one lock.
 const CLIENTS: usize = 8;
+/// The sides measured, in their JSON names: ours, the raw floor, Curator's.
+const SIDES: [&str; 3] = ["ours", "floor", "curator"];
 /// Write percentages: the mixed load, reads only, writes only.
 const MIXES: [u32; 3] = [20, 0, 100];
 
@@ -96,32 +98,122 @@ impl Coin {
     }
 }
 
-async fn ours(connect: &str, path: &str, write_percent: u32, options: &Options) -> Measured {
+/// The raw floor: our read-write lock's protocol on bare calls, per acquisition. Create
+/// (protected, ephemeral sequential, `__READ__` or `__WRIT__`) and list sent back to back, each
+/// name's sequence parsed once; a read holds when no write node is before it, else it watches the
+/// first write node before it and, when that goes, lists again; a write holds when first, else it
+/// watches its predecessor and, when that goes, holds without listing again if the predecessor
+/// was first, else lists again (the decisions of `crates/rwlock/src/driver.rs`). Release deletes.
+struct RawRwLock {
+    client: Client,
+    dir: String,
+    read_prefix: String,
+    write_prefix: String,
+}
+
+impl RawRwLock {
+    async fn acquire(&self, write: bool) -> String {
+        let prefix = if write { &self.write_prefix } else { &self.read_prefix };
+        let options = support::anyone(CreateMode::EphemeralSequential);
+        let create = self.client.create(prefix, b"", &options);
+        let list = self.client.list_children(&self.dir);
+        let (_, sequence) = create.await.expect("create");
+        let mut children = list.await.expect("list");
+        let ours = format!("{prefix}{sequence}");
+        let our_name = ours.rsplit('/').next().expect("a name").to_owned();
+        loop {
+            children.sort_by_cached_key(|child| support::sequence_of(child));
+            let index = children.iter().position(|child| *child == our_name).expect("our node is listed");
+            let (to_watch, holds_once_gone) = if write {
+                if index == 0 {
+                    return ours;
+                }
+                (&children[index - 1], index == 1)
+            } else {
+                match children[..index].iter().find(|child| child.contains("__WRIT__")) {
+                    None => return ours,
+                    Some(writer) => (writer, false),
+                }
+            };
+            let watched = format!("{}/{to_watch}", self.dir);
+            let (stat, watcher) = self.client.check_and_watch_stat(&watched).await.expect("exists watch");
+            if stat.is_some() {
+                watcher.changed().await;
+                if holds_once_gone {
+                    return ours;
+                }
+            }
+            children = self.client.list_children(&self.dir).await.expect("list");
+        }
+    }
+
+    async fn release(&self, node: String) {
+        self.client.delete(&node, None).await.expect("delete");
+    }
+}
+
+/// One client's lock: ours or the floor's.
+enum Contender {
+    Ours(RwLock),
+    Floor(RawRwLock),
+}
+
+impl Contender {
+    /// One acquisition (a write or a read) and its release.
+    async fn cycle(&self, write: bool) {
+        match self {
+            Contender::Ours(lock) if write => {
+                lock.write().await.expect("write").release().await.expect("release")
+            }
+            Contender::Ours(lock) => lock.read().await.expect("read").release().await.expect("release"),
+            Contender::Floor(raw) => {
+                let node = raw.acquire(write).await;
+                raw.release(node).await;
+            }
+        }
+    }
+}
+
+/// `CLIENTS` sessions cycling ours (or, with `floor`, the raw floor) on `path`.
+async fn measure(connect: &str, path: &str, write_percent: u32, options: &Options, floor: bool) -> Measured {
     let mut frameworks = Vec::new();
     for _ in 0..CLIENTS {
-        let framework = Framework::builder(connect).start().expect("framework");
-        framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
-        frameworks.push(framework);
+        frameworks.push(support::start_framework(connect).await);
+    }
+    let mut contenders = Vec::new();
+    for (index, framework) in frameworks.iter().enumerate() {
+        contenders.push(if floor {
+            let client = support::bare_client(framework).await;
+            if index == 0 {
+                client
+                    .mkdir(path, &support::anyone(CreateMode::Persistent))
+                    .await
+                    .expect("the lock directory");
+            }
+            Contender::Floor(RawRwLock {
+                client,
+                dir: path.to_owned(),
+                read_prefix: support::protected_prefix(path, index, "__READ__"),
+                write_prefix: support::protected_prefix(path, index, "__WRIT__"),
+            })
+        } else {
+            Contender::Ours(RwLock::new(framework, path).expect("rwlock"))
+        });
     }
     let stop = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));
     let writes = Arc::new(AtomicU64::new(0));
-    let tasks: Vec<_> = frameworks
-        .iter()
+    let tasks: Vec<_> = contenders
+        .into_iter()
         .enumerate()
-        .map(|(index, framework)| {
-            let lock = RwLock::new(framework, path).expect("rwlock");
+        .map(|(index, contender)| {
             let (stop, reads, writes) = (stop.clone(), reads.clone(), writes.clone());
             tokio::spawn(async move {
                 let mut coin = Coin::new(1000 + index as u64);
                 while !stop.load(Ordering::Relaxed) {
-                    if coin.flip(write_percent) {
-                        lock.write().await.expect("write").release().await.expect("release");
-                        writes.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        lock.read().await.expect("read").release().await.expect("release");
-                        reads.fetch_add(1, Ordering::Relaxed);
-                    }
+                    let write = coin.flip(write_percent);
+                    contender.cycle(write).await;
+                    if write { &writes } else { &reads }.fetch_add(1, Ordering::Relaxed);
                 }
             })
         })
@@ -169,55 +261,69 @@ async fn main() {
     let options = Options::new(&args);
     let json = support::JsonLines::new("rwlock", &args.json);
     let (connect, _server) = support::server(None).await;
-    // [mix][0: ours, 1: Curator] -> one measurement per round.
-    let mut results: Vec<[Vec<Measured>; 2]> = MIXES.iter().map(|_| [Vec::new(), Vec::new()]).collect();
+    // [mix][side] -> one measurement per round.
+    let mut results: Vec<[Vec<Measured>; 3]> =
+        MIXES.iter().map(|_| [Vec::new(), Vec::new(), Vec::new()]).collect();
     for round in 0..options.rounds {
         eprintln!("round {} of {}", round + 1, options.rounds);
-        let curator_first = round % 2 == 1;
         for (mix, write_percent) in MIXES.iter().enumerate() {
-            for curator_turn in [curator_first, !curator_first] {
-                if curator_turn {
-                    let path = format!("/bench/rw-curator-{write_percent}-{round}");
-                    results[mix][1].push(curator(&connect, &path, *write_percent, &options).await);
-                } else {
-                    let path = format!("/bench/rw-ours-{write_percent}-{round}");
-                    results[mix][0].push(ours(&connect, &path, *write_percent, &options).await);
-                }
+            // Which side goes first turns with the rounds.
+            for turn in 0..SIDES.len() {
+                let side = (turn + round) % SIDES.len();
+                let path = format!("/bench/rw-{}-{write_percent}-{round}", SIDES[side]);
+                let measured = match SIDES[side] {
+                    "curator" => curator(&connect, &path, *write_percent, &options).await,
+                    name => measure(&connect, &path, *write_percent, &options, name == "floor").await,
+                };
+                results[mix][side].push(measured);
             }
         }
     }
 
     println!(
         "\n{CLIENTS} clients (one session each) on one read-write lock, {:?} per run, medians of {} interleaved \
-         rounds:",
+         rounds (ratios: of the medians [median of the per-round ratios]):",
         options.duration, options.rounds
     );
     println!(
-        "{:<14} {:>14} {:>14} {:>8}   {:>22}",
-        "mix", "ours acq/s", "Curator acq/s", "ratio", "reads/writes (ours; Curator)"
+        "{:<14} {:>12} {:>12} {:>14} {:>16} {:>16}   reads/writes (ours; floor; Curator)",
+        "mix", "ours acq/s", "floor acq/s", "Curator acq/s", "ours / floor", "ours / Curator",
     );
+    let ops = |runs: &[Measured]| runs.iter().map(|m| m.ops).collect::<Vec<_>>();
+    let ratios = |a: &[Measured], b: &[Measured]| {
+        let per_round: Vec<f64> = a.iter().zip(b).map(|(a, b)| a.ops / b.ops).collect();
+        format!(
+            "{:.2} [{:.2}]",
+            support::median(&ops(a)) / support::median(&ops(b)),
+            support::median(&per_round)
+        )
+    };
+    let totals = |runs: &[Measured]| {
+        runs.iter().fold((0, 0), |(reads, writes), m| (reads + m.reads, writes + m.writes))
+    };
     for (mix, write_percent) in MIXES.iter().enumerate() {
-        let [ours, theirs] = &results[mix];
-        let ours_ops = support::median(&ours.iter().map(|m| m.ops).collect::<Vec<_>>());
-        let theirs_ops = support::median(&theirs.iter().map(|m| m.ops).collect::<Vec<_>>());
-        let totals = |runs: &[Measured]| {
-            runs.iter().fold((0, 0), |(reads, writes), m| (reads + m.reads, writes + m.writes))
-        };
-        let ((our_reads, our_writes), (their_reads, their_writes)) = (totals(ours), totals(theirs));
+        let [ours, floor, theirs] = &results[mix];
+        let shares: Vec<String> = [ours, floor, theirs]
+            .iter()
+            .map(|runs| format!("{}/{}", totals(runs).0, totals(runs).1))
+            .collect();
         println!(
-            "{:<14} {ours_ops:>14.0} {theirs_ops:>14.0} {:>7.2}x   \
-             {our_reads}/{our_writes}; {their_reads}/{their_writes}",
+            "{:<14} {:>12.0} {:>12.0} {:>14.0} {:>16} {:>16}   {}",
             mix_name(*write_percent),
-            ours_ops / theirs_ops,
+            support::median(&ops(ours)),
+            support::median(&ops(floor)),
+            support::median(&ops(theirs)),
+            ratios(ours, floor),
+            ratios(ours, theirs),
+            shares.join("; "),
         );
-        for (client, runs) in [("ours", ours), ("curator", theirs)] {
-            let per_round: Vec<f64> = runs.iter().map(|m| m.ops).collect();
+        for (side, runs) in SIDES.iter().zip(&results[mix]) {
             let (reads, writes) = totals(runs);
             json.emit_series(
                 "mix",
-                client,
+                side,
                 "acquisitions/s",
-                &per_round,
+                &ops(runs),
                 serde_json::json!({
                     "param": "write_percent",
                     "value": write_percent,
@@ -228,10 +334,11 @@ async fn main() {
             );
         }
         println!(
-            "{:<14} rounds: ours {:.0?}, Curator {:.0?}",
+            "{:<14} rounds: ours {:.0?}, floor {:.0?}, Curator {:.0?}",
             "",
-            ours.iter().map(|m| m.ops).collect::<Vec<_>>(),
-            theirs.iter().map(|m| m.ops).collect::<Vec<_>>()
+            ops(ours),
+            ops(floor),
+            ops(theirs)
         );
     }
 }

@@ -16,6 +16,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::error::ErrorKind;
+use zk_recipes::framework::zookeeper_client::{self, Client, CreateMode};
+use zk_recipes::framework::{Deadline, Framework};
 use zk_recipes_testing::{CuratorProcess, Jit, TestingServer};
 
 /// Parses a bench's flags (`T`: the bench's own `clap::Parser`, which flattens [`Harness`]).
@@ -188,6 +190,47 @@ pub fn quantile<T: Copy>(sorted: &[T], q: f64) -> T {
 /// The server to measure against: `ZK_CONNECT` if set, else a [`TestingServer`] as production runs
 /// one (the server is returned so that it lives as long as the bench). `tick_time` is for
 /// benches that measure session expiry.
+/// A framework connected to `connect` (the deadline of its first connection: 20 s).
+/// `ZKR_BENCH_NO_TCP_NODELAY=1` leaves Nagle on, for ours and the floors alike: what the
+/// framework's `TCP_NODELAY` is worth (docs/framework.md).
+pub async fn start_framework(connect: &str) -> Framework {
+    let nodelay = std::env::var_os("ZKR_BENCH_NO_TCP_NODELAY").is_none();
+    let framework = Framework::builder(connect).tcp_nodelay(nodelay).start().expect("framework");
+    framework.block_until_connected(Duration::from_secs(20)).await.expect("connected");
+    framework
+}
+
+/// The bare zookeeper-client of `framework`'s session, for a floor: the same protocol on bare
+/// calls (the framework only keeps the session open).
+pub async fn bare_client(framework: &Framework) -> Client {
+    let session = framework.session(Deadline::after(Duration::from_secs(20))).await.expect("session");
+    session.client().clone()
+}
+
+/// A session of its own for a floor: its framework (keep it alive) and its bare client.
+pub async fn raw_client(connect: &str) -> (Framework, Client) {
+    let framework = start_framework(connect).await;
+    let client = bare_client(&framework).await;
+    (framework, client)
+}
+
+/// Create options with the open ACL, as the recipes' nodes have.
+pub fn anyone(mode: CreateMode) -> zookeeper_client::CreateOptions<'static> {
+    mode.with_acls(zookeeper_client::Acls::anyone_all())
+}
+
+/// A protected-create name prefix (`{dir}/_c_<uuid>-{name}`) with a made-up but well-formed uuid
+/// per contender, for a floor's nodes.
+pub fn protected_prefix(dir: &str, contender: usize, name: &str) -> String {
+    format!("{dir}/_c_{contender:08x}-0000-4000-8000-000000000000-{name}")
+}
+
+/// The sequence number that ends a sequential node's name (`…-lock-0000000042`).
+pub fn sequence_of(name: &str) -> i64 {
+    let digits = name.len() - name.bytes().rev().take_while(u8::is_ascii_digit).count();
+    name[digits..].parse().unwrap_or(i64::MAX)
+}
+
 pub async fn server(tick_time: Option<Duration>) -> (String, Option<TestingServer>) {
     if let Ok(connect) = std::env::var("ZK_CONNECT") {
         if !connect.is_empty() {

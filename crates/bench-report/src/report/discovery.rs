@@ -97,7 +97,10 @@ mod tests {
         );
         assert!(out.contains("| memory (bytes) | 1800 | 900 | – | 2.00 (2.00) | – |"), "{out}");
         assert!(out.contains("ours 0, floor –, Curator –"), "{out}");
-        assert!(out.contains("re-registers 100 instances per second (unregister, then register) for 20 s"), "{out}");
+        assert!(
+            out.contains("re-registers 100 instances per second (unregister, then register) for 20 s"),
+            "{out}"
+        );
     }
 
     #[test]
