@@ -143,6 +143,9 @@ struct Args {
     /// Skip the scale part (waiters and held locks).
     #[arg(long)]
     no_scale: bool,
+    /// Skip the contended scenarios (to re-measure the others alone).
+    #[arg(long)]
+    no_contended: bool,
     /// Waiters queued on one held lock, one `waiters-N` scenario each (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [10, 100, 1_000, 10_000])]
     waiters: Vec<usize>,
@@ -220,7 +223,7 @@ impl Options {
             contended_for: ms_or_secs(args.contended_ms, args.contended_secs),
             contended_windows: args.contended_windows,
             warm_up_for: ms_or_secs(args.warm_up_ms, args.warm_up_secs),
-            sessions: args.sessions.clone(),
+            sessions: if args.no_contended { Vec::new() } else { args.sessions.clone() },
             distinct_locks: args.distinct_locks.clone(),
             distinct_cycles: args.distinct_cycles,
             distinct_min_total: args.distinct_min_total,
