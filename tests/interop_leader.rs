@@ -6,7 +6,9 @@
 //!   the participants lists of both sides agree, and closing the leader hands over across
 //!   languages both ways;
 //! - a Rust `LeaderSelector` and a Curator `LeaderSelector` with auto-requeue alternate, never
-//!   overlapping.
+//!   overlapping;
+//! - a Rust latch's proclaimed data is what Curator's `getLeader().getId()` returns, and a Rust
+//!   `ElectionObserver` follows a Curator latch's leadership.
 //!
 //! Needs Java, `javac` and Debian's `libcurator-recipes-java` (`scripts/install-deps.sh`).
 
@@ -25,7 +27,8 @@ use common::{
 use zk_recipes::framework::zookeeper_client::{self, CreateMode};
 use zk_recipes::framework::{path, Deadline, Framework};
 use zk_recipes::leader::{
-    CloseMode, LeaderLatch, LeaderSelector, LeadershipEvent, LATCH_NAME, SELECTOR_LOCK_NAME,
+    CloseMode, ElectionObserver, LeaderChange, LeaderLatch, LeaderSelector, LeadershipEvent, LATCH_NAME,
+    SELECTOR_LOCK_NAME,
 };
 use zk_recipes_testing::{CuratorProcess, TestingError};
 
@@ -869,5 +872,93 @@ async fn selectors_alternate_across_languages() {
     let session = session(&admin).await;
     within("delete markers", session.client().delete(&markers, None)).await.expect("delete markers");
     assert_gone(&admin, root).await;
+    within("close", admin.close()).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observing and proclaiming across languages
+
+/// Curator's `getLeader()` in its own JVM (`leader` command): the leader's id, and whether there
+/// is one.
+async fn curator_get_leader(env: &Env, election: &str) -> (String, bool) {
+    let mut driver = curator(["leader", &env.connect(), election]);
+    let id = within("LEADER-ID", driver.expect_line("LEADER-ID", STEP)).await.expect("LEADER-ID");
+    let is_leader = within("LEADER-IS", driver.expect_line("LEADER-IS", STEP)).await.expect("LEADER-IS");
+    expect_success(driver).await;
+    (id, is_leader == "true")
+}
+
+/// The observer's next report, within a step.
+async fn next_change(observer: &mut ElectionObserver) -> LeaderChange {
+    within("the next leader change", observer.next()).await.expect("the framework is open")
+}
+
+/// A Rust latch leads and proclaims new data: Curator's `getLeader().getId()` returns the new
+/// value, and Curator's `getParticipants()` shows it for our node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_latch_proclaims_and_curators_get_leader_returns_the_new_value() {
+    let env = Env::start().await;
+    let election = "/interop-proclaim/election";
+    let framework = env.framework().await;
+    let latch = LeaderLatch::new(&framework, election, "rust-1").expect("latch");
+    latch.start().expect("start");
+    within("leads", latch.await_leadership()).await.expect("leads");
+    assert_eq!(curator_get_leader(&env, election).await, ("rust-1".to_owned(), true));
+
+    within("proclaim", latch.proclaim("rust-1 at 10.0.0.9:8080", Deadline::after(STEP)))
+        .await
+        .expect("proclaim");
+    assert_eq!(curator_get_leader(&env, election).await, ("rust-1 at 10.0.0.9:8080".to_owned(), true));
+    let mut driver = curator(["participants", &env.connect(), election]);
+    let view = java_view(&mut driver, |line| panic!("unexpected line {line}")).await;
+    expect_success(driver).await;
+    assert_eq!(view, [("rust-1 at 10.0.0.9:8080".to_owned(), true)]);
+
+    within("close", latch.close(CloseMode::Silent)).await.expect("close");
+    assert_eq!(curator_get_leader(&env, election).await, (String::new(), false), "no leader");
+    within("close", framework.close()).await;
+}
+
+/// A Rust observer follows a Curator latch: it reports the Java latch leading (its id and its
+/// node, as Curator's `getOurPath()` names it), nothing when a Rust latch queues behind it, the
+/// Rust latch once the Java one closes, and no leader at the end. It creates no node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_observer_sees_a_curator_latch_lead_and_hand_over() {
+    let env = Env::start().await;
+    let election = "/interop-observe/election";
+    let admin = env.framework().await;
+    let mut observer = ElectionObserver::latch(&admin, election).expect("observer");
+    assert_eq!(next_change(&mut observer).await, LeaderChange::NoLeader);
+
+    let mut java = JavaLatch::spawn(&env, election, "java-1", "-").await;
+    java.until("LEADER ").await;
+    let java_node = java.node().await;
+    let change = next_change(&mut observer).await;
+    assert_eq!(change.participant_id(), Some("java-1"), "{change:?}");
+    assert_eq!(change.node_path(), Some(java_node.as_str()));
+
+    let framework = env.framework().await;
+    let latch = LeaderLatch::new(&framework, election, "rust-1").expect("latch");
+    latch.start().expect("start");
+    let rust_node = within("joined", async {
+        loop {
+            if let Some(node) = latch.our_node_path() {
+                return node;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    // A follower queueing changes nothing: the next report is the hand-over.
+    java.close().await;
+    let change = next_change(&mut observer).await;
+    assert_eq!((change.participant_id(), change.node_path()), (Some("rust-1"), Some(rust_node.as_str())));
+    within("leads", latch.await_leadership()).await.expect("leads");
+    assert_eq!(children(&admin, election).await.len(), 1, "the observer joined nothing");
+
+    within("close", latch.close(CloseMode::Silent)).await.expect("close");
+    assert_eq!(next_change(&mut observer).await, LeaderChange::NoLeader);
+    drop(observer);
+    within("close", framework.close()).await;
     within("close", admin.close()).await;
 }

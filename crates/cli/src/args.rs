@@ -117,10 +117,18 @@ pub enum Command {
         /// The lock's path.
         path: String,
     },
-    /// The leader and the participants of the leader latch or selector at PATH.
+    /// The leader and the participants of the leader latch or selector at PATH. With --watch:
+    /// one line per change of leader (or of the leader's data) as it happens, until Ctrl-C.
     Leader {
         /// The election's path.
         path: String,
+        /// Keep watching: print the leader now, then each change, read from the server (joins
+        /// nothing, creates no node).
+        #[arg(long)]
+        watch: bool,
+        /// With --watch: the election's kind (default: from the nodes there now; latch if none).
+        #[arg(long, value_enum, requires = "watch")]
+        layout: Option<crate::leader_watch::LayoutArg>,
     },
     /// The semaphore at PATH (V2 layout): leases (with --max, holders and waiters apart) and the
     /// internal lock's holder. With a command after `--`: run it while holding a lease.
@@ -146,6 +154,10 @@ pub enum Command {
         #[arg(long)]
         lock_path: Option<String>,
     },
+    /// The ensemble's configuration (`/zookeeper/config`): each server's id, role, quorum,
+    /// election and client addresses, the config version, and (marked `*`) the server this client
+    /// is connected to.
+    Ensemble,
     /// Every recipe found under PATH, one line each.
     Tree {
         /// Where to look.

@@ -6,7 +6,9 @@
 //! a yes/no question. See `docs/operations.md`.
 
 mod args;
+mod ensemble;
 mod inspect;
+mod leader_watch;
 mod output;
 mod services;
 mod supervise;
@@ -53,7 +55,12 @@ async fn run(cli: Cli) -> Result<u8, Box<dyn std::error::Error>> {
     let json = cli.json;
     let code = match cli.command {
         Command::Locks { path } => output::show(&inspect::lock(&framework, &path).await?, json),
-        Command::Leader { path } => output::show(&inspect::leader(&framework, &path).await?, json),
+        Command::Leader { path, watch: false, .. } => {
+            output::show(&inspect::leader(&framework, &path).await?, json)
+        }
+        Command::Leader { path, watch: true, layout } => {
+            leader_watch::watch(&framework, &path, layout, json).await?
+        }
         Command::Semaphore { path, max, command, .. } if command.is_empty() => {
             output::show(&inspect::semaphore(&framework, &path, max).await?, json)
         }
@@ -64,6 +71,10 @@ async fn run(cli: Cli) -> Result<u8, Box<dyn std::error::Error>> {
             output::show(&inspect::queue(&framework, &path, lock_path.as_deref()).await?, json)
         }
         Command::Tree { path } => output::show(&inspect::tree(&framework, &path).await?, json),
+        Command::Ensemble => {
+            let deadline = zk_recipes_framework::Deadline::after(cli.connection.connect_timeout());
+            output::show(&ensemble::ensemble(&framework, deadline).await?, json)
+        }
         Command::Services { name: None, base_path } => {
             output::show(&services::services(&framework, &base_path).await?, json)
         }

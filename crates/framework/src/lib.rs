@@ -85,6 +85,7 @@ pub use session::builder::{
 pub use session::close::CloseDelay;
 pub use session::deadline::Deadline;
 pub use session::duration::ReadableDuration;
+pub use session::ensemble::{EnsembleChange, EnsembleConfig, EnsembleServer, ServerRole};
 pub use session::error::{ConnectionFailure, Error, Result};
 pub use session::events::ConnectionEvents;
 pub use session::handle::Framework;

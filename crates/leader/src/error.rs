@@ -34,6 +34,18 @@ pub enum LeaderError {
     /// The recipe was closed (or closed while the call waited).
     #[error("{0} is closed")]
     Closed(Subject),
+    /// A call that only a leader may make ([`LeaderLatch::proclaim`](crate::LeaderLatch::proclaim),
+    /// [`Leadership::proclaim`](crate::Leadership::proclaim)) was made while not leading. Nothing
+    /// was sent.
+    #[error("{0} is not leading")]
+    NotLeader(Subject),
+    /// The node a call built on (our leadership's node) is gone, or its session is: nothing was
+    /// written, and nothing was tried on a newer session.
+    #[error("our node {path} is gone (its session was lost or it was deleted)")]
+    NodeLost {
+        /// Our node's path.
+        path: String,
+    },
     /// The caller's timeout passed before the awaited event.
     #[error("timed out after {}", ReadableDuration(*.waited))]
     Timeout {
@@ -59,8 +71,14 @@ impl LeaderError {
 
     /// Whether our node is gone with its session: we do not lead.
     pub fn is_node_lost(&self) -> bool {
-        matches!(self, LeaderError::Lock(err) if err.is_node_lost())
+        matches!(self, LeaderError::NodeLost { .. })
+            || matches!(self, LeaderError::Lock(err) if err.is_node_lost())
             || matches!(self, LeaderError::Framework(err) if err.is_node_lost())
+    }
+
+    /// Whether a leader-only call was made while not leading.
+    pub fn is_not_leader(&self) -> bool {
+        matches!(self, LeaderError::NotLeader(_))
     }
 
     /// Whether the caller's timeout (or deadline) passed.

@@ -15,6 +15,12 @@
 //! Both give the leader a **fencing token** (its node's creation zxid, larger for every later
 //! leader) to guard writes to other systems, and list [`Participant`]s with their ids.
 //!
+//! - [`ElectionObserver`] (etcd's `Observe`): follow who leads either kind of election without
+//!   joining it, as a stream of [`LeaderChange`]s read from the server.
+//! - A leader **proclaims** (etcd's `Proclaim`): [`LeaderLatch::proclaim`] and
+//!   [`Leadership::proclaim`] set the data of its own node, guarded by its hold, so observers and
+//!   Curator's `getLeader()` see it.
+//!
 //! ## Connection loss and session expiry
 //! Both end leadership as soon as the connection enters an error state per the framework's
 //! [`ErrorPolicy`](zk_recipes_framework::ErrorPolicy): `Suspended` under `Standard` (the default),
@@ -52,6 +58,7 @@ mod handle;
 mod kazoo;
 mod latch;
 mod metrics;
+mod observer;
 mod participant;
 mod selector;
 
@@ -60,6 +67,7 @@ pub use kazoo::{KazooElection, KazooLeadership};
 pub use latch::{
     CloseMode, LatchDropGuard, LeaderLatch, LeadershipEvent, LeadershipEvents, NotLeaderReason, LATCH_NAME,
 };
+pub use observer::{ElectionLayout, ElectionObserver, LeaderChange};
 pub use participant::Participant;
 pub use selector::{
     CancelReason, LeaderSelector, LeaderSelectorBuilder, Leadership, SelectorDropGuard, DEFAULT_CLOSE_GRACE,
@@ -86,5 +94,8 @@ mod tests {
         assert_send_sync::<LeaderError>();
         assert_send_sync::<KazooElection>();
         assert_send_sync::<KazooLeadership>();
+        assert_send_sync::<ElectionObserver>();
+        assert_send_sync::<ElectionLayout>();
+        assert_send_sync::<LeaderChange>();
     }
 }

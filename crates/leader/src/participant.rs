@@ -28,12 +28,13 @@ pub(crate) fn from_nodes(nodes: Vec<(String, Vec<u8>)>) -> Vec<Participant> {
     nodes
         .into_iter()
         .enumerate()
-        .map(|(index, (node_path, data))| Participant {
-            id: String::from_utf8_lossy(&data).into_owned(),
-            is_leader: index == 0,
-            node_path,
-        })
+        .map(|(index, (node_path, data))| Participant { id: id_of(&data), is_leader: index == 0, node_path })
         .collect()
+}
+
+/// A participant's id from its node's data: UTF-8, invalid bytes replaced (as Curator reads it).
+pub(crate) fn id_of(data: &[u8]) -> String {
+    String::from_utf8_lossy(data).into_owned()
 }
 
 #[cfg(test)]

@@ -77,6 +77,9 @@
  *   participants <connect> <path> [latch|selector]
  *       Curator's view (LeaderLatch or LeaderSelector getParticipants, default latch):
  *       PARTICIPANT <id> <isLeader> lines, then PARTICIPANTS-END
+ *   leader <connect> <path> [latch|selector]
+ *       Curator's getLeader() (LeaderLatch or LeaderSelector, default latch): LEADER-ID <id>
+ *       (the rest of the line, possibly empty), then LEADER-IS <isLeader> (false: no leader)
  *   bench-cycles <connect> <path> <cycles> [warm-up-cycles]
  *       one client, one InterProcessMutex: warm-up cycles (default 100), then <cycles> timed
  *       acquire+release cycles: RESULT ops=<cycles/s> p50_us=<..> p99_us=<..>
@@ -281,6 +284,8 @@ public final class CuratorDriver {
                 return selector(args);
             case "participants":
                 return participants(args);
+            case "leader":
+                return leader(args);
             case "bench-cycles":
                 return benchCycles(args);
             case "bench-contended":
@@ -878,6 +883,32 @@ public final class CuratorDriver {
                 break;
             default:
                 throw new IllegalArgumentException("unknown election kind " + kind);
+        }
+        client.close();
+        return 0;
+    }
+
+    private static int leader(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        String kind = args.size() > 2 ? args.get(2) : "latch";
+        CuratorFramework client = start(connect);
+        Participant leader;
+        switch (kind) {
+            case "latch":
+                leader = new LeaderLatch(client, path).getLeader();
+                break;
+            case "selector":
+                leader = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                    public void takeLeadership(CuratorFramework unused) {}
+                }).getLeader();
+                break;
+            default:
+                throw new IllegalArgumentException("unknown election kind " + kind);
+        }
+        synchronized (System.out) {
+            out("LEADER-ID " + leader.getId());
+            out("LEADER-IS " + leader.isLeader());
         }
         client.close();
         return 0;

@@ -21,6 +21,9 @@ pub(crate) const LOG_TAIL_LINES: usize = 40;
 /// How often start-up polls the server.
 const READY_POLL: Duration = Duration::from_millis(25);
 
+/// How often a wait for a server's mode polls it.
+pub(crate) const DEFAULT_PROBE_POLL: Duration = READY_POLL;
+
 /// How long a single readiness probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -134,6 +137,38 @@ pub(crate) struct Jvm {
 impl Jvm {
     pub(crate) fn locate() -> Result<Jvm> {
         Ok(Jvm { classpath: zookeeper_classpath()?, java: java_binary()? })
+    }
+
+    /// Runs ZooKeeper's command-line client (`zkCli.sh`'s `ZooKeeperMain`) once against `server`
+    /// with `command` and returns its output (stdout then stderr), or the output as the error if
+    /// it exits with a failure.
+    pub(crate) async fn zookeeper_cli(
+        &self,
+        server: SocketAddr,
+        command: &[&str],
+        timeout: Duration,
+    ) -> Result<String> {
+        let mut cli = tokio::process::Command::new(&self.java);
+        cli.args(["-Xmx64m", "-XX:+UseSerialGC", "-XX:-UsePerfData", "-XX:TieredStopAtLevel=1"])
+            .args(["-Djava.net.preferIPv4Stack=true", "-Dzookeeper.jmx.log4j.disable=true"])
+            .arg("-cp")
+            .arg(&self.classpath)
+            .args(["org.apache.zookeeper.ZooKeeperMain", "-server", &server.to_string()])
+            .args(command)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let context = || format!("running zkCli {} against {server}", command.join(" "));
+        let output = tokio::time::timeout(timeout, cli.output())
+            .await
+            .map_err(|_| TestingError::Timeout { what: context(), timeout })?
+            .map_err(|err| TestingError::io(context(), err))?;
+        let text =
+            String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+        if output.status.success() {
+            Ok(text)
+        } else {
+            Err(TestingError::io(context(), std::io::Error::other(format!("{}: {text}", output.status))))
+        }
     }
 }
 

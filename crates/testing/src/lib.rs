@@ -5,7 +5,9 @@
 //!   free loopback port with a temp data dir; stop, kill, restart on the same port, pause.
 //!   [`tls`](TestingServerBuilder::tls) adds a TLS client port with a throwaway CA
 //!   ([`TestingTls`]).
-//! * [`TestingCluster`]: an ensemble of `n` members; kill the leader, restart a member.
+//! * [`TestingCluster`]: an ensemble of `n` members; kill the leader, restart a member. Built
+//!   with [`reconfig(true)`](TestingClusterBuilder::reconfig), a reconfigurable one: start
+//!   joining members, `reconfig` them in and out.
 //! * [`FaultProxy`]: a TCP proxy between one client and a server that cuts connections,
 //!   black-holes them (targeted session expiry) or cuts right after a chosen request (a create,
 //!   a delete, a multi, ...) reached the server, before its reply reaches the client.

@@ -24,7 +24,7 @@ pub const DEFAULT_MAX_NODE_DATA: usize = 1024 * 1024 - 4096;
 /// Defaults: session timeout 60 s, connection timeout 15 s, retry policy
 /// `ExponentialBackoffRetry(100 ms, 10 retries, at most 5 s a sleep)`, no authentication, ACL
 /// open to anyone (`world:anyone` with all permissions), no namespace, [`ErrorPolicy::Standard`],
-/// read-only servers not allowed.
+/// read-only servers not allowed, ensemble tracking on.
 ///
 /// ```no_run
 /// use std::time::Duration;
@@ -59,6 +59,7 @@ pub struct FrameworkBuilder {
     pub(crate) max_node_data: usize,
     pub(crate) metric_path_labels: bool,
     pub(crate) batch_writes: bool,
+    pub(crate) track_ensemble: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<zookeeper_client::TlsOptions>,
     #[cfg(feature = "sasl")]
@@ -84,6 +85,7 @@ impl FrameworkBuilder {
             tcp_nodelay: true,
             metric_path_labels: true,
             batch_writes: true,
+            track_ensemble: true,
             max_node_data: DEFAULT_MAX_NODE_DATA,
             #[cfg(feature = "tls")]
             tls: None,
@@ -229,6 +231,29 @@ impl FrameworkBuilder {
         self
     }
 
+    /// Whether to follow the ensemble's dynamic configuration (`/zookeeper/config`, ZooKeeper 3.5+
+    /// `reconfig`) and open every new session with the servers it names (default `true`, as
+    /// Curator's `ensembleTracker`). The chroot of the connect string and the namespace are kept.
+    /// Observers are included. The configuration is read when a session opens and after each
+    /// reconnection, and followed with one persistent watch per session when it names client
+    /// addresses. A configuration that names no client address (a static `zoo.cfg`, a standalone
+    /// server) changes nothing and gets no watch; nor does tracking do anything over TLS (the
+    /// configuration names plaintext ports only).
+    /// Turn it off when clients reach the servers through proxies or NAT under other addresses
+    /// than the servers' own. See [`Framework::ensemble_changes`](crate::Framework::ensemble_changes)
+    /// and `docs/operations.md`, "Ensemble changes".
+    ///
+    /// ```no_run
+    /// # fn demo() -> zk_recipes_framework::Result<()> {
+    /// // Clients reach the servers through a load balancer: keep its address.
+    /// let framework = zk_recipes_framework::Framework::builder("zk-lb:2181").track_ensemble(false).start()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn track_ensemble(mut self, enabled: bool) -> Self {
+        self.track_ensemble = enabled;
+        self
+    }
+
     /// Whether recipes' metrics carry their path as a label (default `true`). Turn it off when
     /// paths are per entity (a lock per order): each path would be a series of its own. See
     /// [`crate::metrics`].
@@ -318,15 +343,20 @@ impl FrameworkBuilder {
 
     /// Opens a new session on these servers with these settings (TLS, credentials), at the root.
     pub(crate) async fn open_client(&self) -> Result<Client> {
+        self.open_client_at(&self.connect_string).await
+    }
+
+    /// Opens a new session on the servers of `connect_string` with these settings.
+    pub(crate) async fn open_client_at(&self, connect_string: &str) -> Result<Client> {
         let connector = self.connector();
         #[cfg(feature = "tls")]
         let client = if self.tls.is_some() {
-            connector.secure_connect(&self.connect_string).await?
+            connector.secure_connect(connect_string).await?
         } else {
-            connector.connect(&self.connect_string).await?
+            connector.connect(connect_string).await?
         };
         #[cfg(not(feature = "tls"))]
-        let client = connector.connect(&self.connect_string).await?;
+        let client = connector.connect(connect_string).await?;
         Ok(client)
     }
 

@@ -84,6 +84,8 @@ pub(crate) struct Core {
     pub(crate) features: Arc<super::features::ServerFeatures>,
     /// What the floor above keeps in the framework ([`super::upper`]).
     pub(crate) upper: Upper,
+    /// The servers new sessions open with ([`super::ensemble`]).
+    pub(crate) ensemble: super::ensemble::TrackedEnsemble,
 }
 
 impl Framework {

@@ -24,6 +24,9 @@ pub mod names {
     pub const SESSION_STATE_TRANSITIONS: &str = "zk_recipes_session_state_transitions_total";
     /// Counter: sessions opened (the first, and each one after a lost session).
     pub const SESSIONS_CREATED: &str = "zk_recipes_sessions_created_total";
+    /// Counter: ensemble changes: the servers named by `/zookeeper/config` changed, and new
+    /// sessions open with the new ones.
+    pub const ENSEMBLE_CHANGES: &str = "zk_recipes_ensemble_changes_total";
     /// Counter: attempts to open a session that failed.
     pub const CONNECTION_ATTEMPTS_FAILED: &str = "zk_recipes_connection_attempts_failed_total";
 

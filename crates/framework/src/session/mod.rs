@@ -12,6 +12,7 @@
 //! - [`features`], [`diagnose`], [`nodelay`], [`host`], [`acl`], [`metrics`], [`duration`]: what
 //!   the server can do, why a connection failed, socket tuning, the local address, ACLs, metric
 //!   names, readable durations;
+//! - [`ensemble`]: following the servers' dynamic configuration (`/zookeeper/config`);
 //! - [`upper`]: how the floor above keeps its own state in the framework and in each session.
 //!
 //! Nothing here imports the nodes floor ([`crate::nodes`]).
@@ -23,6 +24,7 @@ pub(crate) mod close;
 pub(crate) mod deadline;
 pub(crate) mod diagnose;
 pub(crate) mod duration;
+pub(crate) mod ensemble;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod features;

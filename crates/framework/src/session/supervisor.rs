@@ -40,6 +40,7 @@ impl Framework {
             close_delays: Arc::default(),
             features: Arc::new(super::features::ServerFeatures::new(config_for_probe)),
             upper,
+            ensemble: super::ensemble::TrackedEnsemble::new(),
         });
         let span = info_span!("zk_framework", connect = %core.config.connect_string);
         let supervisor = tokio::spawn(supervise(core.clone()).instrument(span));
@@ -68,9 +69,10 @@ async fn supervise(core: Arc<Core>) {
         let client = match connected {
             Ok(client) => client,
             Err(err) => {
+                let connect_string = core.ensemble.connect_string(&core.config.connect_string);
                 let failure = tokio::select! {
                     _ = closed.wait_for(|snapshot| snapshot.closed) => return,
-                    failure = diagnose(&core.config.connect_string, &err, core.config.uses_tls()) => failure,
+                    failure = diagnose(&connect_string, &err, core.config.uses_tls()) => failure,
                 };
                 let pause = backoff.next_pause();
                 warnings.failed(&failure, pause);
@@ -109,7 +111,10 @@ async fn supervise(core: Arc<Core>) {
         };
         let session_id = session.id();
         core.publish(first_state, session_id, generation, Some(session.clone()));
-        let end = watch_session(&core, &session, &mut closed).await;
+        let end = tokio::select! {
+            end = watch_session(&core, &session, &mut closed) => end,
+            never = super::ensemble::follow(&core, &session) => match never {},
+        };
         let mut state_watcher = session.client().state_watcher();
         drop(session);
         match end {
@@ -138,11 +143,12 @@ async fn supervise(core: Arc<Core>) {
 
 /// Opens a new session (never resuming an old one), inside the namespace if there is one.
 async fn connect(core: &Core) -> Result<Client> {
-    let client = core.config.open_client().await?;
+    let connect_string = core.ensemble.connect_string(&core.config.connect_string);
+    let client = core.config.open_client_at(&connect_string).await?;
     if core.config.tcp_nodelay {
         // Before the session is announced, so the first requests already go out without Nagle;
         // but never held up for long (the names are resolved again): after 1 s it finishes alone.
-        let tuning = super::nodelay::disable_nagle_in_background(core.config.connect_string.clone());
+        let tuning = super::nodelay::disable_nagle_in_background(connect_string);
         let _ = tokio::time::timeout(Duration::from_secs(1), tuning).await;
     }
     let Some(namespace) = core.config.namespace_path() else {
@@ -185,7 +191,7 @@ async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Recei
                     if core.config.tcp_nodelay {
                         // zookeeper-client reconnected on a new socket.
                         tokio::spawn(super::nodelay::disable_nagle_in_background(
-                            core.config.connect_string.clone(),
+                            core.ensemble.connect_string(&core.config.connect_string),
                         ));
                     }
                     let state = if state == SessionState::ConnectedReadOnly {

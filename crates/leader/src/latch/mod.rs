@@ -312,6 +312,70 @@ impl LeaderLatch {
         Ok(self.participants().await?.into_iter().next())
     }
 
+    /// Sets our node's data to `data` while we lead (etcd's `Proclaim`), so that observers
+    /// ([`ElectionObserver`](crate::ElectionObserver)), [`participants`](Self::participants) and
+    /// Curator's `getLeader().getId()` show it. The write is guarded by our leadership: one multi
+    /// that checks our node exists and sets its data, on the session that owns the node, never on
+    /// a later one.
+    ///
+    /// The data belongs to the node: a node the latch creates again later (after a lost session)
+    /// carries the participant id, so a leader that wants its proclaimed data kept proclaims again
+    /// on each [`IsLeader`](LeadershipEvent::IsLeader).
+    ///
+    /// ```no_run
+    /// # async fn demo(latch: zk_recipes_leader::LeaderLatch) -> zk_recipes_leader::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// latch.await_leadership().await?;
+    /// match latch.proclaim("worker-1 at 10.0.0.7:8080", Duration::from_secs(5)).await {
+    ///     Ok(()) => println!("observers see our address"),
+    ///     Err(err) if err.is_node_lost() || err.is_not_leader() => println!("not leading any more"),
+    ///     Err(err) => return Err(err),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LeaderError::NotLeader`] if we do not lead now ([`has_leadership`](Self::has_leadership)
+    /// is false), [`LeaderError::NotStarted`] / [`LeaderError::Closed`]: nothing is sent.
+    /// [`LeaderError::NodeLost`] if our node or its session is gone by the time the write runs
+    /// (nothing was written). [`LeaderError::Framework`] with `DataTooLarge` before anything is
+    /// sent, a timeout at `deadline`, or a connection loss while the write was in flight (then it
+    /// may or may not have been applied, [`LeaderError::is_retryable`]).
+    ///
+    /// # Cancel safety
+    /// Cancelled before the write was sent, nothing is written; after, the data may or may not
+    /// have been set. Leadership is not affected either way.
+    pub async fn proclaim(&self, data: impl Into<Vec<u8>>, deadline: impl Into<Deadline>) -> Result<()> {
+        let (data, deadline) = (data.into(), deadline.into());
+        let write = {
+            let state = self.shared.state.lock();
+            let status = *self.shared.status.borrow();
+            match status.lifecycle {
+                Lifecycle::Started => {}
+                Lifecycle::Latent => return Err(LeaderError::NotStarted(self.subject())),
+                Lifecycle::Closed => return Err(LeaderError::Closed(self.subject())),
+            }
+            // Leading means our current node was first on its session: write on that node only.
+            let leading_node =
+                state.node.as_ref().filter(|node| Some(node.stat().czxid) == status.fencing_token);
+            let Some(node) = leading_node else {
+                return Err(LeaderError::NotLeader(self.subject()));
+            };
+            self.shared
+                .framework
+                .transaction()
+                .while_exists(node)
+                .set_data(node.path(), data, None)
+                .deadline(deadline)
+        };
+        match write.await {
+            Ok(_) => Ok(()),
+            Err(FrameworkError::NodeLost { path }) => Err(LeaderError::NodeLost { path }),
+            Err(err) => Err(err.into()),
+        }
+    }
+
     /// Leaves the election: stops the background task, ends leadership (telling subscribers or
     /// not, per `mode`), and deletes our node so the next participant leads at once. Closing a
     /// closed latch does nothing.

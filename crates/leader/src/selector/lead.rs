@@ -2,6 +2,7 @@
 //! token when it must, and drops the future no later than the server may expire the session.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -57,8 +58,14 @@ impl Shared {
         }
         debug!(node = %guard.node_path(), fencing_token, "taking leadership");
         crate::metrics::leadership_gained(&self.framework, &self.path, &self.id, fencing_token);
-        let leadership =
-            Leadership { cancel: cancel_receiver, fencing_token, node_path: guard.node_path().into() };
+        // What the leadership's proclaim writes under, taken out again when the leadership ends.
+        let hold = Arc::new(parking_lot::Mutex::new(Some(guard.reenter())));
+        let leadership = Leadership {
+            cancel: cancel_receiver,
+            fencing_token,
+            node_path: guard.node_path().into(),
+            hold: Arc::clone(&hold),
+        };
         // The leadership stands on the session that owns our lock node: its timer starts from the
         // state of that session now, whatever was published between the grant and the
         // subscription above (a Suspended, under SessionOnly, reaches us no other way).
@@ -173,6 +180,8 @@ impl Shared {
             }
         };
         drop(work);
+        // Not the last guard (ours is): no traffic. A proclaim still in flight holds its own.
+        drop(hold.lock().take());
         {
             let mut state = self.state.lock();
             self.cancel_locked(&cancel, CancelReason::Closed);

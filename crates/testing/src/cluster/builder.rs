@@ -3,7 +3,6 @@
 //! starts.
 
 use std::fmt::Write as _;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -11,7 +10,7 @@ use super::handle::TestingCluster;
 use super::member::ClusterMember;
 use crate::classpath::Jit;
 use crate::error::{Result, TestingError};
-use crate::launch::{create_dir, temp_dir, write_file, Jvm, Launch, LaunchError, Tuning};
+use crate::launch::{create_dir, temp_dir, write_file, Jvm, LaunchError, Tuning};
 use crate::ports::free_ports;
 use crate::slot::ServerSlot;
 
@@ -29,6 +28,7 @@ const FRESH_PORT_ATTEMPTS: u32 = 3;
 /// | min / max session timeout | 1 s / 60 s | `minSessionTimeout=1000`, `maxSessionTimeout=60000` |
 /// | container check interval | 500 ms | `-Dznode.container.checkIntervalMs=500` |
 /// | start timeout | 60 s | until every member serves and one is leader |
+/// | reconfig | off | with [`reconfig(true)`](Self::reconfig): `reconfigEnabled=true`, `skipACL=yes`, server lines in a dynamic config file with `;127.0.0.1:CLIENT` |
 ///
 /// ZooKeeper counts `initLimit`/`syncLimit` in ticks; this builder takes absolute durations
 /// (rounded up to whole ticks) so that JVM pauses on a small machine never drop a follower. A
@@ -51,6 +51,7 @@ pub struct TestingClusterBuilder {
     tuning: Tuning,
     init_limit: Duration,
     sync_limit: Duration,
+    reconfig: bool,
 }
 
 impl Default for TestingClusterBuilder {
@@ -60,6 +61,7 @@ impl Default for TestingClusterBuilder {
             tuning: Tuning::new(Duration::from_secs(60)),
             init_limit: Duration::from_secs(10),
             sync_limit: Duration::from_secs(10),
+            reconfig: false,
         }
     }
 }
@@ -93,6 +95,30 @@ impl TestingClusterBuilder {
     /// (`syncLimit`, converted to ticks); defaults to 10 s.
     pub fn sync_limit(mut self, limit: Duration) -> Self {
         self.sync_limit = limit;
+        self
+    }
+
+    /// A reconfigurable ensemble (ZooKeeper's dynamic reconfiguration); defaults to off, a static
+    /// `zoo.cfg` whose `server.N` lines name no client address.
+    ///
+    /// On: `reconfigEnabled=true`, `standaloneEnabled=false`, `skipACL=yes` (ZooKeeper 3.8 lets
+    /// only a super user reconfigure otherwise; skipping ACLs is for tests only), and the
+    /// `server.N=127.0.0.1:QUORUM:ELECTION:participant;127.0.0.1:CLIENT` lines in a dynamic config
+    /// file, so `/zookeeper/config` names every member's client address. Add members with
+    /// [`TestingCluster::add_member`], change the ensemble with
+    /// [`TestingCluster::reconfig_add`] and [`TestingCluster::reconfig_remove`].
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), zk_recipes_testing::TestingError> {
+    /// let mut cluster = zk_recipes_testing::TestingCluster::builder().reconfig(true).start().await?;
+    /// let joiner = cluster.add_member().await?;
+    /// cluster.reconfig_add(joiner).await?;
+    /// cluster.reconfig_remove(0).await?;
+    /// cluster.stop(0).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn reconfig(mut self, enabled: bool) -> Self {
+        self.reconfig = enabled;
         self
     }
 
@@ -152,7 +178,13 @@ impl TestingClusterBuilder {
                 member.process = Some(process);
                 member.log_from = log_from;
             }
-            let mut cluster = TestingCluster { members, tuning: self.tuning.clone(), dir, _slot: None };
+            let mut cluster = TestingCluster {
+                members,
+                tuning: self.tuning.clone(),
+                reconfig: self.reconfig.then(|| self.quorum_settings()),
+                dir,
+                _slot: None,
+            };
             match cluster.wait_for_ensemble(self.tuning.start_timeout).await {
                 Ok(()) => {
                     tracing::info!(
@@ -176,17 +208,22 @@ impl TestingClusterBuilder {
 
     fn write_members(&self, jvm: &Jvm, root: &Path) -> Result<Vec<ClusterMember>> {
         let ports = free_ports(3 * self.size)?;
-        let tick = self.tuning.tick_time.as_millis().max(1);
-        let ticks = |limit: Duration| limit.as_millis().div_ceil(tick).max(1);
-        let mut servers = String::new();
-        let _ = writeln!(servers, "initLimit={}", ticks(self.init_limit));
-        let _ = writeln!(servers, "syncLimit={}", ticks(self.sync_limit));
-        if self.size == 1 {
+        let mut servers = self.quorum_settings();
+        if self.size == 1 && !self.reconfig {
             let _ = writeln!(servers, "standaloneEnabled=false");
         }
+        let mut dynamic = String::new();
         for index in 0..self.size {
-            let (quorum, election) = (ports[3 * index + 1], ports[3 * index + 2]);
-            let _ = writeln!(servers, "server.{}=127.0.0.1:{quorum}:{election}", index + 1);
+            let (client, quorum, election) = (ports[3 * index], ports[3 * index + 1], ports[3 * index + 2]);
+            if self.reconfig {
+                let _ = writeln!(
+                    dynamic,
+                    "{}",
+                    super::reconfig::server_line(index as u32 + 1, quorum, election, client)
+                );
+            } else {
+                let _ = writeln!(servers, "server.{}=127.0.0.1:{quorum}:{election}", index + 1);
+            }
         }
         let mut members = Vec::with_capacity(self.size);
         for index in 0..self.size {
@@ -197,33 +234,35 @@ impl TestingClusterBuilder {
             write_file(&data_dir.join("myid"), &format!("{server_id}\n"))?;
             let client_port = ports[3 * index];
             let config_path = member_dir.join("zoo.cfg");
-            write_file(&config_path, &(self.tuning.common_config(&data_dir, client_port) + &servers))?;
-            members.push(ClusterMember {
-                process: None,
-                launch: Launch {
-                    jvm: jvm.clone(),
-                    main_class: "org.apache.zookeeper.server.quorum.QuorumPeerMain",
-                    config_path,
-                    log_path: member_dir.join("zookeeper.log"),
-                    work_dir: member_dir,
-                    cleanup_dir: root.to_path_buf(),
-                    client_address: SocketAddr::from((Ipv4Addr::LOCALHOST, client_port)),
-                    peer_ports: vec![ports[3 * index + 1], ports[3 * index + 2]],
-                    secure_address: None,
-                    container_check_interval: self.tuning.container_check_interval,
-                    jit: self.tuning.jit,
-                    extended_types: self.tuning.extended_types,
-                    heap_mib: self.tuning.heap_mib,
-                    jaas_path: None,
-                },
+            let mut config = self.tuning.common_config(&data_dir, client_port) + &servers;
+            if self.reconfig {
+                config += &super::reconfig::dynamic_settings(&member_dir, &dynamic)?;
+            }
+            write_file(&config_path, &config)?;
+            members.push(ClusterMember::new(
+                jvm,
+                &self.tuning,
+                root,
+                member_dir,
                 server_id,
-                quorum_port: ports[3 * index + 1],
-                election_port: ports[3 * index + 2],
+                [client_port, ports[3 * index + 1], ports[3 * index + 2]],
                 data_dir,
-                log_from: 0,
-            });
+            ));
         }
         Ok(members)
+    }
+
+    /// `initLimit`, `syncLimit` and, for a reconfigurable ensemble, what it needs.
+    fn quorum_settings(&self) -> String {
+        let tick = self.tuning.tick_time.as_millis().max(1);
+        let ticks = |limit: Duration| limit.as_millis().div_ceil(tick).max(1);
+        let mut settings = String::new();
+        let _ = writeln!(settings, "initLimit={}", ticks(self.init_limit));
+        let _ = writeln!(settings, "syncLimit={}", ticks(self.sync_limit));
+        if self.reconfig {
+            settings += super::reconfig::RECONFIG_SETTINGS;
+        }
+        settings
     }
 }
 

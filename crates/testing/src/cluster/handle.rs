@@ -44,6 +44,8 @@ pub struct TestingCluster {
     // Field order is drop order: kill the JVMs, then delete their files, then free the slot.
     pub(super) members: Vec<ClusterMember>,
     pub(super) tuning: Tuning,
+    /// For a reconfigurable ensemble, the `zoo.cfg` quorum lines a joining member gets.
+    pub(super) reconfig: Option<String>,
     pub(super) dir: TempDir,
     pub(super) _slot: Option<ServerSlot>,
 }

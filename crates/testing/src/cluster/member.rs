@@ -1,14 +1,14 @@
 //! [`ClusterMember`]: one member of a cluster, its ports, files and process, and what it answers.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
 use crate::four_letter::{
     four_letter_word, mntr_of, mode_of, watches_of, znode_count_of, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,
 };
-use crate::launch::Launch;
+use crate::launch::{Jvm, Launch, Tuning};
 use crate::process::JvmProcess;
 
 /// One member of a [`TestingCluster`]: its ports, files and process. Change its state through
@@ -38,6 +38,44 @@ pub struct ClusterMember {
 }
 
 impl ClusterMember {
+    /// A member not started yet, whose `zoo.cfg` is in `member_dir`; `ports` are the client,
+    /// quorum and election ports.
+    pub(super) fn new(
+        jvm: &Jvm,
+        tuning: &Tuning,
+        cluster_dir: &Path,
+        member_dir: PathBuf,
+        server_id: u32,
+        ports: [u16; 3],
+        data_dir: PathBuf,
+    ) -> ClusterMember {
+        let [client_port, quorum_port, election_port] = ports;
+        ClusterMember {
+            process: None,
+            launch: Launch {
+                jvm: jvm.clone(),
+                main_class: "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                config_path: member_dir.join("zoo.cfg"),
+                log_path: member_dir.join("zookeeper.log"),
+                work_dir: member_dir,
+                cleanup_dir: cluster_dir.to_path_buf(),
+                client_address: SocketAddr::from((Ipv4Addr::LOCALHOST, client_port)),
+                peer_ports: vec![quorum_port, election_port],
+                secure_address: None,
+                container_check_interval: tuning.container_check_interval,
+                jit: tuning.jit,
+                extended_types: tuning.extended_types,
+                heap_mib: tuning.heap_mib,
+                jaas_path: None,
+            },
+            server_id,
+            quorum_port,
+            election_port,
+            data_dir,
+            log_from: 0,
+        }
+    }
+
     /// ZooKeeper's server id (`myid`, 1-based; member index + 1).
     pub fn server_id(&self) -> u32 {
         self.server_id

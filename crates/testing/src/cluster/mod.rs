@@ -3,6 +3,7 @@
 //! - [`member`]: [`ClusterMember`], one member's ports, files, process and four-letter words;
 //! - [`handle`]: [`TestingCluster`], the members, the leader, the wait until the ensemble serves;
 //! - [`control`]: stopping, killing, restarting, pausing and resuming members;
+//! - [`reconfig`]: a reconfigurable ensemble: joining members, `reconfig` add and remove;
 //! - [`builder`]: [`TestingClusterBuilder`], the settings, the members' files and the start.
 //!
 //! Each file imports only the ones before it in this list.
@@ -11,6 +12,7 @@ mod builder;
 mod control;
 mod handle;
 mod member;
+mod reconfig;
 
 pub use builder::TestingClusterBuilder;
 pub use handle::TestingCluster;
