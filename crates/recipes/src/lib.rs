@@ -17,6 +17,7 @@
 //! | `barrier` (feature `barrier`, default) | `zk-recipes-barrier` | a barrier node to wait on and a double barrier of N members, Curator's `DistributedBarrier` / `DistributedDoubleBarrier` |
 //! | `discovery` (feature `discovery`, default) | `zk-recipes-discovery` | service discovery in Curator's znodes and JSON, byte for byte: register, update, unregister, query instances that Java services see, and see theirs; Curator's `ServiceDiscovery` / `ServiceInstance` / `UriSpec` / `ServiceCache` / `ServiceProvider` |
 //! | `lease` (feature `lease`, default) | `zk-recipes-lease` | a lease held for a duration across processes, with a fencing token: natively on a TTL node (the server's clock), or in kazoo's `NonBlockingLease` / `MultiNonBlockingLease` layout (client clocks) |
+//! | `partition` (feature `partition`, default) | `zk-recipes-partition` | a work partitioner: workers share a set of items, each item owned by exactly one worker at a time through a lock (fencing token, `lost` signal, one task per item), moved only once the party has settled; kazoo's `SetPartitioner` layout as an option |
 //! | `queue` (feature `queue`, default) | `zk-recipes-queue` | distributed, priority, delay and id queues (at most once, or lock-safe at least once) and the simple queue, Curator's `DistributedQueue` family / `SimpleDistributedQueue` |
 //!
 //! ```no_run
@@ -57,6 +58,10 @@ pub use zk_recipes_leader as leader;
 #[cfg_attr(docsrs, doc(cfg(feature = "lease")))]
 #[doc(inline)]
 pub use zk_recipes_lease as lease;
+#[cfg(feature = "partition")]
+#[cfg_attr(docsrs, doc(cfg(feature = "partition")))]
+#[doc(inline)]
+pub use zk_recipes_partition as partition;
 #[cfg(feature = "lock-internals")]
 #[cfg_attr(docsrs, doc(cfg(feature = "lock-internals")))]
 #[doc(inline)]
