@@ -14,14 +14,20 @@
 //! - `CACHE_BENCH_FOLLOW_CHILDREN` [10000]: children of the parent whose changes are followed;
 //! - `CACHE_BENCH_RATE` [10000]: sets per second while the changes are followed, for 5 s;
 //! - `CACHE_BENCH_ROUNDS` [3]: load rounds, ours, the floor and Curator interleaved; medians;
-//! - `CACHE_BENCH_LOADS` [1]: 0 skips the loads (only the follow lag runs).
+//! - `CACHE_BENCH_LOADS` [1]: 0 skips the loads (only the follow lag runs);
+//! - `--json FILE` (or `ZKR_BENCH_JSON`): also append each result as a JSON line
+//!   (`support::JsonLines`; scenarios `load-flat`, `load-tree` (unit `s`), `memory-flat`,
+//!   `memory-tree` (unit `bytes/node`: live heap, ours also `rss_bytes_per_node`) and `follow`
+//!   (`p50_us`, `p99_us`, `achieved_rate`), clients `ours`, `floor`, `curator`).
 //!
 //! - **Load**: from start to `Initialized`, against a bare walk (`get_data`, then
 //!   `get_children` when the node has children), with the same 256 reads in flight; Curator's
 //!   from `start()` to its `initialized` callback, in a fresh JVM each round.
-//! - **Memory**: ours, resident memory the loaded cache holds, per node (RSS after the load minus
-//!   before it, each after `malloc_trim`; the first round, which also grows the process's own
-//!   buffers, is left out when there are more); Curator's, Java heap in use after a full GC,
+//! - **Memory**: ours, the live heap the loaded cache holds per node (bytes allocated and not
+//!   freed, counted by this binary's allocator, after the load minus before it), and resident
+//!   memory per node (RSS after the load minus before it, each after `malloc_trim`, which depends
+//!   on the heap's history; the first round, which also grows the process's own buffers, is left
+//!   out when there are more); Curator's, Java heap in use after a full GC,
 //!   after the load minus before it. Node data 8 bytes.
 //! - **Follow lag**: a writer sets the follow parent's children at the given rate, each set
 //!   carrying its send time; ours (a cache subscriber), the floor (a bare persistent recursive
@@ -47,8 +53,14 @@ mod support;
 #[command(name = "cache", bin_name = "cargo bench -p zk-recipes-benches --bench cache --")]
 struct Args {
     #[command(flatten)]
+    json: support::JsonOutput,
+    #[command(flatten)]
     harness: support::Harness,
 }
+
+/// Counts live heap, for the bytes a loaded cache holds per node (see `support::live_heap`).
+#[global_allocator]
+static ALLOCATOR: support::live_heap::CountingAllocator = support::live_heap::CountingAllocator;
 
 const IN_FLIGHT: usize = 256;
 const DATA: [u8; 8] = *b"8 bytes!";
@@ -158,7 +170,10 @@ async fn curator_load(connect: &str, root: &str, settings: &CuratorSettings) -> 
 struct Load {
     ours: Vec<Duration>,
     floor: Vec<Duration>,
+    /// RSS per node (the first round left out when there are more).
     bytes_per_node: Vec<f64>,
+    /// Live heap per node, each round.
+    live_per_node: Vec<f64>,
     nodes: usize,
     /// Curator's rounds: load time and heap bytes per node; `None` for a failed load.
     curator: Vec<Option<(Duration, f64)>>,
@@ -190,6 +205,7 @@ async fn measure_load(connect: &str, root: &str, rounds: usize, curator: &Curato
         ours: Vec::new(),
         floor: Vec::new(),
         bytes_per_node: Vec::new(),
+        live_per_node: Vec::new(),
         nodes: 0,
         curator_incomplete: Vec::new(),
         curator: Vec::new(),
@@ -202,11 +218,14 @@ async fn measure_load(connect: &str, root: &str, rounds: usize, curator: &Curato
         for ours_turn in [round % 2 == 0, round % 2 == 1] {
             if ours_turn {
                 let before = support::rss_bytes();
+                let live_before = support::live_heap::live_heap_bytes();
                 let started = Instant::now();
                 let cache = Cache::builder(&framework, root).start().expect("cache");
                 cache.initialized(Deadline::after(Duration::from_secs(600))).await.expect("loaded");
                 load.ours.push(started.elapsed());
                 load.nodes = cache.len();
+                load.live_per_node
+                    .push((support::live_heap::live_heap_bytes() - live_before) as f64 / cache.len() as f64);
                 // The first load also grows the process's own buffers and allocator arenas.
                 if round > 0 || rounds == 1 {
                     load.bytes_per_node
@@ -357,18 +376,40 @@ async fn measure_lag(
     Lags { ours, floor, curator, achieved_rate }
 }
 
-fn report_load(what: &str, load: &Load) {
+fn report_load(what: &str, scenario: &str, load: &Load, json: &support::JsonLines) {
     let ours = support::median(&load.ours);
     let floor = support::median(&load.floor);
     println!(
-        "{what}: {} nodes, load ours {:.2} s, floor {:.2} s, floor / ours {:.2} (1.0 = at the floor); memory {:.0} bytes per node (data {} bytes)",
+        "{what}: {} nodes, load ours {:.2} s, floor {:.2} s, floor / ours {:.2} (1.0 = at the floor); memory {:.0} bytes \
+         of live heap, {:.0} bytes of RSS per node (data {} bytes)",
         load.nodes,
         ours.as_secs_f64(),
         floor.as_secs_f64(),
         floor.as_secs_f64() / ours.as_secs_f64(),
+        support::median(&load.live_per_node),
         support::median(&load.bytes_per_node),
         DATA.len()
     );
+    let secs = |times: &[Duration]| times.iter().map(Duration::as_secs_f64).collect::<Vec<f64>>();
+    let nodes = serde_json::json!({ "param": "nodes", "value": load.nodes, "data_bytes": DATA.len() });
+    json.emit_series(&format!("load-{scenario}"), "ours", "s", &secs(&load.ours), nodes.clone());
+    json.emit_series(&format!("load-{scenario}"), "floor", "s", &secs(&load.floor), nodes.clone());
+    let mut memory = nodes.clone();
+    memory["rss_bytes_per_node"] = serde_json::json!(support::median(&load.bytes_per_node));
+    json.emit_series(&format!("memory-{scenario}"), "ours", "bytes/node", &load.live_per_node, memory);
+    let complete: Vec<(Duration, f64)> = load.curator.iter().flatten().copied().collect();
+    let mut curator = nodes;
+    curator["incomplete"] = serde_json::json!(load.curator_incomplete);
+    curator["loads"] = serde_json::json!(load.curator.len());
+    if complete.len() == load.curator.len() && !complete.is_empty() {
+        let times: Vec<Duration> = complete.iter().map(|(time, _)| *time).collect();
+        let bytes: Vec<f64> = complete.iter().map(|(_, bytes)| *bytes).collect();
+        json.emit_series(&format!("load-{scenario}"), "curator", "s", &secs(&times), curator.clone());
+        json.emit_series(&format!("memory-{scenario}"), "curator", "bytes/node", &bytes, curator);
+    } else {
+        // Curator's cache did not load the whole tree in every round: no time to compare.
+        json.emit(&format!("load-{scenario}"), "curator", curator);
+    }
     println!(
         "    rounds: ours {:?}, floor {:?}, bytes/node {:?}",
         load.ours, load.floor, load.bytes_per_node
@@ -423,6 +464,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
         let args: Args = support::parse();
+        let json = support::JsonLines::new("cache", &args.json);
         let smoke = args.harness.is_smoke_run();
         let children = if smoke { 2_000 } else { env_usize("CACHE_BENCH_CHILDREN", 100_000) };
         let tree = if smoke { 4_000 } else { env_usize("CACHE_BENCH_TREE", 300_000) };
@@ -451,9 +493,9 @@ fn main() {
 
         if env_usize("CACHE_BENCH_LOADS", 1) != 0 {
             let flat = measure_load(&connect, "/bench-cache/flat", rounds, &curator).await;
-            report_load(&format!("{children} children under one parent"), &flat);
+            report_load(&format!("{children} children under one parent"), "flat", &flat, &json);
             let deep = measure_load(&connect, "/bench-cache/tree", rounds, &curator).await;
-            report_load(&format!("a subtree of {tree} nodes"), &deep);
+            report_load(&format!("a subtree of {tree} nodes"), "tree", &deep, &json);
         }
 
         let Lags { mut ours, mut floor, curator: (curator_count, curator_p50, curator_p99), achieved_rate } =
@@ -488,5 +530,21 @@ fn main() {
             ours_p99.as_secs_f64() / floor_p99.as_secs_f64(),
             ours_p99.as_secs_f64() / curator_p99.as_secs_f64()
         );
+        let follow = serde_json::json!({
+            "param": "children", "value": follow_children, "asked_rate": rate,
+            "achieved_rate": achieved_rate, "secs": follow_for.as_secs_f64(),
+        });
+        let micros = |lag: Duration| lag.as_secs_f64() * 1e6;
+        for (client, count, p50, p99) in [
+            ("ours", ours.len(), percentile(&mut ours, 0.5), ours_p99),
+            ("floor", floor.len(), percentile(&mut floor, 0.5), floor_p99),
+            ("curator", curator_count, curator_p50, curator_p99),
+        ] {
+            let mut fields = follow.clone();
+            fields["changes"] = serde_json::json!(count);
+            fields["p50_us"] = serde_json::json!(micros(p50));
+            fields["p99_us"] = serde_json::json!(micros(p99));
+            json.emit("follow", client, fields);
+        }
     });
 }

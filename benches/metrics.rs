@@ -5,7 +5,9 @@
 //!
 //! `cargo bench -p zk-recipes-benches --bench metrics -- --rounds 41 --cycles 300` (defaults shown): many
 //! short rounds, so that both mutexes meet the same moments of a noisy machine.
-//! Under `cargo test` it makes a smoke run.
+//! Under `cargo test` it makes a smoke run. With `--json FILE` (or `ZKR_BENCH_JSON`) both series are
+//! also appended as JSON lines (`bench` = `metrics`, scenario `uncontended`, client `recorded` or
+//! `not-recorded`, `per_round` the cycles/s of each round).
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +27,8 @@ struct Args {
     /// Lock + release cycles per round [default: 300; a smoke run: 20].
     #[arg(long)]
     cycles: Option<usize>,
+    #[command(flatten)]
+    json: support::JsonOutput,
     #[command(flatten)]
     harness: support::Harness,
 }
@@ -48,6 +52,7 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
         let args: Args = support::parse();
+        let json = support::JsonLines::new("metrics", &args.json);
         let smoke = args.harness.is_smoke_run();
         let rounds = args.rounds.unwrap_or(if smoke { 1 } else { 41 });
         let cycles = args.cycles.unwrap_or(if smoke { 20 } else { 300 });
@@ -75,6 +80,9 @@ fn main() {
                 off.push(cycles_per_second(&silent, cycles).await);
             }
         }
+        let fields = serde_json::json!({ "cycles_per_round": cycles });
+        json.emit_series("uncontended", "not-recorded", "cycles/s", &off, fields.clone());
+        json.emit_series("uncontended", "recorded", "cycles/s", &on, fields);
         let (off, on) = (support::median(&off), support::median(&on));
         let recorded_samples = handle
             .render()
