@@ -728,3 +728,36 @@ async fn services_lists_the_services_and_their_instances_as_stored() {
     }
     within("close", fw.close()).await;
 }
+
+/// `zkr ensemble` on a reconfigurable ensemble: every server of `/zookeeper/config` with its
+/// client address, and the one this client is connected to marked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensemble_lists_the_servers_and_marks_the_connected_one() {
+    let cluster = within_for(
+        Duration::from_secs(120),
+        "cluster start",
+        zk_recipes_testing::TestingCluster::builder().size(3).reconfig(true).start(),
+    )
+    .await
+    .expect("a reconfigurable ensemble");
+    let first = cluster.member(0).expect("a first member");
+    let (code, document) = zkr_json(&first.connect_string(), &["ensemble"]).await;
+    assert_eq!(code, 0, "{document}");
+    let servers = document["servers"].as_array().unwrap_or_else(|| panic!("no servers in {document}"));
+    let clients: Vec<&str> = servers.iter().map(|server| server["client"].as_str().unwrap_or("")).collect();
+    let expected: Vec<String> = cluster.members().iter().map(|member| member.address().to_string()).collect();
+    assert_eq!(clients, expected, "one server per member, in id order: {document}");
+    assert!(servers.iter().all(|server| server["role"] == "participant"), "{document}");
+    assert!(document["version"].as_str().is_some_and(|version| !version.is_empty()), "{document}");
+    if cfg!(target_os = "linux") {
+        let marked: Vec<&Value> = servers.iter().filter(|server| server["connected"] == true).collect();
+        assert_eq!(marked.len(), 1, "exactly one server is marked: {document}");
+        assert_eq!(marked[0]["client"], first.address().to_string(), "{document}");
+        assert_eq!(document["connected_to"], first.address().to_string(), "{document}");
+    }
+
+    let table = zkr(&first.connect_string(), &["ensemble"]).await;
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(table.status.success(), "{text}");
+    assert_eq!(text.lines().filter(|line| line.starts_with("server.")).count(), 3, "{text}");
+}
