@@ -88,6 +88,7 @@ pub use session::duration::ReadableDuration;
 pub use session::ensemble::{EnsembleChange, EnsembleConfig, EnsembleServer, ServerRole};
 pub use session::error::{ConnectionFailure, Error, Result};
 pub use session::events::ConnectionEvents;
+pub use session::features::{Feature, ServerFeatures};
 pub use session::handle::Framework;
 pub use session::host::local_address;
 pub use session::live_session::Session;
@@ -116,5 +117,6 @@ mod tests {
         assert_send_sync::<PersistentWatch>();
         assert_send_sync::<ConnectionEvents>();
         assert_send_sync::<ConnectionSnapshot>();
+        assert_send_sync::<ServerFeatures>();
     }
 }

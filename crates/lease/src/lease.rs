@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tracing::Instrument;
-use zk_recipes_framework::{path, Deadline, Framework, ReadableDuration, MAX_TTL};
+use zk_recipes_framework::{path, Deadline, Feature, Framework, ReadableDuration, MAX_TTL};
 use zk_recipes_mutex::{LockLayout, Mutex, MutexGuard};
 
 use crate::error::{LeaseError, Result};
@@ -290,6 +290,8 @@ impl Lease {
     ///
     /// # Errors
     /// [`LeaseError::Held`] when another holder has it (nothing of ours is left on the server);
+    /// native layout: a framework `MissingFeature` before anything is sent when the server has no
+    /// TTL nodes;
     /// kazoo layout: [`LeaseError::UnknownVersion`], [`LeaseError::Malformed`],
     /// [`LeaseError::Lock`]; framework errors (a timeout at the builder's timeout).
     ///
@@ -304,6 +306,9 @@ impl Lease {
     /// record is read back, and if it is ours the acquire holds it. A native acquire that still
     /// fails with its outcome unknown deletes its node if it finds it.
     pub async fn acquire(&self) -> Result<HeldLease> {
+        if self.config.layout == LeaseLayout::Native {
+            self.config.framework.require(Feature::TtlNodes, self.config.timeout).await?;
+        }
         let lease = self.clone();
         let (mut reply, outcome) = oneshot::channel();
         let span = tracing::info_span!("lease", path = %self.config.path, layout = ?self.config.layout);

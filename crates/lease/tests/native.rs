@@ -260,9 +260,17 @@ async fn a_server_without_ttl_nodes_refuses_the_native_lease_clearly() {
     let a = lease(&framework, "/no-ttl", Duration::from_secs(5), "holder-a");
     let err = within("acquire", a.acquire()).await.expect_err("no TTL nodes on this server");
     assert!(
-        matches!(&err, LeaseError::Framework(zk_recipes_framework::Error::InvalidArgument(message)) if message.contains("extendedTypesEnabled")),
+        matches!(
+            &err,
+            LeaseError::Framework(zk_recipes_framework::Error::MissingFeature {
+                feature: zk_recipes_framework::Feature::TtlNodes,
+                server_version,
+            }) if server_version.starts_with("3.")
+        ),
         "{err:?}"
     );
+    assert!(err.to_string().contains("extendedTypesEnabled"), "{err}");
+    assert!(!err.is_retryable());
     assert!(within("exists", framework.exists("/no-ttl", step())).await.expect("exists").is_none());
     close_all([framework]).await;
 }

@@ -194,6 +194,8 @@ pub(crate) struct Launch {
     pub(crate) heap_mib: u32,
     /// The JAAS file of the server's SASL users, if it has any.
     pub(crate) jaas_path: Option<PathBuf>,
+    /// More `-Dname=value` flags (a cluster's `readonlymode.enabled`).
+    pub(crate) system_properties: Vec<String>,
 }
 
 /// Why a start-up attempt failed.
@@ -231,6 +233,7 @@ impl Launch {
             self.extended_types,
             self.heap_mib,
         );
+        args.extend(self.system_properties.iter().map(OsString::from));
         if let Some(jaas_path) = &self.jaas_path {
             let mut flag = OsString::from("-Djava.security.auth.login.config=");
             flag.push(jaas_path);

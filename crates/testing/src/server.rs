@@ -255,6 +255,7 @@ impl TestingServerBuilder {
                     extended_types: self.tuning.extended_types,
                     heap_mib: self.tuning.heap_mib,
                     jaas_path: jaas_path.clone(),
+                    system_properties: Vec::new(),
                 },
                 data_dir: data_dir.clone(),
                 tuning: self.tuning.clone(),

@@ -103,7 +103,8 @@ impl Framework {
     /// the watch reports every change from now on. `path` need not exist.
     ///
     /// # Errors
-    /// [`Error::InvalidPath`] before anything is sent; otherwise as [`Framework::retry`].
+    /// [`Error::InvalidPath`] before anything is sent; [`Error::MissingFeature`] when the server has
+    /// no persistent watches ([`Framework::require`]); otherwise as [`Framework::retry`].
     ///
     /// # Cancel safety
     /// Cancel safe: a cancelled call returns no watch, and a watch the server set for it is removed
@@ -117,6 +118,7 @@ impl Framework {
     ) -> Result<PersistentWatch> {
         let deadline = deadline.into();
         path::validate(path).map_err(|reason| Error::invalid_path(path, reason))?;
+        self.require(crate::Feature::PersistentWatches, deadline).await?;
         let mode = if recursive { AddWatchMode::PersistentRecursive } else { AddWatchMode::Persistent };
         let events = self.connection_events();
         let current = register(self, path, mode, deadline).await?;

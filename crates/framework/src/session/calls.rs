@@ -201,6 +201,7 @@ impl Framework {
             Err(err) if err.is_session_lost() => {
                 Err(if self.is_closed() { Error::Closed } else { Error::SessionLost })
             }
+            Err(err) if err.is_read_only() => Err(Error::ReadOnly),
             other => other,
         }
     }

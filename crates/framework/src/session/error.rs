@@ -112,12 +112,37 @@ pub enum Error {
         source: zookeeper_client::Error,
     },
 
+    /// The server cannot do what the call needs ([`crate::Framework::require`]): checked when a
+    /// recipe starts, so nothing was sent to the server for it.
+    #[error("the server (ZooKeeper {server_version}) does not support {feature}")]
+    MissingFeature {
+        /// What is missing.
+        feature: crate::Feature,
+        /// The server's version from `srvr`, or `unknown`.
+        server_version: String,
+    },
+
+    /// The framework is connected to a read-only server (a partitioned member, with
+    /// [`crate::FrameworkBuilder::can_be_read_only`]): reads work, this write was refused at once
+    /// and nothing was changed. Not retryable: the write can succeed once the framework is back on
+    /// a read-write server (state `Reconnected`), which is for the caller to wait for.
+    #[error(
+        "the server is read-only (partitioned from its quorum): writes are refused until a quorum returns"
+    )]
+    ReadOnly,
+
     /// The server answered with an error, or the connection failed while a request was in flight.
     #[error("ZooKeeper: {0}")]
     ZooKeeper(#[from] zookeeper_client::Error),
 }
 
 impl Error {
+    /// Whether a write was refused because the server is read-only ([`Error::ReadOnly`], or the
+    /// server's own `NotReadOnly` from a call outside the framework's node API).
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Error::ReadOnly | Error::ZooKeeper(zookeeper_client::Error::NotReadOnly))
+    }
+
     /// Whether the call's deadline (or timeout) passed.
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. })

@@ -81,7 +81,7 @@ pub(crate) struct Core {
     /// What [`Framework::close`] waits for before it ends the session ([`crate::CloseDelay`]).
     pub(crate) close_delays: Arc<InFlight>,
     /// What the servers can do (multi-read), learned once.
-    pub(crate) features: Arc<super::features::ServerFeatures>,
+    pub(crate) features: Arc<super::features::FeatureProbe>,
     /// What the floor above keeps in the framework ([`super::upper`]).
     pub(crate) upper: Upper,
     /// The servers new sessions open with ([`super::ensemble`]).

@@ -7,7 +7,7 @@ use std::time::Duration;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, SessionId};
 
 use super::acl::AclProvider;
-use super::features::ServerFeatures;
+use super::features::FeatureProbe;
 use super::upper::UpperParts;
 
 /// One ZooKeeper session of the framework, cheap to clone.
@@ -38,7 +38,7 @@ struct SessionParts {
     generation: u64,
     acl: Arc<dyn AclProvider>,
     /// What the servers can do (learned once per framework).
-    features: Arc<ServerFeatures>,
+    features: Arc<FeatureProbe>,
     /// What the floor above keeps beside this session ([`super::upper`]).
     upper: UpperParts,
 }
@@ -48,7 +48,7 @@ impl Session {
         client: Client,
         generation: u64,
         acl: Arc<dyn AclProvider>,
-        features: Arc<ServerFeatures>,
+        features: Arc<FeatureProbe>,
         upper: UpperParts,
     ) -> Self {
         Self { inner: Arc::new(SessionParts { client, generation, acl, features, upper }) }
@@ -60,7 +60,7 @@ impl Session {
     }
 
     /// What the servers can do.
-    pub(crate) fn features(&self) -> &Arc<ServerFeatures> {
+    pub(crate) fn features(&self) -> &Arc<FeatureProbe> {
         &self.inner.features
     }
 

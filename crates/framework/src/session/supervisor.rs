@@ -38,7 +38,7 @@ impl Framework {
             supervisor: Mutex::new(None),
             last_connection_failure: Mutex::new(None),
             close_delays: Arc::default(),
-            features: Arc::new(super::features::ServerFeatures::new(config_for_probe)),
+            features: Arc::new(super::features::FeatureProbe::new(config_for_probe)),
             upper,
             ensemble: super::ensemble::TrackedEnsemble::new(),
         });
@@ -167,6 +167,9 @@ async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Recei
     let session_id = session.id();
     let generation = session.generation();
     let mut suspended_since: Option<Instant> = None;
+    // Whether the session was ever served read-only: zookeeper-client leaves such a session for a
+    // new one (under the same handle) once it reaches a read-write server.
+    let mut served_read_only = session.client().session().is_readonly();
     loop {
         let lost_at = suspended_since.map(|since| since + session.timeout());
         tokio::select! {
@@ -182,6 +185,13 @@ async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Recei
                         core.publish(ConnectionState::Suspended, session_id, generation, Some(session.clone()));
                     }
                 }
+                SessionState::SyncConnected if served_read_only => {
+                    // A read-only session found a read-write server: zookeeper-client opened a new
+                    // session there, under the old handle's stale id. Start over on a session of our
+                    // own, announced as `Reconnected` with a new generation.
+                    info!(session = %session_id, "a read-write server is back: leaving the read-only session");
+                    return SessionEnd::Lost;
+                }
                 SessionState::SyncConnected | SessionState::ConnectedReadOnly => {
                     if suspended_since.is_none() {
                         // A disconnection came and went between two looks: report it all the same.
@@ -195,6 +205,7 @@ async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Recei
                         ));
                     }
                     let state = if state == SessionState::ConnectedReadOnly {
+                        served_read_only = true;
                         ConnectionState::ReadOnly
                     } else {
                         ConnectionState::Reconnected

@@ -29,6 +29,8 @@ const FRESH_PORT_ATTEMPTS: u32 = 3;
 /// | container check interval | 500 ms | `-Dznode.container.checkIntervalMs=500` |
 /// | start timeout | 60 s | until every member serves and one is leader |
 /// | reconfig | off | with [`reconfig(true)`](Self::reconfig): `reconfigEnabled=true`, `skipACL=yes`, server lines in a dynamic config file with `;127.0.0.1:CLIENT` |
+/// | observers | 0 | with [`observers(n)`](Self::observers): `n` more members with `peerType=observer`, their server lines ending in `:observer` |
+/// | read-only mode | off | with [`read_only_mode(true)`](Self::read_only_mode): `-Dreadonlymode.enabled=true` on every member, `localSessionsEnabled=true`, `localSessionsUpgradingEnabled=true` |
 ///
 /// ZooKeeper counts `initLimit`/`syncLimit` in ticks; this builder takes absolute durations
 /// (rounded up to whole ticks) so that JVM pauses on a small machine never drop a follower. A
@@ -52,6 +54,8 @@ pub struct TestingClusterBuilder {
     init_limit: Duration,
     sync_limit: Duration,
     reconfig: bool,
+    observers: usize,
+    read_only_mode: bool,
 }
 
 impl Default for TestingClusterBuilder {
@@ -62,6 +66,8 @@ impl Default for TestingClusterBuilder {
             init_limit: Duration::from_secs(10),
             sync_limit: Duration::from_secs(10),
             reconfig: false,
+            observers: 0,
+            read_only_mode: false,
         }
     }
 }
@@ -122,6 +128,45 @@ impl TestingClusterBuilder {
         self
     }
 
+    /// Adds `count` non-voting observers after the [`size`](Self::size) voting members; defaults
+    /// to 0. An observer's `zoo.cfg` says `peerType=observer` and every member's server line for it
+    /// ends in `:observer`; it serves clients (reads locally, forwards writes to the leader) and
+    /// `srvr` reports `Mode: observer`. Not with [`reconfig(true)`](Self::reconfig).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), zk_recipes_testing::TestingError> {
+    /// let cluster = zk_recipes_testing::TestingCluster::builder().observers(1).start().await?;
+    /// let observer = cluster.members().iter().find(|member| member.is_observer()).unwrap();
+    /// println!("observer at {}", observer.connect_string());
+    /// # Ok(()) }
+    /// ```
+    pub fn observers(mut self, count: usize) -> Self {
+        self.observers = count;
+        self
+    }
+
+    /// Starts every member with `-Dreadonlymode.enabled=true` (ZooKeeper's read-only mode); defaults
+    /// to off. A member cut off from its quorum then serves reads to clients that allow read-only
+    /// servers (`srvr` reports `Mode: read-only`) and refuses writes with `NotReadOnly`.
+    ///
+    /// It also sets `localSessionsEnabled=true` and `localSessionsUpgradingEnabled=true`: ZooKeeper
+    /// 3.8's read-only server opens only local sessions (it refuses every other new session with
+    /// `NotReadOnly`). So in such a cluster a session stays local to its server until it creates an
+    /// ephemeral node, and one that moves to another server before that is expired.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), zk_recipes_testing::TestingError> {
+    /// let mut cluster = zk_recipes_testing::TestingCluster::builder().read_only_mode(true).start().await?;
+    /// cluster.stop(0).await?;
+    /// cluster.stop(1).await?;
+    /// // member 2 turns read-only after a moment
+    /// # Ok(()) }
+    /// ```
+    pub fn read_only_mode(mut self, enabled: bool) -> Self {
+        self.read_only_mode = enabled;
+        self
+    }
+
     /// `minSessionTimeout`; defaults to 1 s.
     pub fn min_session_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.min_session_timeout = timeout;
@@ -166,6 +211,11 @@ impl TestingClusterBuilder {
         if self.size == 0 {
             return Err(TestingError::InvalidArgument("a cluster needs at least one member".to_owned()));
         }
+        if self.observers > 0 && self.reconfig {
+            return Err(TestingError::InvalidArgument(
+                "observers are not supported with reconfig(true)".to_owned(),
+            ));
+        }
         let jvm = Jvm::locate()?;
         let slot = ServerSlot::acquire().await;
         let started_at = Instant::now();
@@ -207,13 +257,14 @@ impl TestingClusterBuilder {
     }
 
     fn write_members(&self, jvm: &Jvm, root: &Path) -> Result<Vec<ClusterMember>> {
-        let ports = free_ports(3 * self.size)?;
+        let total = self.size + self.observers;
+        let ports = free_ports(3 * total)?;
         let mut servers = self.quorum_settings();
         if self.size == 1 && !self.reconfig {
             let _ = writeln!(servers, "standaloneEnabled=false");
         }
         let mut dynamic = String::new();
-        for index in 0..self.size {
+        for index in 0..total {
             let (client, quorum, election) = (ports[3 * index], ports[3 * index + 1], ports[3 * index + 2]);
             if self.reconfig {
                 let _ = writeln!(
@@ -222,11 +273,12 @@ impl TestingClusterBuilder {
                     super::reconfig::server_line(index as u32 + 1, quorum, election, client)
                 );
             } else {
-                let _ = writeln!(servers, "server.{}=127.0.0.1:{quorum}:{election}", index + 1);
+                let role = if index >= self.size { ":observer" } else { "" };
+                let _ = writeln!(servers, "server.{}=127.0.0.1:{quorum}:{election}{role}", index + 1);
             }
         }
-        let mut members = Vec::with_capacity(self.size);
-        for index in 0..self.size {
+        let mut members = Vec::with_capacity(total);
+        for index in 0..total {
             let server_id = index as u32 + 1;
             let member_dir = root.join(format!("member-{server_id}"));
             let data_dir = member_dir.join("data");
@@ -238,8 +290,17 @@ impl TestingClusterBuilder {
             if self.reconfig {
                 config += &super::reconfig::dynamic_settings(&member_dir, &dynamic)?;
             }
+            let observer = index >= self.size;
+            if observer {
+                config += "peerType=observer\n";
+            }
+            if self.read_only_mode {
+                // A read-only server only opens local sessions: without them it refuses every new
+                // session with `NotReadOnly`.
+                config += "localSessionsEnabled=true\nlocalSessionsUpgradingEnabled=true\n";
+            }
             write_file(&config_path, &config)?;
-            members.push(ClusterMember::new(
+            let mut member = ClusterMember::new(
                 jvm,
                 &self.tuning,
                 root,
@@ -247,7 +308,12 @@ impl TestingClusterBuilder {
                 server_id,
                 [client_port, ports[3 * index + 1], ports[3 * index + 2]],
                 data_dir,
-            ));
+            );
+            member.observer = observer;
+            if self.read_only_mode {
+                member.launch.system_properties.push("-Dreadonlymode.enabled=true".to_owned());
+            }
+            members.push(member);
         }
         Ok(members)
     }

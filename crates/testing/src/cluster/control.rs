@@ -52,7 +52,8 @@ impl TestingCluster {
     }
 
     /// Stops member `index` if it runs, starts it again with the same ports and data, and waits
-    /// until it serves as leader or follower (which needs a quorum of running members). Retries
+    /// until it serves as leader or follower (which needs a quorum of running members; an
+    /// observer: until it answers `srvr` with a mode). Retries
     /// for about 3 s if its ports are briefly busy.
     ///
     /// # Cancel safety
@@ -61,12 +62,14 @@ impl TestingCluster {
         self.stop(index).await?;
         let timeout = self.tuning.start_timeout;
         let member = self.member_mut(index)?;
+        // An observer never says leader or follower: it is ready once it answers with a mode.
+        let readiness = if member.observer { Readiness::Imok } else { Readiness::QuorumMember };
         let mut last_tail = String::new();
         for attempt in 0..SAME_PORT_ATTEMPTS {
             if attempt > 0 {
                 tokio::time::sleep(SAME_PORT_BACKOFF).await;
             }
-            match member.launch.start(Readiness::QuorumMember, timeout).await {
+            match member.launch.start(readiness, timeout).await {
                 Ok(process) => {
                     member.process = Some(process);
                     return Ok(());

@@ -158,6 +158,7 @@ impl TestingCluster {
                         leaders += 1;
                     }
                     Some(ServerMode::Follower) => serving += 1,
+                    Some(ServerMode::Observer) if member.observer => serving += 1,
                     _ => not_serving = not_serving.or(Some(member)),
                 }
             }

@@ -35,6 +35,8 @@ pub struct ClusterMember {
     pub(super) election_port: u16,
     pub(super) data_dir: PathBuf,
     pub(super) log_from: u64,
+    /// A non-voting observer (`peerType=observer`).
+    pub(super) observer: bool,
 }
 
 impl ClusterMember {
@@ -67,13 +69,22 @@ impl ClusterMember {
                 extended_types: tuning.extended_types,
                 heap_mib: tuning.heap_mib,
                 jaas_path: None,
+                system_properties: Vec::new(),
             },
+            observer: false,
             server_id,
             quorum_port,
             election_port,
             data_dir,
             log_from: 0,
         }
+    }
+
+    /// Whether this member is a non-voting observer ([`TestingClusterBuilder::observers`]).
+    ///
+    /// [`TestingClusterBuilder::observers`]: crate::TestingClusterBuilder::observers
+    pub fn is_observer(&self) -> bool {
+        self.observer
     }
 
     /// ZooKeeper's server id (`myid`, 1-based; member index + 1).
