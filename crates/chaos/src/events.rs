@@ -49,6 +49,13 @@ impl EventLog {
         Ok(EventLog { file: Mutex::new(file) })
     }
 
+    /// Writes `line` and a newline in one write (for logs in their own format, e.g.
+    /// [`crate::counters`]).
+    pub fn line(&self, line: &str) {
+        let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = file.write_all(format!("{line}\n").as_bytes());
+    }
+
     /// Writes one event line: `<kind> <recipe> <holder> <now> <rest>`.
     pub fn event(&self, kind: char, recipe: Recipe, holder: &str, rest: &str) {
         let line = if rest.is_empty() {

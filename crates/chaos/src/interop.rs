@@ -9,11 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use tokio::process::Command;
-use zk_recipes_testing::{java_binary, kazoo_python, zookeeper_classpath};
+use zk_recipes_testing::{curator_classpath, java_binary, kazoo_python, zookeeper_classpath};
 
 /// The ZooKeeper-recipe contender's source and main class.
 const ZOOKEEPER_RECIPE_SOURCE: &str = include_str!("../java/ZkRecipeChaos.java");
 const ZOOKEEPER_RECIPE_CLASS: &str = "zkrecipes.chaos.ZkRecipeChaos";
+/// The Curator mix contender's source and main class (`crate::counters`, `crate::barriers`).
+const CURATOR_COUNTER_SOURCE: &str = include_str!("../java/CuratorMixChaos.java");
+const CURATOR_COUNTER_CLASS: &str = "zkrecipes.chaos.CuratorMixChaos";
 /// The kazoo contender's source.
 const KAZOO_SOURCE: &str = include_str!("../python/kazoo_chaos.py");
 
@@ -68,6 +71,8 @@ pub struct Launchers {
     java: Option<(PathBuf, String)>,
     /// kazoo's Python and the script.
     kazoo: Option<(PathBuf, PathBuf)>,
+    /// `java` and the Curator counter contender's classpath (its classes first).
+    curator_counters: Option<(PathBuf, String)>,
 }
 
 impl Launchers {
@@ -82,7 +87,7 @@ impl Launchers {
         if zookeeper_recipe {
             let classpath = zookeeper_classpath().map_err(|err| format!("ZooKeeper's jars: {err}"))?;
             let java = java_binary().map_err(|err| err.to_string())?;
-            let classes = compile(out_dir, &java, &classpath)?;
+            let classes = compile(out_dir, "ZkRecipeChaos", ZOOKEEPER_RECIPE_SOURCE, &java, &classpath)?;
             launchers.java = Some((java, format!("{}:{classpath}", classes.display())));
         }
         if kazoo {
@@ -93,6 +98,35 @@ impl Launchers {
             launchers.kazoo = Some((python, script));
         }
         Ok(launchers)
+    }
+
+    /// Compiles the Curator mix contender (counters, barriers) into `out_dir/curator-counters/java` against Curator's jars.
+    ///
+    /// # Errors
+    /// A missing `java`, `javac` or Curator jar, or `javac`'s diagnostics.
+    pub fn prepare_curator_counters(&mut self, out_dir: &Path) -> Result<(), String> {
+        let classpath = curator_classpath().map_err(|err| format!("Curator's jars: {err}"))?;
+        let java = java_binary().map_err(|err| err.to_string())?;
+        let classes = compile(
+            &out_dir.join("curator-counters"),
+            "CuratorMixChaos",
+            CURATOR_COUNTER_SOURCE,
+            &java,
+            &classpath,
+        )?;
+        self.curator_counters = Some((java, format!("{}:{classpath}", classes.display())));
+        Ok(())
+    }
+
+    /// The Curator mix contender's command (stdin piped): `contend-counters ...` or
+    /// `contend-barrier ...` (see `crates/chaos/java/CuratorMixChaos.java`).
+    pub fn curator_counters(&self, args: &[String]) -> Result<Command, String> {
+        let (java, classpath) =
+            self.curator_counters.as_ref().ok_or("the Curator mix contender was not prepared")?;
+        let mut command = Command::new(java);
+        command.args(JVM_FLAGS).arg("-cp").arg(classpath).arg(CURATOR_COUNTER_CLASS).args(args);
+        command.stdin(Stdio::piped()).kill_on_drop(true);
+        Ok(command)
     }
 
     /// The ZooKeeper-recipe contender's command (stdin piped, stdout and stderr as given).
@@ -115,16 +149,15 @@ impl Launchers {
     }
 }
 
-/// Writes the source to `out_dir/java/src` and compiles it into `out_dir/java/classes`.
-fn compile(out_dir: &Path, java: &Path, classpath: &str) -> Result<PathBuf, String> {
+/// Writes `source` (class `name`) to `out_dir/java/src` and compiles it into `out_dir/java/classes`.
+fn compile(out_dir: &Path, name: &str, text: &str, java: &Path, classpath: &str) -> Result<PathBuf, String> {
     let sources = out_dir.join("java").join("src");
     let classes = out_dir.join("java").join("classes");
     for dir in [&sources, &classes] {
         std::fs::create_dir_all(dir).map_err(|err| format!("creating {}: {err}", dir.display()))?;
     }
-    let source = sources.join("ZkRecipeChaos.java");
-    std::fs::write(&source, ZOOKEEPER_RECIPE_SOURCE)
-        .map_err(|err| format!("writing {}: {err}", source.display()))?;
+    let source = sources.join(format!("{name}.java"));
+    std::fs::write(&source, text).map_err(|err| format!("writing {}: {err}", source.display()))?;
     let javac = javac(java)?;
     let output = std::process::Command::new(&javac)
         .args(["-nowarn", "-encoding", "UTF-8", "-cp", classpath, "-d"])

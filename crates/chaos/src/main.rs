@@ -4,16 +4,24 @@
 //! that must report violations).
 //!
 //! ```text
-//! zkr-chaos run [--quick] [--seed N] [--out-dir DIR]   # the whole run; exit 0 only when clean
+//! zkr-chaos run [--quick | --soak HOURS] [--seed N] [--out-dir DIR]   # exit 0 only when clean
 //! zkr-chaos contend ...                                  # one Rust contender (run spawns these)
+//! zkr-chaos count ...                                    # one Rust counter contender (run spawns these)
+//! zkr-chaos members ...                                  # one members process (run spawns these)
+//! zkr-chaos barrier ...                                  # double-barrier members (run spawns these)
+//! zkr-chaos cache ...                                    # a cache writer and followers (run spawns these)
 //! ```
 //!
 //! See `docs/reliability.md` for what each fault exercises and the last run's table.
 
+mod barriers;
+mod caches;
 mod check;
 mod contender;
+mod counters;
 mod events;
 mod interop;
+mod members;
 mod recipes;
 mod rng;
 mod run;
@@ -44,6 +52,93 @@ enum Commands {
     Run(RunArgs),
     /// One Rust contender process (spawned by `run`).
     Contend(ContendArgs),
+    /// One Rust counter contender process (spawned by `run`).
+    Count(CountArgs),
+    /// One members process: persistent nodes and group membership (spawned by `run`).
+    Members(MembersArgs),
+    /// One process of double-barrier members (spawned by `run`).
+    Barrier(BarrierArgs),
+    /// One cache process: a writer and followers of one subtree (spawned by `run`).
+    Cache(CacheArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct CacheArgs {
+    #[arg(long)]
+    connect: String,
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    #[arg(long)]
+    tag: String,
+    #[arg(long)]
+    log: PathBuf,
+    #[arg(long)]
+    root: String,
+    #[arg(long, default_value_t = 4000)]
+    session_timeout_ms: u64,
+    /// The negative control: the followers drop one change in four.
+    #[arg(long)]
+    drop_events: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct BarrierArgs {
+    #[arg(long)]
+    connect: String,
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    #[arg(long)]
+    tag: String,
+    #[arg(long)]
+    log: PathBuf,
+    #[arg(long)]
+    root: String,
+    /// How many members each round waits for (all processes').
+    #[arg(long)]
+    member_count: usize,
+    #[arg(long, default_value_t = 4000)]
+    session_timeout_ms: u64,
+    /// The negative control: enter without waiting for the others.
+    #[arg(long)]
+    no_wait: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct MembersArgs {
+    #[arg(long)]
+    connect: String,
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    #[arg(long)]
+    tag: String,
+    #[arg(long)]
+    log: PathBuf,
+    #[arg(long)]
+    root: String,
+    #[arg(long, default_value_t = 4000)]
+    session_timeout_ms: u64,
+    /// The negative control: plain creates, never made again.
+    #[arg(long)]
+    no_recreate: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct CountArgs {
+    #[arg(long)]
+    connect: String,
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    #[arg(long)]
+    tag: String,
+    #[arg(long)]
+    log: PathBuf,
+    #[arg(long)]
+    check_root: String,
+    #[arg(long, default_value_t = 4000)]
+    session_timeout_ms: u64,
+    /// The negative control: retry blindly after a reply treated as lost.
+    #[arg(long)]
+    blind: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -51,6 +146,13 @@ struct RunArgs {
     /// The short CI mode (about 3 minutes) instead of the default 30-minute run.
     #[arg(long)]
     quick: bool,
+    /// A soak: the whole mix with faults for this many hours (fractions allowed), a progress
+    /// table every ten minutes.
+    #[arg(long, conflicts_with = "quick")]
+    soak: Option<f64>,
+    /// How often a soak prints its progress table, in seconds (default 600).
+    #[arg(long, hide = true)]
+    report_every_secs: Option<u64>,
     /// The fault schedule's seed (default: from the clock; always printed).
     #[arg(long)]
     seed: Option<u64>,
@@ -75,6 +177,11 @@ struct RunArgs {
     /// The percentage of a busy session's acquires that give up early.
     #[arg(long, default_value_t = 25)]
     give_up_percent: u64,
+    /// The recipes besides the locks and queues, comma-separated (default:
+    /// counters,members,barriers,cache;
+    /// `-` for none).
+    #[arg(long)]
+    mix: Option<String>,
     /// Hold loops of each busy recipe (batch-0..3, zk-recipe, kazoo-lock) on each busy session.
     #[arg(long, default_value_t = 3)]
     busy_loops: usize,
@@ -130,6 +237,10 @@ fn main() {
         match cli.command {
             Commands::Run(args) => run_command(args).await,
             Commands::Contend(args) => contend_command(args).await,
+            Commands::Count(args) => count_command(args).await,
+            Commands::Members(args) => members_command(args).await,
+            Commands::Barrier(args) => barrier_command(args).await,
+            Commands::Cache(args) => cache_command(args).await,
         }
     });
     std::process::exit(code);
@@ -159,15 +270,49 @@ async fn run_command(args: RunArgs) -> i32 {
             return 2;
         }
     };
+    let mix = args.mix.as_deref().unwrap_or("counters,members,barriers,cache");
+    let mut counters = false;
+    let mut members = false;
+    let mut barriers = false;
+    let mut cache = false;
+    for name in mix.split(',').filter(|name| !name.is_empty() && *name != "-") {
+        match name {
+            "counters" => counters = true,
+            "members" => members = true,
+            "barriers" => barriers = true,
+            "cache" => cache = true,
+            other => {
+                eprintln!(
+                    "zkr-chaos: unknown --mix entry {other:?} (known: counters, members, barriers, cache)"
+                );
+                return 2;
+            }
+        }
+    }
     let seed = args.seed.unwrap_or_else(|| events::epoch_micros() as u64);
     let session_timeout = Duration::from_secs(4);
     if args.give_up_percent > 100 {
         eprintln!("zkr-chaos: --give-up-percent is a percentage");
         return 2;
     }
+    let soak = match args.soak {
+        Some(hours) if !(hours > 0.0 && hours.is_finite()) => {
+            eprintln!("zkr-chaos: --soak takes a positive number of hours");
+            return 2;
+        }
+        Some(hours) => Some(Duration::from_secs_f64(hours * 3600.0)),
+        None => None,
+    };
+    let duration = match (soak, args.duration_secs) {
+        (Some(soak), _) => soak,
+        (None, Some(secs)) => Duration::from_secs(secs),
+        (None, None) => Duration::from_secs(if args.quick { 100 } else { 1440 }),
+    };
     let config = RunConfig {
         seed,
-        duration: Duration::from_secs(args.duration_secs.unwrap_or(if args.quick { 100 } else { 1440 })),
+        duration,
+        report_every: (soak.is_some() || args.report_every_secs.is_some())
+            .then(|| Duration::from_secs(args.report_every_secs.unwrap_or(600).max(1))),
         control_duration: Duration::from_secs(6),
         rust_processes: if args.quick { 2 } else { 3 },
         rust_clients: 2,
@@ -180,6 +325,16 @@ async fn run_command(args: RunArgs) -> i32 {
         zookeeper_recipe_processes: 1,
         kazoo_processes: 1,
         interop_clients: 2,
+        counter_processes: usize::from(counters),
+        curator_counter_processes: usize::from(counters),
+        counter_clients: 2,
+        barrier_processes: usize::from(barriers),
+        curator_barrier_processes: usize::from(barriers),
+        barrier_clients: 2,
+        cache_processes: usize::from(cache) * 2,
+        cache_clients: 2,
+        member_processes: usize::from(members) * 2,
+        member_clients: 2,
         session_timeout,
         hold: Duration::from_millis(2),
         fault_gap: if args.quick {
@@ -193,13 +348,113 @@ async fn run_command(args: RunArgs) -> i32 {
         queue_items: args.queue_items.unwrap_or(if args.quick { 1200 } else { 11_000 }),
         process: Duration::from_millis(if args.quick { 120 } else { 400 }),
         out_dir: args.out_dir,
-        mode: if args.quick { "quick" } else { "default" }.to_owned(),
+        mode: if soak.is_some() {
+            "soak"
+        } else if args.quick {
+            "quick"
+        } else {
+            "default"
+        }
+        .to_owned(),
     };
     match run::run(config).await {
         Ok(true) => 0,
         Ok(false) => 1,
         Err(err) => {
             eprintln!("zkr-chaos: {err}");
+            2
+        }
+    }
+}
+
+async fn cache_command(args: CacheArgs) -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let config = caches::CacheConfig {
+        connect: args.connect,
+        clients: args.clients,
+        tag: args.tag,
+        log: args.log,
+        root: args.root,
+        session_timeout: Duration::from_millis(args.session_timeout_ms),
+        drop_events: args.drop_events,
+    };
+    match caches::run(config).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("zkr-chaos cache: {err}");
+            2
+        }
+    }
+}
+
+async fn barrier_command(args: BarrierArgs) -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let config = barriers::BarrierConfig {
+        connect: args.connect,
+        clients: args.clients,
+        tag: args.tag,
+        log: args.log,
+        root: args.root,
+        member_count: args.member_count,
+        session_timeout: Duration::from_millis(args.session_timeout_ms),
+        no_wait: args.no_wait,
+    };
+    match barriers::run(config).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("zkr-chaos barrier: {err}");
+            2
+        }
+    }
+}
+
+async fn members_command(args: MembersArgs) -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let config = members::MembersConfig {
+        connect: args.connect,
+        clients: args.clients,
+        tag: args.tag,
+        log: args.log,
+        root: args.root,
+        session_timeout: Duration::from_millis(args.session_timeout_ms),
+        no_recreate: args.no_recreate,
+    };
+    match members::run(config).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("zkr-chaos members: {err}");
+            2
+        }
+    }
+}
+
+async fn count_command(args: CountArgs) -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let config = counters::CounterConfig {
+        connect: args.connect,
+        clients: args.clients,
+        tag: args.tag,
+        log: args.log,
+        check_root: args.check_root,
+        session_timeout: Duration::from_millis(args.session_timeout_ms),
+        blind: args.blind,
+    };
+    match counters::run(config).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("zkr-chaos count: {err}");
             2
         }
     }

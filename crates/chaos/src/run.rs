@@ -3,7 +3,10 @@
 //!
 //! Contender processes, by the first letter of their tags: `r` Rust, one session per recipe (one
 //! acquire at a time each); `j` Curator; `b` Rust busy sessions (many acquires at once on one
-//! session, some giving up early); `z` the Java client of ZooKeeper's lock recipe; `k` kazoo.
+//! session, some giving up early); `z` the Java client of ZooKeeper's lock recipe; `k` kazoo;
+//! and the mix's ([`crate::counters`], [`crate::members`], [`crate::barriers`],
+//! [`crate::caches`]): `c`/`J` counters (Rust/Curator), `m` persistent nodes and group members,
+//! `g`/`G` double-barrier members (Rust/Curator), `a` cache writers and followers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -17,10 +20,14 @@ use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{Deadline, Framework};
 use zk_recipes_testing::{CuratorProcess, FaultProxy, TestingCluster};
 
+use crate::barriers::{check_barriers, BarrierReport};
+use crate::caches::{self, Snapshot};
 use crate::check::{busy_counts, check_queue, is_curator};
 use crate::check::{check_recipe, RecipeReport};
+use crate::counters::{check_counter, Counter, CounterReport};
 use crate::events::{epoch_micros, Event};
 use crate::interop::{InteropArgs, Launchers};
+use crate::members::{self, SeenNode};
 use crate::recipes::{Contenders, CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT, QUEUE_ROOT};
 use crate::rng::Rng;
 use crate::tally::Counts;
@@ -50,6 +57,8 @@ pub struct RunConfig {
     pub seed: u64,
     /// How long faults are injected.
     pub duration: Duration,
+    /// How often the chaos phase prints a progress table (a soak: every ten minutes).
+    pub report_every: Option<Duration>,
     /// How long the negative control runs.
     pub control_duration: Duration,
     /// Rust contender processes, and sessions per recipe in each.
@@ -69,6 +78,23 @@ pub struct RunConfig {
     pub zookeeper_recipe_processes: usize,
     pub kazoo_processes: usize,
     pub interop_clients: usize,
+    /// Rust and Curator counter contender processes ([`crate::counters`]; 0: no counters), and
+    /// sessions in each.
+    pub counter_processes: usize,
+    pub curator_counter_processes: usize,
+    pub counter_clients: usize,
+    /// Rust and Curator barrier member processes ([`crate::barriers`]; 0: none), and members
+    /// (sessions) in each.
+    pub barrier_processes: usize,
+    pub curator_barrier_processes: usize,
+    pub barrier_clients: usize,
+    /// Cache processes ([`crate::caches`]; 0: none), and following sessions in each (each has
+    /// one writer session besides).
+    pub cache_processes: usize,
+    pub cache_clients: usize,
+    /// Member processes ([`crate::members`]; 0: none), and sessions in each.
+    pub member_processes: usize,
+    pub member_clients: usize,
     /// The session timeout every contender asks for.
     pub session_timeout: Duration,
     /// How long each hold lasts besides its round trips.
@@ -94,6 +120,11 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// How many members each barrier round waits for (every Rust and Curator member).
+    fn barrier_members(&self) -> usize {
+        (self.processes(Kind::Barrier) + self.processes(Kind::CuratorBarrier)) * self.barrier_clients
+    }
+
     /// The recipes `kind`'s processes take.
     fn recipes_of(&self, kind: Kind) -> Vec<Recipe> {
         let wanted = |recipe: &&Recipe| match kind {
@@ -101,6 +132,12 @@ impl RunConfig {
             Kind::Busy => recipe.contenders() != Contenders::PerRecipe,
             Kind::ZooKeeperRecipe => recipe.contenders() == Contenders::BusyAndZooKeeperRecipe,
             Kind::Kazoo => recipe.contenders() == Contenders::BusyAndKazoo,
+            Kind::Counter
+            | Kind::CuratorCounter
+            | Kind::Members
+            | Kind::Barrier
+            | Kind::CuratorBarrier
+            | Kind::Cache => false,
         };
         self.recipes.iter().filter(wanted).copied().collect()
     }
@@ -109,6 +146,12 @@ impl RunConfig {
     fn processes(&self, kind: Kind) -> usize {
         let idle = self.recipes_of(kind).is_empty();
         match kind {
+            Kind::Counter => self.counter_processes,
+            Kind::CuratorCounter => self.curator_counter_processes,
+            Kind::Members => self.member_processes,
+            Kind::Barrier => self.barrier_processes,
+            Kind::CuratorBarrier => self.curator_barrier_processes,
+            Kind::Cache => self.cache_processes,
             Kind::Rust | Kind::Curator if idle && self.queues.is_empty() => 0,
             Kind::Rust => self.rust_processes,
             Kind::Curator => self.curator_processes,
@@ -208,6 +251,18 @@ enum Kind {
     ZooKeeperRecipe,
     /// `crates/chaos/python/kazoo_chaos.py`.
     Kazoo,
+    /// `zkr-chaos count`: the counters ([`crate::counters`]).
+    Counter,
+    /// `crates/chaos/java/CuratorMixChaos.java contend-counters`.
+    CuratorCounter,
+    /// `zkr-chaos barrier`: double-barrier members ([`crate::barriers`]).
+    Barrier,
+    /// `crates/chaos/java/CuratorMixChaos.java contend-barrier`.
+    CuratorBarrier,
+    /// `zkr-chaos cache`: a writer and followers of one subtree ([`crate::caches`]).
+    Cache,
+    /// `zkr-chaos members`: persistent nodes and group membership ([`crate::members`]).
+    Members,
 }
 
 impl Kind {
@@ -219,12 +274,39 @@ impl Kind {
             Kind::Busy => 'b',
             Kind::ZooKeeperRecipe => 'z',
             Kind::Kazoo => 'k',
+            Kind::Counter => 'c',
+            // The Curator mix processes' letters are upper-case (the mix checkers tell the sides
+            // apart by it; `j` is the lock contenders').
+            Kind::CuratorCounter => 'J',
+            Kind::Barrier => 'g',
+            Kind::CuratorBarrier => 'G',
+            Kind::Cache => 'a',
+            Kind::Members => 'm',
         }
     }
 
     /// Whether it runs our recipes (`zkr-chaos contend`).
     fn is_rust(self) -> bool {
-        matches!(self, Kind::Rust | Kind::Busy)
+        matches!(self, Kind::Rust | Kind::Busy | Kind::Counter | Kind::Members | Kind::Barrier | Kind::Cache)
+    }
+
+    /// Whether it runs one of the recipes besides the locks and queues (counters, members,
+    /// barriers, cache).
+    fn is_mix(self) -> bool {
+        matches!(
+            self,
+            Kind::Counter
+                | Kind::CuratorCounter
+                | Kind::Members
+                | Kind::Barrier
+                | Kind::CuratorBarrier
+                | Kind::Cache
+        )
+    }
+
+    /// Whether it runs Curator.
+    fn is_curator(self) -> bool {
+        matches!(self, Kind::Curator | Kind::CuratorCounter | Kind::CuratorBarrier)
     }
 }
 
@@ -281,11 +363,14 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         config.duration.as_secs(),
         config.recipes.iter().map(|recipe| recipe.name()).collect::<Vec<_>>().join(",")
     );
-    let launchers = Launchers::prepare(
+    let mut launchers = Launchers::prepare(
         &config.out_dir,
         config.processes(Kind::ZooKeeperRecipe) > 0,
         config.processes(Kind::Kazoo) > 0,
     )?;
+    if config.processes(Kind::CuratorCounter) + config.processes(Kind::CuratorBarrier) > 0 {
+        launchers.prepare_curator_counters(&config.out_dir)?;
+    }
     let mut cluster = TestingCluster::builder()
         .size(3)
         .min_session_timeout(Duration::from_secs(1))
@@ -310,11 +395,14 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         queue_root: CONTROL_QUEUE_ROOT,
         name: "control",
     };
-    let (control_reports, _, _) = control.execute(&mut cluster, &observer, None).await?;
-    let control_violations: u64 = control_reports.values().map(RecipeReport::total_violations).sum();
+    let (control_reports, _, _, control_mix) = control.execute(&mut cluster, &observer, None).await?;
+    let control_violations: u64 =
+        control_reports.values().map(RecipeReport::total_violations).sum::<u64>() + control_mix.violations();
     println!("\n== negative control (locking off, {} s, no faults)", config.control_duration.as_secs());
     print_table(&control_reports);
-    let blind = blind_rows(&control_reports);
+    control_mix.print();
+    let mut blind = blind_rows(&control_reports);
+    blind.extend(control_mix.blind());
     let control_caught_all = blind.is_empty();
     println!(
         "negative control: {control_violations} violations ({})",
@@ -336,7 +424,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         name: "chaos",
     };
     let mut rng = Rng::with_seed(config.seed);
-    let (reports, faults, busy) = chaos.execute(&mut cluster, &observer, Some(&mut rng)).await?;
+    let (reports, faults, busy, mix) = chaos.execute(&mut cluster, &observer, Some(&mut rng)).await?;
 
     // Leaks: every session is closed or expired now; nothing of the recipes may be left, and
     // the watches must be back to the baseline.
@@ -349,6 +437,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
 
     println!("\n== chaos run (seed {}, {} s of faults)", config.seed, config.duration.as_secs());
     print_table(&reports);
+    mix.print();
     let fault_total: u64 = faults.values().sum();
     println!(
         "faults injected: {fault_total} ({})",
@@ -379,7 +468,8 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
             if busy_met { "" } else { " — NOT MET: the run did not see batches or give-ups" }
         );
     }
-    let violations: u64 = reports.values().map(RecipeReport::total_violations).sum();
+    let violations: u64 =
+        reports.values().map(RecipeReport::total_violations).sum::<u64>() + mix.violations();
     let clean = violations == 0 && leaks.clean() && control_caught_all && busy_met;
     let wall = started.elapsed().as_secs();
     println!(
@@ -394,6 +484,10 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         "wall_seconds": wall,
         "clean": clean,
         "recipes": reports.iter().map(|(recipe, report)| (recipe.name().to_owned(), report_json(report))).collect::<serde_json::Map<_, _>>(),
+        "counters": counters_json(&mix.counters),
+        "members": mix.members,
+        "barriers": mix.barriers_json(),
+        "caches": mix.caches_json(),
         "faults": faults,
         "busy_sessions": {
             "batches": busy.batches,
@@ -409,6 +503,10 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
             "violations": control_violations,
             "every_recipe_caught": control_caught_all,
             "not_caught": blind,
+            "counters": counters_json(&control_mix.counters),
+            "members": control_mix.members,
+            "barriers": control_mix.barriers_json(),
+            "caches": control_mix.caches_json(),
             "recipes": control_reports.iter().map(|(recipe, report)| (recipe.name().to_owned(), report_json(report))).collect::<serde_json::Map<_, _>>(),
         },
     });
@@ -430,8 +528,27 @@ impl Phase<'_> {
         cluster: &mut TestingCluster,
         observer: &Framework,
         mut rng: Option<&mut Rng>,
-    ) -> Result<(BTreeMap<Recipe, RecipeReport>, BTreeMap<String, u64>, Counts), String> {
+    ) -> Result<(BTreeMap<Recipe, RecipeReport>, BTreeMap<String, u64>, Counts, Mix), String> {
         let config = self.config;
+        if config.processes(Kind::Cache) > 0 {
+            create_persistent(observer, &cache_root(self.check_root)).await?;
+        }
+        if config.processes(Kind::Counter) + config.processes(Kind::CuratorCounter) > 0 {
+            create_persistent(observer, self.check_root).await?;
+            for counter in Counter::ALL {
+                let path = counter.path(self.check_root);
+                match observer
+                    .create(&path)
+                    .data(counter.zero())
+                    .mode(CreateMode::Persistent)
+                    .deadline(Deadline::after(STEP))
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(err) => return Err(format!("creating {path}: {err}")),
+                }
+            }
+        }
         for recipe in &config.recipes {
             create_persistent(observer, &recipe.guard_dir(self.check_root)).await?;
             create_persistent(observer, &recipe.counter_path(self.check_root)).await?;
@@ -444,7 +561,19 @@ impl Phase<'_> {
             expected.insert(*queue, self.produce(observer, cluster, *queue, items).await?);
         }
         let mut slots = Vec::new();
-        for kind in [Kind::Rust, Kind::Curator, Kind::Busy, Kind::ZooKeeperRecipe, Kind::Kazoo] {
+        for kind in [
+            Kind::Rust,
+            Kind::Curator,
+            Kind::Busy,
+            Kind::ZooKeeperRecipe,
+            Kind::Kazoo,
+            Kind::Counter,
+            Kind::CuratorCounter,
+            Kind::Members,
+            Kind::Barrier,
+            Kind::CuratorBarrier,
+            Kind::Cache,
+        ] {
             for index in 0..config.processes(kind) {
                 let mut proxies = Vec::new();
                 for member in cluster.members() {
@@ -461,12 +590,37 @@ impl Phase<'_> {
         let duration = if rng.is_some() { config.duration } else { config.control_duration };
         let end = Instant::now() + duration;
         let mut ensemble_restarted = false;
+        let phase_started = Instant::now();
+        let report_every = config.report_every.filter(|_| rng.is_some());
+        let mut next_report = report_every.map(|every| phase_started + every);
+        if report_every.is_some() {
+            print_progress_header();
+        }
         while Instant::now() < end {
+            if let (Some(at), Some(every)) = (next_report, report_every) {
+                if Instant::now() >= at {
+                    self.print_progress(cluster, &slots, &log_dir, &faults, phase_started.elapsed()).await;
+                    next_report = Some(at + every);
+                }
+            }
             let Some(rng) = rng.as_deref_mut() else {
                 if !config.queues.is_empty() {
                     // Consumers without a lock path (at most once) crashing lose what they hold.
+                    // They crash once every queue has consumers at work (on a loaded machine the
+                    // processes may take longer than half the phase to start), bounded by the
+                    // phase's length.
                     tokio::time::sleep(duration / 2).await;
-                    for slot in &mut slots {
+                    let working = |events: &[Event], queue: &Recipe| {
+                        events.iter().any(|event| event.kind == 'C' && event.recipe == *queue)
+                    };
+                    while Instant::now() < end + duration {
+                        let events = read_events(&log_dir);
+                        if config.queues.iter().all(|queue| working(&events, queue)) {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    for slot in slots.iter_mut().filter(|slot| !slot.kind.is_mix()) {
                         self.kill(slot, &mut killed).await;
                         self.spawn(slot, &log_dir)?;
                     }
@@ -507,6 +661,14 @@ impl Phase<'_> {
             }
         }
         cluster.wait_until_serving(STEP).await.map_err(|err| format!("ensemble after the faults: {err}"))?;
+        let mut members = None;
+        if config.processes(Kind::Members) > 0 {
+            members = Some(self.settle_members(observer, &mut slots, &log_dir, &mut killed).await?);
+        }
+        let mut caches = None;
+        if config.processes(Kind::Cache) > 0 {
+            caches = Some(self.settle_caches(observer, &mut slots, &log_dir).await?);
+        }
         let mut stranded = Vec::new();
         if self.locking {
             stranded = self.drain(observer, &mut slots, &log_dir, &mut killed).await;
@@ -516,6 +678,18 @@ impl Phase<'_> {
         }
         let run_end = epoch_micros();
         let events = read_events(&log_dir);
+        let mut counters = BTreeMap::new();
+        if config.processes(Kind::Counter) + config.processes(Kind::CuratorCounter) > 0 {
+            let text = read_logs(&log_dir, "counters-");
+            for counter in Counter::ALL {
+                let value = observer
+                    .get_data(&counter.path(self.check_root), Deadline::after(STEP))
+                    .await
+                    .ok()
+                    .and_then(|node| counter.decode(&node.data));
+                counters.insert(counter, check_counter(counter, text.lines(), value));
+            }
+        }
         let mut reports = BTreeMap::new();
         for recipe in &config.recipes {
             let counter = observer
@@ -557,7 +731,9 @@ impl Phase<'_> {
             .deadline(Deadline::after(STEP))
             .await;
         drop(slots);
-        Ok((reports, faults, busy_counts(&events)))
+        let barriers = (config.barrier_members() > 0)
+            .then(|| check_barriers(read_logs(&log_dir, "barrier-").lines(), config.barrier_members()));
+        Ok((reports, faults, busy_counts(&events), Mix { counters, members, barriers, caches }))
     }
 
     /// Puts `items` items into `queue` before the contenders start: the plain queue half from
@@ -719,6 +895,94 @@ impl Phase<'_> {
                 .map_err(|err| err.to_string())
         };
         let mut command = match slot.kind {
+            Kind::Cache => {
+                let log = log_dir.join(format!("cache-{}.log", slot.tag));
+                let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+                let mut command = Command::new(exe);
+                command
+                    .args(["cache", "--connect", &connect, "--clients", &config.cache_clients.to_string()])
+                    .args(["--tag", &slot.tag, "--root", &cache_root(self.check_root)])
+                    .arg("--log")
+                    .arg(&log)
+                    .args(["--session-timeout-ms", &timeout_ms])
+                    .args((!self.locking).then_some("--drop-events"))
+                    .stdin(Stdio::piped())
+                    .kill_on_drop(true);
+                command
+            }
+            Kind::Barrier | Kind::CuratorBarrier => {
+                let log = log_dir.join(format!("barrier-{}.log", slot.tag));
+                let clients = config.barrier_clients.to_string();
+                let members = config.barrier_members().to_string();
+                let root = barrier_root(self.check_root);
+                if slot.kind == Kind::CuratorBarrier {
+                    self.launchers.curator_counters(&[
+                        "contend-barrier".to_owned(),
+                        connect.clone(),
+                        clients,
+                        slot.tag.clone(),
+                        log.display().to_string(),
+                        root,
+                        members,
+                        timeout_ms.clone(),
+                    ])?
+                } else {
+                    let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+                    let mut command = Command::new(exe);
+                    command
+                        .args(["barrier", "--connect", &connect, "--clients", &clients, "--tag", &slot.tag])
+                        .arg("--log")
+                        .arg(&log)
+                        .args(["--root", &root, "--member-count", &members])
+                        .args(["--session-timeout-ms", &timeout_ms])
+                        .args((!self.locking).then_some("--no-wait"))
+                        .stdin(Stdio::piped())
+                        .kill_on_drop(true);
+                    command
+                }
+            }
+            Kind::Members => {
+                let log = log_dir.join(format!("members-{}.log", slot.tag));
+                let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+                let mut command = Command::new(exe);
+                command
+                    .args(["members", "--connect", &connect, "--clients", &config.member_clients.to_string()])
+                    .args(["--tag", &slot.tag, "--root", &members_root(self.check_root)])
+                    .arg("--log")
+                    .arg(&log)
+                    .args(["--session-timeout-ms", &timeout_ms])
+                    .args((!self.locking).then_some("--no-recreate"))
+                    .stdin(Stdio::piped())
+                    .kill_on_drop(true);
+                command
+            }
+            Kind::Counter | Kind::CuratorCounter => {
+                let log = log_dir.join(format!("counters-{}.log", slot.tag));
+                let clients = config.counter_clients.to_string();
+                if slot.kind == Kind::CuratorCounter {
+                    self.launchers.curator_counters(&[
+                        "contend-counters".to_owned(),
+                        connect.clone(),
+                        clients,
+                        slot.tag.clone(),
+                        log.display().to_string(),
+                        self.check_root.to_owned(),
+                        timeout_ms.clone(),
+                    ])?
+                } else {
+                    let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+                    let mut command = Command::new(exe);
+                    command
+                        .args(["count", "--connect", &connect, "--clients", &clients, "--tag", &slot.tag])
+                        .arg("--log")
+                        .arg(&log)
+                        .args(["--check-root", self.check_root, "--session-timeout-ms", &timeout_ms])
+                        .args((!self.locking).then_some("--blind"))
+                        .stdin(Stdio::piped())
+                        .kill_on_drop(true);
+                    command
+                }
+            }
             Kind::Curator => {
                 let clients = config.curator_clients.to_string();
                 let process = CuratorProcess::spawn([
@@ -866,6 +1130,238 @@ impl Phase<'_> {
         }
     }
 
+    /// The members' last act: one member process is SIGKILLed (and started again), and its
+    /// nodes must be gone within the session timeout (+2 s for the server's expiry tick); then
+    /// every member node is deleted (as a lost session's would be), the members freeze their
+    /// data, and within [`members::converge_bound`] each live member's nodes must be back exactly
+    /// once with its frozen data, with nothing left of a dead member.
+    async fn settle_members(
+        &self,
+        observer: &Framework,
+        slots: &mut [Slot],
+        log_dir: &Path,
+        killed: &mut HashMap<String, i64>,
+    ) -> Result<Vec<String>, String> {
+        let config = self.config;
+        let root = members_root(self.check_root);
+        let mut violations = Vec::new();
+        let holders_of = |tag: &str| {
+            (0..config.member_clients).map(|client| format!("{tag}-{client}")).collect::<Vec<_>>()
+        };
+        if let Some(slot) = slots.iter_mut().find(|slot| slot.kind == Kind::Members) {
+            let dead = holders_of(&slot.tag);
+            self.kill(slot, killed).await;
+            let killed_at = Instant::now();
+            self.spawn(slot, log_dir)?;
+            let bound = config.session_timeout + Duration::from_secs(2);
+            loop {
+                let left: Vec<SeenNode> = member_nodes(observer, &root)
+                    .await
+                    .into_iter()
+                    .filter(|node| {
+                        dead.iter().any(|holder| members::is_holders(&node.dir, &node.name, holder))
+                    })
+                    .collect();
+                if left.is_empty() {
+                    println!(
+                        "members: the killed member's nodes went {} ms after its kill",
+                        killed_at.elapsed().as_millis()
+                    );
+                    break;
+                }
+                if killed_at.elapsed() >= bound {
+                    violations.extend(left.iter().map(|node| {
+                        format!(
+                            "outlived its session: {}/{} of a killed member, {bound:?} after the kill",
+                            node.dir, node.name
+                        )
+                    }));
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        // Every member node deleted, as a lost session's would be.
+        for node in member_nodes(observer, &root).await {
+            let _ = observer
+                .delete(&format!("{root}/{}/{}", node.dir, node.name))
+                .quietly()
+                .deadline(Deadline::after(STEP))
+                .await;
+        }
+        let mut live_tags = Vec::new();
+        for slot in slots.iter_mut().filter(|slot| slot.kind == Kind::Members) {
+            if let Some(Running::Child { stdin: Some(stdin), .. }) = slot.running.as_mut() {
+                let _ = stdin.write_all(b"freeze\n").await;
+                let _ = stdin.flush().await;
+                live_tags.push(slot.tag.clone());
+            }
+        }
+        let converge = members::converge_bound(config.session_timeout);
+        let started = Instant::now();
+        let wanted: Vec<String> = live_tags.iter().flat_map(|tag| holders_of(tag)).collect();
+        let live = loop {
+            let frozen = members::frozen(&read_logs(log_dir, "members-"));
+            let live: BTreeMap<String, u64> =
+                frozen.into_iter().filter(|(holder, _)| wanted.contains(holder)).collect();
+            if live.len() == wanted.len() {
+                break live;
+            }
+            if started.elapsed() >= STEP {
+                violations.push(format!("members did not freeze: {} of {}", live.len(), wanted.len()));
+                break live;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        loop {
+            let found = members::check_members(&live, &member_nodes(observer, &root).await);
+            if found.is_empty() {
+                println!(
+                    "members: {} live members' nodes converged {} ms after the freeze (bound {} ms)",
+                    live.len(),
+                    started.elapsed().as_millis(),
+                    converge.as_millis()
+                );
+                break;
+            }
+            if started.elapsed() >= converge {
+                violations.extend(found);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Ok(violations)
+    }
+
+    /// The caches' check: the writers freeze, the server's tree is read and written to a file,
+    /// and every live follower (its `Cache` and its replaying subscriber) must hold exactly that
+    /// within [`caches::CONVERGE`].
+    async fn settle_caches(
+        &self,
+        observer: &Framework,
+        slots: &mut [Slot],
+        log_dir: &Path,
+    ) -> Result<BTreeMap<String, (bool, String)>, String> {
+        let config = self.config;
+        let mut live = Vec::new();
+        for slot in slots.iter_mut().filter(|slot| slot.kind == Kind::Cache) {
+            if let Some(Running::Child { stdin: Some(stdin), .. }) = slot.running.as_mut() {
+                let _ = stdin.write_all(b"freeze\n").await;
+                let _ = stdin.flush().await;
+                live.push(slot.tag.clone());
+            }
+        }
+        let mut verdicts = BTreeMap::new();
+        let started = Instant::now();
+        loop {
+            let text = read_logs(log_dir, "cache-");
+            let frozen = live.iter().filter(|tag| text.contains(&format!("F cache {tag}-w "))).count();
+            if frozen == live.len() {
+                break;
+            }
+            if started.elapsed() >= STEP {
+                verdicts.insert("writers".to_owned(), (false, format!("{frozen} of {} froze", live.len())));
+                return Ok(verdicts);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // A write whose reply came back is applied; give one sent by a killed writer a moment.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let root = cache_root(self.check_root);
+        let mut server = Snapshot::new();
+        for path in descendants(observer, &root).await {
+            if let Ok(node) = observer.get_data(&path, Deadline::after(STEP)).await {
+                server.insert(path, (node.stat.czxid, node.stat.mzxid, node.data));
+            }
+        }
+        let file = log_dir.join("cache-expected.txt");
+        std::fs::write(&file, caches::encode(&server))
+            .map_err(|err| format!("writing {}: {err}", file.display()))?;
+        for slot in slots.iter_mut().filter(|slot| live.contains(&slot.tag)) {
+            if let Some(Running::Child { stdin: Some(stdin), .. }) = slot.running.as_mut() {
+                let _ = stdin.write_all(format!("check {}\n", file.display()).as_bytes()).await;
+                let _ = stdin.flush().await;
+            }
+        }
+        let views: &[&str] = if self.locking { &["cache", "replay"] } else { &["replay"] };
+        let wanted: Vec<String> = live
+            .iter()
+            .flat_map(|tag| (0..config.cache_clients).map(move |client| format!("{tag}-{client}")))
+            .flat_map(|holder| views.iter().map(move |view| format!("{holder}/{view}")))
+            .collect();
+        let started = Instant::now();
+        loop {
+            let found = caches::verdicts(&read_logs(log_dir, "cache-"));
+            if wanted.iter().all(|view| found.contains_key(view))
+                || started.elapsed() >= caches::CONVERGE + STEP
+            {
+                for view in &wanted {
+                    let verdict = found.get(view).cloned().unwrap_or((false, "no verdict".to_owned()));
+                    verdicts.insert(view.clone(), verdict);
+                }
+                println!("cache: {} nodes on the server after the writers froze", server.len());
+                return Ok(verdicts);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// One row of a soak's progress table: what the contenders logged so far, the faults, the
+    /// servers' ephemerals and watches, and each Rust process's RSS and open file descriptors.
+    async fn print_progress(
+        &self,
+        cluster: &TestingCluster,
+        slots: &[Slot],
+        log_dir: &Path,
+        faults: &BTreeMap<String, u64>,
+        elapsed: Duration,
+    ) {
+        let events = read_events(log_dir);
+        let count = |kind: char| events.iter().filter(|event| event.kind == kind).count();
+        let mix = ["counters-", "barrier-", "members-", "cache-"]
+            .iter()
+            .map(|prefix| {
+                read_logs(log_dir, prefix)
+                    .lines()
+                    .filter(|line| {
+                        line.starts_with("I ") || line.starts_with("IN ") || line.starts_with("D ")
+                    })
+                    .count()
+            })
+            .sum::<usize>();
+        let mut ephemerals = 0_u64;
+        for member in cluster.members() {
+            if let Ok(stats) = member.mntr().await {
+                ephemerals = ephemerals
+                    .max(stats.get("zk_ephemerals_count").and_then(|count| count.parse().ok()).unwrap_or(0));
+            }
+        }
+        let processes: Vec<String> = slots
+            .iter()
+            .filter(|slot| slot.kind.is_rust())
+            .filter_map(|slot| match &slot.running {
+                Some(Running::Child { child, .. }) => child.id().map(|pid| (slot.tag.as_str(), pid)),
+                _ => None,
+            })
+            .map(|(tag, pid)| {
+                let (rss_kb, fds) = process_usage(pid);
+                format!("{tag}:{}M/{fds}fd", rss_kb / 1024)
+            })
+            .collect();
+        println!(
+            "{:>7.1} {:>11} {:>9} {:>9} {:>7} {:>10} {:>10} {:>8}  {}",
+            elapsed.as_secs_f64() / 60.0,
+            count('A'),
+            count('K'),
+            mix,
+            faults.values().sum::<u64>(),
+            count('V'),
+            ephemerals,
+            watch_total(cluster).await,
+            processes.join(" ")
+        );
+    }
+
     /// Asks a slot's process to stop (release, close its sessions) and waits for it; SIGKILLs it
     /// after [`EXIT_TIMEOUT`].
     async fn stop(&self, slot: &mut Slot, killed: &mut HashMap<String, i64>) {
@@ -942,7 +1438,7 @@ impl Phase<'_> {
             Fault::KillRust | Fault::KillCurator | Fault::KillInterop => {
                 let targets = |kind: Kind| match fault {
                     Fault::KillRust => kind.is_rust(),
-                    Fault::KillCurator => kind == Kind::Curator,
+                    Fault::KillCurator => kind.is_curator(),
                     _ => matches!(kind, Kind::ZooKeeperRecipe | Kind::Kazoo),
                 };
                 let candidates: Vec<usize> =
@@ -1013,6 +1509,228 @@ async fn create_persistent(framework: &Framework, path: &str) -> Result<(), Stri
         Err(err) if err.is_node_exists() => Ok(()),
         Err(err) => Err(format!("creating {path}: {err}")),
     }
+}
+
+/// The progress table's header (see [`Phase::print_progress`]).
+fn print_progress_header() {
+    println!(
+        "{:>7} {:>11} {:>9} {:>9} {:>7} {:>10} {:>10} {:>8}  rust processes: RSS/open fds",
+        "minutes", "acquisitions", "items", "mix-ops", "faults", "violations", "ephemerals", "watches",
+    );
+}
+
+/// A process's resident set (kB, from `/proc/<pid>/status`) and open file descriptors.
+fn process_usage(pid: u32) -> (u64, usize) {
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:")?.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0);
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|entries| entries.count()).unwrap_or(0);
+    (rss, fds)
+}
+
+/// Where the cached subtree goes under a check root.
+fn cache_root(check_root: &str) -> String {
+    format!("{check_root}/cache")
+}
+
+/// Where the barrier rounds go under a check root.
+fn barrier_root(check_root: &str) -> String {
+    format!("{check_root}/barrier")
+}
+
+/// Where the member nodes go under a check root.
+fn members_root(check_root: &str) -> String {
+    format!("{check_root}/members")
+}
+
+/// Every member node under `root` with its data.
+async fn member_nodes(observer: &Framework, root: &str) -> Vec<SeenNode> {
+    let mut nodes = Vec::new();
+    for dir in members::DIRS {
+        for name in children(observer, &format!("{root}/{dir}")).await {
+            let path = format!("{root}/{dir}/{name}");
+            if let Ok(node) = observer.get_data(&path, Deadline::after(STEP)).await {
+                nodes.push(SeenNode { dir: dir.to_owned(), name, data: node.data.to_vec() });
+            }
+        }
+    }
+    nodes
+}
+
+/// The text of every log in `dir` whose name starts with `prefix`, concatenated.
+fn read_logs(dir: &Path, prefix: &str) -> String {
+    let mut text = String::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return text };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(prefix) {
+            text.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// Each counter's report.
+type CounterReports = BTreeMap<Counter, CounterReport>;
+
+/// The checks of the recipes besides the locks and queues.
+struct Mix {
+    counters: CounterReports,
+    /// The member nodes' violations, when members ran.
+    members: Option<Vec<String>>,
+    /// The barrier rounds, when barriers ran.
+    barriers: Option<BarrierReport>,
+    /// The caches' verdicts (`<holder>/<view>`: ok, detail), when caches ran.
+    caches: Option<BTreeMap<String, (bool, String)>>,
+}
+
+impl Mix {
+    fn violations(&self) -> u64 {
+        counter_violations(&self.counters)
+            + self.members.as_ref().map_or(0, |found| found.len() as u64)
+            + self.barriers.as_ref().map_or(0, |report| report.violations.len() as u64)
+            + self.caches.as_ref().map_or(0, |found| found.values().filter(|(ok, _)| !ok).count() as u64)
+    }
+
+    fn caches_json(&self) -> serde_json::Value {
+        self.caches.as_ref().map_or(serde_json::Value::Null, |found| {
+            found
+                .iter()
+                .map(|(view, (ok, detail))| (view.clone(), json!({"ok": ok, "detail": detail})))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        })
+    }
+
+    fn barriers_json(&self) -> serde_json::Value {
+        self.barriers.as_ref().map_or(serde_json::Value::Null, |report| {
+            json!({
+                "full_rounds": report.full_rounds,
+                "rust_entries": report.rust_entries,
+                "curator_entries": report.curator_entries,
+                "failed": report.failed,
+                "violations": report.violations,
+            })
+        })
+    }
+
+    fn print(&self) {
+        print_counters(&self.counters);
+        if let Some(found) = &self.members {
+            println!(
+                "{:<16} violations {}{}",
+                "members",
+                found.len(),
+                found.iter().take(8).map(|violation| format!("\n{:<16} {violation}", "")).collect::<String>()
+            );
+        }
+        if let Some(found) = &self.caches {
+            let wrong: Vec<String> = found
+                .iter()
+                .filter(|(_, (ok, _))| !ok)
+                .map(|(view, (_, detail))| format!("{view}: {detail}"))
+                .collect();
+            let slowest = found
+                .values()
+                .filter(|(ok, _)| *ok)
+                .filter_map(|(_, detail)| detail.split(' ').next()?.parse::<u64>().ok())
+                .max()
+                .unwrap_or(0);
+            println!(
+                "{:<16} followers converged {} of {} (slowest {slowest} ms, bound {} ms); violations {}{}",
+                "cache",
+                found.len() - wrong.len(),
+                found.len(),
+                caches::CONVERGE.as_millis(),
+                wrong.len(),
+                wrong.iter().take(8).map(|violation| format!("\n{:<16} {violation}", "")).collect::<String>()
+            );
+        }
+        if let Some(report) = &self.barriers {
+            println!(
+                "{:<16} rounds with every member in {}; entries rust {} curator {}; enters/leaves timed out or failed {}; violations {}{}",
+                "double-barrier",
+                report.full_rounds,
+                report.rust_entries,
+                report.curator_entries,
+                report.failed,
+                report.violations.len(),
+                report.violations.iter().take(8).map(|violation| format!("\n{:<16} {violation}", "")).collect::<String>()
+            );
+        }
+    }
+
+    /// The control's rows no checker caught.
+    fn blind(&self) -> Vec<String> {
+        let mut blind: Vec<String> = self
+            .counters
+            .iter()
+            .filter(|(_, report)| report.violations.is_empty())
+            .map(|(counter, _)| format!("{} (blind retry)", counter.name()))
+            .collect();
+        if self.caches.as_ref().is_some_and(|found| found.values().all(|(ok, _)| *ok)) {
+            blind.push("cache (dropped events)".to_owned());
+        }
+        if self.barriers.as_ref().is_some_and(|report| report.violations.is_empty()) {
+            blind.push("double-barrier (enters without waiting)".to_owned());
+        }
+        if self.members.as_ref().is_some_and(Vec::is_empty) {
+            blind.push("members (not re-created)".to_owned());
+        }
+        blind
+    }
+}
+
+fn counter_violations(reports: &CounterReports) -> u64 {
+    reports.values().map(|report| report.violations.len() as u64).sum()
+}
+
+fn print_counters(reports: &CounterReports) {
+    for (counter, report) in reports {
+        println!(
+            "{:<16} value {} = {} applied (rust {}, curator {}) + up to {} unknown (OutcomeUnknown {}, errors {}, killed mid-write {}); {} not applied; Curator retries that applied twice {}; violations {}",
+            counter.name(),
+            report.value.map_or("-".to_owned(), |value| value.to_string()),
+            report.definite(),
+            report.rust_ok,
+            report.curator_ok,
+            report.unknown(),
+            report.outcome_unknown,
+            report.errors,
+            report.unlogged,
+            report.not_applied,
+            report.curator_double_applied,
+            if report.violations.is_empty() { "0".to_owned() } else { report.violations.join("; ") }
+        );
+    }
+}
+
+fn counters_json(reports: &CounterReports) -> serde_json::Value {
+    reports
+        .iter()
+        .map(|(counter, report)| {
+            (
+                counter.name().to_owned(),
+                json!({
+                    "value": report.value,
+                    "rust_ok": report.rust_ok,
+                    "curator_ok": report.curator_ok,
+                    "not_applied": report.not_applied,
+                    "outcome_unknown": report.outcome_unknown,
+                    "errors": report.errors,
+                    "killed_mid_write": report.unlogged,
+                    "curator_double_applied": report.curator_double_applied,
+                    "violations": report.violations,
+                }),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 fn read_events(dir: &Path) -> Vec<Event> {
