@@ -159,6 +159,7 @@ impl CacheBuilder {
         let shared = Arc::new(Shared {
             state: RwLock::new(State { store: Store::default(), subscribers: Vec::new() }),
             initialized,
+            failed: watch::channel(None).0,
         });
         let task = tokio::spawn(worker::run(self.framework, Arc::clone(&shared), self.settings));
         Ok(Cache { root: self.root, shared, task: Some(task) })
@@ -181,6 +182,9 @@ impl fmt::Debug for CacheBuilder {
 pub(crate) struct Shared {
     pub(crate) state: RwLock<State>,
     pub(crate) initialized: watch::Sender<bool>,
+    /// Why the worker stopped for good before its first load (a server that cannot do what the
+    /// cache needs), for [`Cache::initialized`].
+    pub(crate) failed: watch::Sender<Option<zk_recipes_framework::Error>>,
 }
 
 pub(crate) struct State {
@@ -308,18 +312,26 @@ impl Cache {
     /// Waits for the first load.
     ///
     /// # Errors
-    /// [`CacheError::Framework`] with a timeout at the deadline.
+    /// [`CacheError::Framework`] with a timeout at the deadline, or with
+    /// [`Error::MissingFeature`](zk_recipes_framework::Error::MissingFeature) when the server has no
+    /// persistent watches (ZooKeeper before 3.6): the cache then stops and never loads.
     ///
     /// # Cancel safety
     /// Cancel safe: it only waits. The cache goes on loading in its task either way.
     pub async fn initialized(&self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         let mut initialized = self.shared.initialized.subscribe();
+        let mut failed = self.shared.failed.subscribe();
         deadline
             .run(async {
-                // The sender lives in `self.shared`: it cannot be dropped while we wait.
-                let _ = initialized.wait_for(|loaded| *loaded).await;
-                Ok(())
+                // The senders live in `self.shared`: they cannot be dropped while we wait.
+                tokio::select! {
+                    _ = initialized.wait_for(|loaded| *loaded) => Ok(()),
+                    failed = failed.wait_for(Option::is_some) => match failed {
+                        Ok(failed) => Err(failed.clone().expect("waited for Some")),
+                        Err(_) => Ok(()),
+                    },
+                }
             })
             .await?;
         Ok(())

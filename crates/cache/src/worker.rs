@@ -42,6 +42,12 @@ async fn follow(framework: Framework, shared: Arc<Shared>, settings: Settings) {
         match framework.watch(&settings.root, settings.subtree, Deadline::never()).await {
             Ok(watch) => break watch,
             Err(FrameworkError::Closed) => return,
+            // Trying again would not help: say so to whoever waits for the first load, and stop.
+            Err(err @ FrameworkError::MissingFeature { .. }) => {
+                warn!(%err, "the cache cannot follow this server: stopped");
+                shared.failed.send_replace(Some(err));
+                return;
+            }
             Err(err) => {
                 warn!(%err, "could not set the cache's watch; trying again");
                 backoff.pause().await;
