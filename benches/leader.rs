@@ -1,5 +1,5 @@
-//! Leader hand-over times: our `LeaderLatch` against Curator 5.4's on the same ZooKeeper server,
-//! in one run.
+//! Leader hand-over times: our `LeaderLatch` against the raw protocol floor and Curator 5.4's on the
+//! same ZooKeeper server, in one run.
 //!
 //! ```sh
 //! cargo bench -p zk-recipes-benches --bench leader                    # 3 interleaved rounds
@@ -8,12 +8,20 @@
 //! ```
 //!
 //! Starts a `TestingServer` with both JVMs compiling as in production (see `support`; tick 200 ms, so an expired session is noticed within 200 ms of its
-//! deadline). Two scenarios, each for us and for Curator, alternating which goes first:
+//! deadline). Two scenarios, each for us and for Curator (and the graceful one for the floor), the
+//! sides taking turns going first:
 //! - **graceful**: two participants (one session each) rotate: close the leader's latch, measure
 //!   until the other's leadership callback (ours: the `IsLeader` event on its subscription;
 //!   Curator: `LeaderLatchListener.isLeader`, the driver's `bench-latch`), rejoin the closed side,
 //!   repeat. After 500 untimed hand-overs (warm-up, both sides), p50 and p90 over the timed
 //!   hand-overs of a round; medians over the rounds.
+//!   The floor (JSON client `floor`, graceful only, taking turns going first with the other two):
+//!   the latch's protocol on two bare sessions (as `crates/leader/src/latch/election.rs`): each
+//!   joins with a protected EPHEMERAL_SEQUENTIAL `latch-` node, lists, and sets a data watch on its
+//!   own node when first, else on the node just before it; the leader deletes its node, and the
+//!   hand-over is timed until the follower's watch fired and its listing again (which ours makes
+//!   before it declares leadership) returned; then, untimed, the new leader watches its own node
+//!   and the closed side joins again.
 //! - **crash**: a Curator latch in its own JVM leads (session timeout `--session-ms`); the
 //!   follower is ours or a Curator latch in another JVM; the leader's JVM is SIGKILLed and we
 //!   measure until the follower leads. The server expires the dead session one session timeout
@@ -21,12 +29,13 @@
 //!   its own reaction time.
 //!
 //! With `--json PATH` (or `ZKR_BENCH_JSON`) both scenarios are also appended as JSON lines
-//! (`bench` = `leader`; `graceful` with `p50_ms`/`p90_ms`, `crash` with `kill_to_leader_ms`,
+//! (`bench` = `leader`; `graceful` with `p50_ms`/`p90_ms` and `per_round_p50_ms`/
+//! `per_round_p90_ms`, client `ours`, `floor` or `curator`; `crash` with `kill_to_leader_ms`,
 //! `expiry_to_leader_ms` and `session_timeout_ms`; medians over the rounds).
 
 use std::time::{Duration, Instant};
 
-use zk_recipes::framework::zookeeper_client::EventType;
+use zk_recipes::framework::zookeeper_client::{self, Client, CreateMode, EventType, OneshotWatcher};
 use zk_recipes::framework::{Deadline, Framework};
 use zk_recipes::leader::{CloseMode, LeaderLatch};
 use zk_recipes_testing::CuratorProcess;
@@ -153,6 +162,95 @@ async fn ours_graceful(connect_string: &str, path: &str, warm_up: usize, hand_ov
         latch.close(CloseMode::Silent).await.expect("close");
     }
     for framework in frameworks {
+        framework.close().await;
+    }
+    durations
+}
+
+/// The floor's name of a latch node (ours: `latch-`).
+const LATCH_NAME: &str = "latch-";
+
+/// A floor participant's node and what it watches: its own node when first (leading), else the
+/// node just before it.
+struct RawLatch {
+    node: String,
+    watcher: OneshotWatcher,
+    leading: bool,
+}
+
+/// The floor's join: the latch's protocol on bare calls. A protected EPHEMERAL_SEQUENTIAL
+/// `latch-` node, then [`raw_check`].
+async fn raw_join(client: &Client, path: &str, contender: usize) -> RawLatch {
+    let prefix = support::protected_prefix(path, contender, LATCH_NAME);
+    let options = support::anyone(CreateMode::EphemeralSequential);
+    let (_, sequence) =
+        client.create(&prefix, contender.to_string().as_bytes(), &options).await.expect("create");
+    raw_check(client, path, format!("{prefix}{sequence}")).await
+}
+
+/// One look of the latch: list, then a data watch on our own node if first (leading), else on
+/// the node just before ours (listing again if that went meanwhile).
+async fn raw_check(client: &Client, path: &str, node: String) -> RawLatch {
+    let name = node.rsplit('/').next().expect("a name").to_owned();
+    loop {
+        let mut children = client.list_children(path).await.expect("list");
+        children.sort_by_cached_key(|child| support::sequence_of(child));
+        let index = children.iter().position(|child| *child == name).expect("our node is listed");
+        let watched = if index == 0 { node.clone() } else { format!("{path}/{}", children[index - 1]) };
+        match client.get_and_watch_data(&watched).await {
+            Ok((_, _, watcher)) => return RawLatch { node, watcher, leading: index == 0 },
+            Err(zookeeper_client::Error::NoNode) if index > 0 => continue,
+            Err(err) => panic!("watching {watched}: {err}"),
+        }
+    }
+}
+
+/// The floor's graceful hand-overs, on two bare sessions: the leader deletes its node; timed
+/// until the follower's watch fired and its listing (which shows it first) returned. Then the
+/// new leader watches its own node and the closed side joins again (untimed), as ours do.
+async fn floor_graceful(
+    connect_string: &str,
+    path: &str,
+    warm_up: usize,
+    hand_overs: usize,
+) -> Vec<Duration> {
+    let sessions = [support::raw_client(connect_string).await, support::raw_client(connect_string).await];
+    let clients = [sessions[0].1.clone(), sessions[1].1.clone()];
+    support::ensure_dir(&clients[0], path).await;
+    let first = raw_join(&clients[0], path, 0).await;
+    let mut latches = [Some(first), Some(raw_join(&clients[1], path, 1).await)];
+    let mut durations = Vec::with_capacity(hand_overs);
+    for hand_over in 0..warm_up + hand_overs {
+        let leader =
+            (0..2).find(|side| latches[*side].as_ref().is_some_and(|latch| latch.leading)).expect("a leader");
+        let other = 1 - leader;
+        let closing = Instant::now();
+        let closed = latches[leader].take().expect("the leader's latch");
+        let delete = clients[leader].delete(&closed.node, None);
+        drop(closed.watcher);
+        let follower = latches[other].take().expect("the follower's latch");
+        tokio::time::timeout(STEP, follower.watcher.changed()).await.expect("the follower's watch");
+        let mut children = clients[other].list_children(path).await.expect("list");
+        children.sort_by_cached_key(|child| support::sequence_of(child));
+        let led = Instant::now();
+        assert!(follower.node.ends_with(&children[0]), "the follower is first: {children:?}");
+        delete.await.expect("delete");
+        if hand_over >= warm_up {
+            durations.push(led.saturating_duration_since(closing));
+        }
+        let (_, _, watcher) = clients[other].get_and_watch_data(&follower.node).await.expect("own watch");
+        latches[other] = Some(RawLatch { node: follower.node, watcher, leading: true });
+        latches[leader] = Some(raw_join(&clients[leader], path, leader).await);
+    }
+    for (side, latch) in latches.into_iter().enumerate() {
+        if let Some(latch) = latch {
+            clients[side].delete(&latch.node, None).await.expect("delete");
+        }
+    }
+    drop(clients);
+    for (framework, client) in sessions {
+        // The bare client first: closed with a clone of it alive, a framework took seconds here.
+        drop(client);
         framework.close().await;
     }
     durations
@@ -336,13 +434,26 @@ async fn main() {
     // The default tick (200 ms) notices an expired session within 200 ms of its deadline.
     let (connect, _server) = support::server(None).await;
     let (mut ours_p50, mut ours_p90, mut curator_p50, mut curator_p90) = (vec![], vec![], vec![], vec![]);
+    let (mut floor_p50, mut floor_p90) = (vec![], vec![]);
     let observer = start_framework(&connect).await;
     let (mut ours_crashes, mut curator_crashes) = (Vec::new(), Vec::new());
     for round in 0..options.rounds {
         eprintln!("round {} of {}", round + 1, options.rounds);
-        let curator_first = round % 2 == 1;
-        for curator_turn in [curator_first, !curator_first] {
-            if curator_turn {
+        // Which side goes first turns with the rounds (the floor has no crash scenario).
+        for turn in 0..3 {
+            let side = (turn + round) % 3;
+            if side == 2 {
+                let mut durations = floor_graceful(
+                    &connect,
+                    &format!("/bench/floor-graceful-{round}"),
+                    options.warm_up_hand_overs,
+                    options.hand_overs,
+                )
+                .await;
+                durations.sort_unstable();
+                floor_p50.push(percentile(&durations, 0.5));
+                floor_p90.push(percentile(&durations, 0.9));
+            } else if side == 1 {
                 let (p50, p90) = curator_graceful(
                     &connect,
                     &format!("/bench/curator-graceful-{round}"),
@@ -387,9 +498,25 @@ async fn main() {
     println!("graceful close -> new leader:");
     println!("  ours     p50 {:>10}   p90 {:>10}   (rounds p50 {:?})", ms(o50), ms(o90), ours_p50);
     println!("  Curator  p50 {:>10}   p90 {:>10}   (rounds p50 {:?})", ms(c50), ms(c90), curator_p50);
+    let (f50, f90) = (support::median(&floor_p50), support::median(&floor_p90));
+    println!("  floor    p50 {:>10}   p90 {:>10}   (rounds p50 {:?})", ms(f50), ms(f90), floor_p50);
     println!("  ours / Curator: p50 {:.2}, p90 {:.2} (lower is faster)", ratio(o50, c50), ratio(o90, c90));
+    let paired = |ours: &[Duration], floor: &[Duration]| {
+        support::median(&ours.iter().zip(floor).map(|(ours, floor)| ratio(*ours, *floor)).collect::<Vec<_>>())
+    };
+    println!(
+        "  ours / floor:   p50 {:.2} [{:.2}], p90 {:.2} [{:.2}] (lower is faster; [median of the per-round ratios])",
+        ratio(o50, f50),
+        paired(&ours_p50, &floor_p50),
+        ratio(o90, f90),
+        paired(&ours_p90, &floor_p90)
+    );
     let millis = |durations: &[Duration]| durations.iter().map(|d| d.as_secs_f64() * 1e3).collect::<Vec<_>>();
-    for (client, p50s, p90s) in [("ours", &ours_p50, &ours_p90), ("curator", &curator_p50, &curator_p90)] {
+    for (client, p50s, p90s) in [
+        ("ours", &ours_p50, &ours_p90),
+        ("floor", &floor_p50, &floor_p90),
+        ("curator", &curator_p50, &curator_p90),
+    ] {
         json.emit(
             "graceful",
             client,
@@ -399,6 +526,7 @@ async fn main() {
                 "p90_ms": support::median(&millis(p90s)),
                 "rounds": p50s.len(),
                 "per_round_p50_ms": millis(p50s),
+                "per_round_p90_ms": millis(p90s),
                 "hand_overs_per_round": options.hand_overs,
             }),
         );

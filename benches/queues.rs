@@ -1,15 +1,34 @@
-//! Items per second through a distributed queue on a real ZooKeeper server, ours and Curator 5.4's
-//! `DistributedQueue` (through the Java driver in `crates/testing/java`) in the same run: 4 producers and
-//! 4 consumers, each with its own session, in both delivery modes.
+//! Items per second through a distributed queue on a real ZooKeeper server, ours, the raw protocol
+//! floor and Curator 5.4's `DistributedQueue` (through the Java driver in `crates/testing/java`) in
+//! the same run: 4 producers and 4 consumers, each with its own session, in both delivery modes.
 //!
 //! `cargo bench -p zk-recipes-benches --bench queues` (release build; both JVMs compile as in production,
 //! see `support`). Under `cargo test` it makes a
 //! smoke run of 200 items and one round. Environment:
 //! `QUEUE_BENCH_ITEMS` (default 10000), `QUEUE_BENCH_ROUNDS` (default 3), or `--items N` and
-//! `--rounds N`; medians are printed, with ours / Curator ratios. With `--json PATH` (or
-//! `ZKR_BENCH_JSON`) each scenario is also appended as a JSON line (`bench` = `queues`; scenario
-//! `put`, `put-batch`, `take`, `take-lock-safe`, `end-to-end`, `end-to-end-lock-safe`). Each round runs ours and Curator's scenarios, alternating which
-//! goes first.
+//! `--rounds N`; medians are printed, with ours / floor and ours / Curator ratios (of the medians,
+//! and the median of the per-round ratios). With `--json PATH` (or `ZKR_BENCH_JSON`) each scenario
+//! is also appended as a JSON line (`bench` = `queues`; scenario `put`, `put-batch`, `take`,
+//! `take-lock-safe`, `end-to-end`, `end-to-end-lock-safe`; client `ours`, `floor`, `floor-1` or
+//! `curator`). Each round runs ours, the floor's and Curator's scenarios, the three taking turns
+//! going first.
+//!
+//! The floor (JSON client `floor`): our queue's protocol on bare zookeeper-client calls, at the same
+//! concurrency (4 producers / 4 consumers, one session each), with nothing else (no channel to a
+//! handler, no framing or serializer: the items are their bytes). Producers: one
+//! PERSISTENT_SEQUENTIAL create per item (`put`), or one multi of 100 creates (`put-batch`, as our
+//! `put_batch` of 100). Consumers (as `crates/queue/src/consumer`): list with a children watch
+//! (sorted by sequence), then per batch of up to 16 (our default prefetch), sent back to back: at
+//! most once, the `get_data`s and one multi deleting the batch, falling back to single deletes
+//! when the multi fails (another consumer took one); lock-safe, one multi creating the EPHEMERAL
+//! lock nodes and the `get_data`s, falling back to create + read per item, then one finish multi
+//! {check lock, delete item, delete lock} per taken item, all of a batch in one multi (our group
+//! commit at its best), sent before the next batch is claimed. After a lost race a consumer goes
+//! on from a random point of its listing (or of its next listing), and lists again when it lost
+//! as many as it won, or ran out; an empty listing waits on its watch. Ours batches; the floor that
+//! does not (`floor-1`: one item per round trip: read + delete, or lock create + read, then its own
+//! finish multi; for `put-batch`, one create per item) is shown too. Each floor take runs on a
+//! queue its floor's producers just filled (`floor-1` on a second queue).
 //!
 //! Curator's side: `queue-produce` (4 clients in one JVM, one `put` per item, foreground —
 //! `putInBackground(false)` — or Curator's default background puts, then `flushPuts`) and
@@ -20,12 +39,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
+use zk_recipes::framework::zookeeper_client::{self, Client, CreateMode, MultiWriteError};
 use zk_recipes::framework::Framework;
-use zk_recipes::queue::{DistributedQueue, Utf8Serializer};
+use zk_recipes::queue::{DistributedQueue, Utf8Serializer, DEFAULT_PREFETCH};
 
 mod support;
 
 const WORKERS: usize = 4;
+/// Items per `put_batch` (ours and the batching floor: one multi each).
+const PUT_BATCH: usize = 100;
+/// The item name prefix (ours: `queue-<seq>`).
+const ITEM_PREFIX: &str = "queue-";
 
 /// Queue throughput, ours against Curator's (the module docs say what runs).
 #[derive(clap::Parser, Debug)]
@@ -119,6 +144,288 @@ async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool
     elapsed
 }
 
+/// The floor's producers: `batch` 1 creates one node per item, more creates `batch` per multi.
+async fn floor_produce(connect_string: &str, path: &str, items: usize, batch: usize) -> Duration {
+    let mut sessions = Vec::new();
+    for _ in 0..WORKERS {
+        sessions.push(support::raw_client(connect_string).await);
+    }
+    support::ensure_dir(&sessions[0].1, path).await;
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (producer, (_, client)) in sessions.iter().enumerate() {
+        let (client, prefix) = (client.clone(), format!("{path}/{ITEM_PREFIX}"));
+        tasks.push(tokio::spawn(async move {
+            let options = support::anyone(CreateMode::PersistentSequential);
+            let mine: Vec<Vec<u8>> = (producer..items)
+                .step_by(WORKERS)
+                .map(|index| format!("item-{index}").into_bytes())
+                .collect();
+            for chunk in mine.chunks(batch) {
+                if let [item] = chunk {
+                    client.create(&prefix, item, &options).await.expect("create");
+                    continue;
+                }
+                let mut multi = client.new_multi_writer();
+                for item in chunk {
+                    multi.add_create(&prefix, item, &options).expect("valid path");
+                }
+                multi.commit().await.expect("multi create");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.expect("producer");
+    }
+    let elapsed = started.elapsed();
+    for (framework, client) in sessions {
+        // The bare client first: closed with a clone of it alive, a framework took seconds here.
+        drop(client);
+        framework.close().await;
+    }
+    elapsed
+}
+
+/// A finish multi in flight (lock-safe), awaited before the next one is sent.
+type Finishing<'a> = BoxFuture<'a, Result<Vec<zookeeper_client::MultiWriteResult>, MultiWriteError>>;
+
+/// One floor consumer: our consumer's protocol on one bare session (the module docs say which).
+struct RawConsumer<'a> {
+    client: &'a Client,
+    dir: String,
+    /// The lock directory, for lock-safe takes.
+    locks: Option<String>,
+    batch: usize,
+    pending: std::collections::VecDeque<String>,
+    must_relist: bool,
+    /// Lost a race in the last batch: start the next listing at a random point.
+    contended: bool,
+    finishing: Option<Finishing<'a>>,
+    /// The items of the finish multi in flight.
+    finishing_names: Vec<String>,
+    random: u64,
+}
+
+impl<'a> RawConsumer<'a> {
+    /// Takes items until `done` reaches `items` (counting its own in it).
+    async fn run(mut self, done: &AtomicUsize, items: usize) {
+        while done.load(Ordering::Relaxed) < items {
+            if self.must_relist || self.pending.is_empty() {
+                let (children, _, watcher) =
+                    self.client.get_and_watch_children(&self.dir).await.expect("list");
+                // Not the items whose finish multi is in flight (ours: the locks it holds).
+                let mut names: Vec<String> = children
+                    .into_iter()
+                    .filter(|child| child.starts_with(ITEM_PREFIX) && !self.finishing_names.contains(child))
+                    .collect();
+                names.sort_by_cached_key(|name| support::sequence_of(name));
+                if self.contended && names.len() > 1 {
+                    let start = self.next_random() % names.len();
+                    names.rotate_left(start);
+                }
+                self.must_relist = false;
+                if names.is_empty() {
+                    // Wait on the watch, looking now and then whether the others took the rest.
+                    let _ = tokio::time::timeout(Duration::from_millis(20), watcher.changed()).await;
+                    continue;
+                }
+                self.pending = names.into();
+            }
+            let count = self.batch.min(self.pending.len());
+            let batch: Vec<String> = self.pending.drain(..count).collect();
+            let (won, lost) = match &self.locks {
+                None => self.take_plain(&batch).await,
+                Some(locks) => {
+                    let locks = locks.clone();
+                    self.take_locked(&batch, &locks).await
+                }
+            };
+            done.fetch_add(won, Ordering::Relaxed);
+            self.contended = lost > 0;
+            if lost > 0 && lost >= won {
+                self.must_relist = true;
+            } else if lost > 0 && self.pending.len() > 1 {
+                let start = self.next_random() % self.pending.len();
+                self.pending.rotate_left(start);
+            }
+        }
+        if let Some(finishing) = self.finishing.take() {
+            finishing.await.expect("finish multi");
+        }
+    }
+
+    /// At most once: the reads, then one multi deleting the batch (or one delete), back to back;
+    /// single deletes if the multi failed. Returns (taken, lost races).
+    async fn take_plain(&mut self, batch: &[String]) -> (usize, usize) {
+        let paths: Vec<String> = batch.iter().map(|name| format!("{}/{name}", self.dir)).collect();
+        let client = self.client;
+        let reads: Vec<_> = paths.iter().map(|path| client.get_data(path)).collect();
+        if let [path] = paths.as_slice() {
+            let delete = client.delete(path, None);
+            let read = reads.into_iter().next().expect("one read").await;
+            return match (read, delete.await) {
+                (Ok(_), Ok(())) => (1, 0),
+                _ => (0, 1),
+            };
+        }
+        let mut multi = client.new_multi_writer();
+        for path in &paths {
+            multi.add_delete(path, None).expect("valid path");
+        }
+        let deleted = multi.commit();
+        let mut read_ok = Vec::with_capacity(reads.len());
+        for read in reads {
+            read_ok.push(read.await.is_ok());
+        }
+        match deleted.await {
+            Ok(_) => (paths.len(), 0),
+            Err(MultiWriteError::OperationFailed { .. }) => {
+                let deletes: Vec<_> = paths
+                    .iter()
+                    .zip(&read_ok)
+                    .filter(|(_, read)| **read)
+                    .map(|(path, _)| client.delete(path, None))
+                    .collect();
+                let mut won = 0;
+                for delete in deletes {
+                    won += usize::from(delete.await.is_ok());
+                }
+                (won, paths.len() - won)
+            }
+            Err(err) => panic!("delete multi: {err}"),
+        }
+    }
+
+    /// Lock-safe: one multi creating the lock nodes, and the reads, back to back (one by one if
+    /// the multi failed); then the finish multi of what was taken, sent before the next claim.
+    async fn take_locked(&mut self, batch: &[String], locks: &str) -> (usize, usize) {
+        let client = self.client;
+        let items: Vec<String> = batch.iter().map(|name| format!("{}/{name}", self.dir)).collect();
+        let lock_nodes: Vec<String> = batch.iter().map(|name| format!("{locks}/{name}")).collect();
+        let options = support::anyone(CreateMode::Ephemeral);
+        let mut taken = Vec::new();
+        let mut together = false;
+        if batch.len() > 1 {
+            let mut multi = client.new_multi_writer();
+            for lock_node in &lock_nodes {
+                multi.add_create(lock_node, b"", &options).expect("valid path");
+            }
+            let created = multi.commit();
+            let reads: Vec<_> = items.iter().map(|item| client.get_data(item)).collect();
+            let created = created.await;
+            let mut read_ok = Vec::with_capacity(reads.len());
+            for read in reads {
+                read_ok.push(read.await.is_ok());
+            }
+            match created {
+                Ok(_) => {
+                    together = true;
+                    for (index, read) in read_ok.into_iter().enumerate() {
+                        if read {
+                            taken.push(index);
+                        } else {
+                            // Finished by another consumer meanwhile: let our lock go.
+                            client.delete(&lock_nodes[index], None).await.expect("delete lock");
+                        }
+                    }
+                }
+                Err(MultiWriteError::OperationFailed { .. }) => {}
+                Err(err) => panic!("lock multi: {err}"),
+            }
+        }
+        if !together {
+            let requests: Vec<_> = lock_nodes
+                .iter()
+                .zip(&items)
+                .map(|(lock_node, item)| (client.create(lock_node, b"", &options), client.get_data(item)))
+                .collect();
+            for (index, (create, read)) in requests.into_iter().enumerate() {
+                match (create.await, read.await) {
+                    (Ok(_), Ok(_)) => taken.push(index),
+                    (Ok(_), Err(_)) => client.delete(&lock_nodes[index], None).await.expect("delete lock"),
+                    (Err(_), _) => {}
+                }
+            }
+        }
+        let lost = batch.len() - taken.len();
+        if taken.is_empty() {
+            return (0, lost);
+        }
+        if let Some(finishing) = self.finishing.take() {
+            finishing.await.expect("finish multi");
+        }
+        let finish = |indexes: &[usize]| {
+            let mut multi = client.new_multi_writer();
+            for index in indexes {
+                multi.add_check_version(&lock_nodes[*index], -1).expect("valid path");
+                multi.add_delete(&items[*index], None).expect("valid path");
+                multi.add_delete(&lock_nodes[*index], None).expect("valid path");
+            }
+            multi.commit()
+        };
+        self.finishing = Some(Box::pin(finish(&taken)));
+        self.finishing_names = taken.iter().map(|index| batch[*index].clone()).collect();
+        (taken.len(), lost)
+    }
+
+    fn next_random(&mut self) -> usize {
+        self.random ^= self.random << 13;
+        self.random ^= self.random >> 7;
+        self.random ^= self.random << 17;
+        self.random as usize
+    }
+}
+
+/// The floor's consumers, taking up to `batch` items per round trip (ours: [`DEFAULT_PREFETCH`]).
+async fn floor_consume(
+    connect_string: &str,
+    path: &str,
+    items: usize,
+    lock_safe: bool,
+    batch: usize,
+) -> Duration {
+    let mut sessions = Vec::new();
+    for _ in 0..WORKERS {
+        sessions.push(support::raw_client(connect_string).await);
+    }
+    let locks = lock_safe.then(|| format!("{path}-locks"));
+    support::ensure_dir(&sessions[0].1, path).await;
+    if let Some(locks) = &locks {
+        support::ensure_dir(&sessions[0].1, locks).await;
+    }
+    let done = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (index, (_, client)) in sessions.iter().enumerate() {
+        let (client, dir, locks, done) = (client.clone(), path.to_owned(), locks.clone(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            let consumer = RawConsumer {
+                client: &client,
+                dir,
+                locks,
+                batch,
+                pending: Default::default(),
+                must_relist: true,
+                contended: false,
+                finishing: None,
+                finishing_names: Vec::new(),
+                random: 0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1),
+            };
+            consumer.run(&done, items).await;
+        }));
+    }
+    for task in tasks {
+        task.await.expect("consumer");
+    }
+    let elapsed = started.elapsed();
+    for (framework, client) in sessions {
+        // The bare client first: closed with a clone of it alive, a framework took seconds here.
+        drop(client);
+        framework.close().await;
+    }
+    elapsed
+}
+
 /// Runs a Curator driver command and returns the `ops=` of its `RESULT` line (items/s).
 async fn curator(args: &[String]) -> f64 {
     let line = support::curator_result(args).await;
@@ -166,6 +473,17 @@ const CURATOR_PUT: usize = 6;
 const CURATOR_PUT_BACKGROUND: usize = 7;
 const CURATOR_TAKE: usize = 8;
 const CURATOR_TAKE_LOCKED: usize = 9;
+const FLOOR_PUT: usize = 10;
+const FLOOR_PUT_BATCH: usize = 11;
+const FLOOR_TAKE: usize = 12;
+const FLOOR_TAKE_1: usize = 13;
+const FLOOR_TAKE_LOCKED: usize = 14;
+const FLOOR_TAKE_LOCKED_1: usize = 15;
+const FLOOR_END_TO_END: usize = 16;
+const FLOOR_END_TO_END_LOCKED: usize = 17;
+
+/// The sides, in the order they take turns going first.
+const SIDES: [&str; 3] = ["ours", "floor", "curator"];
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
@@ -187,39 +505,78 @@ fn main() {
             ("Curator: put (default: in background + flush)", Vec::new()),
             ("Curator: take, at most once (no lockPath)", Vec::new()),
             ("Curator: take, lock-safe (lockPath)", Vec::new()),
+            ("floor: put (one create per item)", Vec::new()),
+            ("floor: put (100 creates per multi)", Vec::new()),
+            ("floor: take, at most once (16 per round trip)", Vec::new()),
+            ("floor: take, at most once (1 per round trip)", Vec::new()),
+            ("floor: take, lock-safe (16 per round trip)", Vec::new()),
+            ("floor: take, lock-safe (1 per round trip)", Vec::new()),
+            ("floor: end to end, at most once", Vec::new()),
+            ("floor: end to end, lock-safe", Vec::new()),
         ];
         let rate = |elapsed: Duration| items as f64 / elapsed.as_secs_f64();
         for round in 0..rounds {
             eprintln!("round {} of {rounds}", round + 1);
-            let curator_first = round % 2 == 1;
-            for curator_turn in [curator_first, !curator_first] {
-                if curator_turn {
-                    // Foreground puts feed the at-most-once take, background puts the lock-safe one.
-                    let plain = format!("/bench/curator-plain-{round}");
-                    let locked = format!("/bench/curator-locked-{round}");
-                    results[CURATOR_PUT].1.push(curator_produce(&connect, &plain, items, false).await);
-                    results[CURATOR_TAKE].1.push(curator_consume(&connect, &plain, items, false).await);
-                    results[CURATOR_PUT_BACKGROUND].1.push(curator_produce(&connect, &locked, items, true).await);
-                    results[CURATOR_TAKE_LOCKED].1.push(curator_consume(&connect, &locked, items, true).await);
-                    continue;
-                }
-                for (mode, lock_safe) in [("plain", false), ("locked", true)] {
-                    let path = format!("/bench/{mode}-{round}");
-                    let batch = if lock_safe { 100 } else { 1 };
-                    let put = produce(&connect, &path, items, batch).await;
-                    results[if lock_safe { OURS_PUT_BATCH } else { OURS_PUT }].1.push(rate(put));
-                    let take = consume(&connect, &path, items, lock_safe).await;
-                    results[if lock_safe { OURS_TAKE_LOCKED } else { OURS_TAKE }].1.push(rate(take));
-                    // Producers (one put per item) and consumers at the same time.
-                    let path = format!("/bench/{mode}-mixed-{round}");
-                    let started = Instant::now();
-                    let (_, _) = tokio::join!(
-                        produce(&connect, &path, items, 1),
-                        consume(&connect, &path, items, lock_safe)
-                    );
-                    results[if lock_safe { OURS_END_TO_END_LOCKED } else { OURS_END_TO_END }]
-                        .1
-                        .push(rate(started.elapsed()));
+            // Which side goes first turns with the rounds.
+            for turn in 0..SIDES.len() {
+                match SIDES[(turn + round) % SIDES.len()] {
+                    "curator" => {
+                        // Foreground puts feed the at-most-once take, background puts the lock-safe one.
+                        let plain = format!("/bench/curator-plain-{round}");
+                        let locked = format!("/bench/curator-locked-{round}");
+                        results[CURATOR_PUT].1.push(curator_produce(&connect, &plain, items, false).await);
+                        results[CURATOR_TAKE].1.push(curator_consume(&connect, &plain, items, false).await);
+                        results[CURATOR_PUT_BACKGROUND]
+                            .1
+                            .push(curator_produce(&connect, &locked, items, true).await);
+                        results[CURATOR_TAKE_LOCKED].1.push(curator_consume(&connect, &locked, items, true).await);
+                    }
+                    "floor" => {
+                        for (mode, lock_safe) in [("plain", false), ("locked", true)] {
+                            let (batch, put_index) =
+                                if lock_safe { (PUT_BATCH, FLOOR_PUT_BATCH) } else { (1, FLOOR_PUT) };
+                            let (take_index, take_1_index, end_to_end_index) = if lock_safe {
+                                (FLOOR_TAKE_LOCKED, FLOOR_TAKE_LOCKED_1, FLOOR_END_TO_END_LOCKED)
+                            } else {
+                                (FLOOR_TAKE, FLOOR_TAKE_1, FLOOR_END_TO_END)
+                            };
+                            let path = format!("/bench/floor-{mode}-{round}");
+                            results[put_index].1.push(rate(floor_produce(&connect, &path, items, batch).await));
+                            let take = floor_consume(&connect, &path, items, lock_safe, DEFAULT_PREFETCH).await;
+                            results[take_index].1.push(rate(take));
+                            let path = format!("/bench/floor-{mode}-1-{round}");
+                            floor_produce(&connect, &path, items, batch).await;
+                            let take = floor_consume(&connect, &path, items, lock_safe, 1).await;
+                            results[take_1_index].1.push(rate(take));
+                            let path = format!("/bench/floor-{mode}-mixed-{round}");
+                            let started = Instant::now();
+                            tokio::join!(
+                                floor_produce(&connect, &path, items, 1),
+                                floor_consume(&connect, &path, items, lock_safe, DEFAULT_PREFETCH)
+                            );
+                            results[end_to_end_index].1.push(rate(started.elapsed()));
+                        }
+                    }
+                    _ => {
+                        for (mode, lock_safe) in [("plain", false), ("locked", true)] {
+                            let path = format!("/bench/{mode}-{round}");
+                            let batch = if lock_safe { PUT_BATCH } else { 1 };
+                            let put = produce(&connect, &path, items, batch).await;
+                            results[if lock_safe { OURS_PUT_BATCH } else { OURS_PUT }].1.push(rate(put));
+                            let take = consume(&connect, &path, items, lock_safe).await;
+                            results[if lock_safe { OURS_TAKE_LOCKED } else { OURS_TAKE }].1.push(rate(take));
+                            // Producers (one put per item) and consumers at the same time.
+                            let path = format!("/bench/{mode}-mixed-{round}");
+                            let started = Instant::now();
+                            let (_, _) = tokio::join!(
+                                produce(&connect, &path, items, 1),
+                                consume(&connect, &path, items, lock_safe)
+                            );
+                            results[if lock_safe { OURS_END_TO_END_LOCKED } else { OURS_END_TO_END }]
+                                .1
+                                .push(rate(started.elapsed()));
+                        }
+                    }
                 }
             }
         }
@@ -231,7 +588,7 @@ fn main() {
         for ((what, rates), median) in results.iter().zip(&medians) {
             println!("  {what:<48} {median:>8.0} items/s   (rounds: {rates:.0?})");
         }
-        // (scenario, client, results index, how Curator's side runs it)
+        // (scenario, client, results index, how that side runs it)
         let emitted = [
             ("put", "ours", OURS_PUT, ""),
             ("put-batch", "ours", OURS_PUT_BATCH, ""),
@@ -243,6 +600,15 @@ fn main() {
             ("put-batch", "curator", CURATOR_PUT_BACKGROUND, "its default: puts in background + flushPuts"),
             ("take", "curator", CURATOR_TAKE, "no lockPath"),
             ("take-lock-safe", "curator", CURATOR_TAKE_LOCKED, "lockPath"),
+            ("put", "floor", FLOOR_PUT, "one create per item"),
+            ("put-batch", "floor", FLOOR_PUT_BATCH, "100 creates per multi"),
+            ("put-batch", "floor-1", FLOOR_PUT, "one create per item"),
+            ("take", "floor", FLOOR_TAKE, "16 per round trip: reads + one delete multi"),
+            ("take", "floor-1", FLOOR_TAKE_1, "1 per round trip: read + delete"),
+            ("take-lock-safe", "floor", FLOOR_TAKE_LOCKED, "16 per round trip: lock multi + reads, one finish multi"),
+            ("take-lock-safe", "floor-1", FLOOR_TAKE_LOCKED_1, "1 per round trip: lock + read, finish multi"),
+            ("end-to-end", "floor", FLOOR_END_TO_END, "one create per item; takes 16 per round trip"),
+            ("end-to-end-lock-safe", "floor", FLOOR_END_TO_END_LOCKED, "one create per item; takes 16 per round trip"),
         ];
         for (scenario, client, index, how) in emitted {
             json.emit_series(
@@ -253,14 +619,31 @@ fn main() {
                 serde_json::json!({ "what": results[index].0, "how": how, "items": items, "workers": WORKERS }),
             );
         }
-        let ratio = |ours: usize, theirs: usize| medians[ours] / medians[theirs];
-        println!("ratios, ours / Curator (same run):");
-        println!("  put, one per item, both awaited:            {:.2}x", ratio(OURS_PUT, CURATOR_PUT));
-        println!("  put, one per item vs Curator's default:     {:.2}x", ratio(OURS_PUT, CURATOR_PUT_BACKGROUND));
-        println!("  put_batch vs Curator's default put:         {:.2}x", ratio(OURS_PUT_BATCH, CURATOR_PUT_BACKGROUND));
-        println!("  take, at most once:                         {:.2}x (target >= 3x)", ratio(OURS_TAKE, CURATOR_TAKE));
+        let ratio = |ours: usize, theirs: usize| {
+            let per_round: Vec<f64> =
+                results[ours].1.iter().zip(&results[theirs].1).map(|(ours, theirs)| ours / theirs).collect();
+            format!("{:.2} [{:.2}]", medians[ours] / medians[theirs], support::median(&per_round))
+        };
+        println!("ratios (same run; of the medians [median of the per-round ratios]):");
+        println!("  ours / floor:");
+        println!("    put, one per item:                        {}", ratio(OURS_PUT, FLOOR_PUT));
+        println!("    put_batch vs the batching floor:          {}", ratio(OURS_PUT_BATCH, FLOOR_PUT_BATCH));
+        println!("    take, at most once (floor batches too):   {}", ratio(OURS_TAKE, FLOOR_TAKE));
+        println!("    take, at most once vs floor of 1:         {}", ratio(OURS_TAKE, FLOOR_TAKE_1));
+        println!("    take, lock-safe (floor batches too):      {}", ratio(OURS_TAKE_LOCKED, FLOOR_TAKE_LOCKED));
+        println!("    take, lock-safe vs floor of 1:            {}", ratio(OURS_TAKE_LOCKED, FLOOR_TAKE_LOCKED_1));
+        println!("    end to end, at most once:                 {}", ratio(OURS_END_TO_END, FLOOR_END_TO_END));
         println!(
-            "  take, lock-safe:                            {:.2}x (target >= 3x)",
+            "    end to end, lock-safe:                    {}",
+            ratio(OURS_END_TO_END_LOCKED, FLOOR_END_TO_END_LOCKED)
+        );
+        println!("  ours / Curator:");
+        println!("    put, one per item, both awaited:          {}", ratio(OURS_PUT, CURATOR_PUT));
+        println!("    put, one per item vs Curator's default:   {}", ratio(OURS_PUT, CURATOR_PUT_BACKGROUND));
+        println!("    put_batch vs Curator's default put:       {}", ratio(OURS_PUT_BATCH, CURATOR_PUT_BACKGROUND));
+        println!("    take, at most once:                       {} (target >= 3x)", ratio(OURS_TAKE, CURATOR_TAKE));
+        println!(
+            "    take, lock-safe:                          {} (target >= 3x)",
             ratio(OURS_TAKE_LOCKED, CURATOR_TAKE_LOCKED)
         );
     });

@@ -214,6 +214,15 @@ pub async fn raw_client(connect: &str) -> (Framework, Client) {
     (framework, client)
 }
 
+/// Creates `path` (PERSISTENT, with its parents, the open ACL) unless it exists: a floor's
+/// directory, made before its clock starts.
+pub async fn ensure_dir(client: &Client, path: &str) {
+    match client.mkdir(path, &anyone(CreateMode::Persistent)).await {
+        Ok(()) | Err(zookeeper_client::Error::NodeExists) => {}
+        Err(err) => panic!("creating {path}: {err}"),
+    }
+}
+
 /// Create options with the open ACL, as the recipes' nodes have.
 pub fn anyone(mode: CreateMode) -> zookeeper_client::CreateOptions<'static> {
     mode.with_acls(zookeeper_client::Acls::anyone_all())

@@ -23,6 +23,12 @@
  *           round (Curator 5.4's object reused lets members in early: GH-1290, its
  *           hasBeenNotified flag is never reset and late notifications end the single wait);
  *       "close" -> CLOSED and exit 0.
+ *   bench-double-barrier <connect> <path> <members> <rounds>
+ *       For benches/barriers.rs: <members> clients, each with its own session and thread, loop
+ *       <rounds> rounds of enter(60 s) + leave(60 s) on a new DistributedDoubleBarrier(path,
+ *       members) per round (GH-1290), every member starting a round once all left the last one
+ *       (an in-process CyclicBarrier). READY once all are connected, then waits for "go"; finally
+ *       RESULT ops=<rounds per second> rounds=<rounds> secs=<seconds>, timed from "go".
  */
 package zkrecipes.interop;
 
@@ -55,6 +61,8 @@ final class CuratorBarriers {
                 return barrier(args);
             case "double-barrier":
                 return doubleBarrier(args);
+            case "bench-double-barrier":
+                return benchDoubleBarrier(args);
             default:
                 return null;
         }
@@ -84,6 +92,50 @@ final class CuratorBarriers {
                 return 0;
             }
         }
+    }
+
+    private static int benchDoubleBarrier(List<String> args) throws Exception {
+        String connect = arg(args, 0, "connect");
+        String path = arg(args, 1, "path");
+        int members = Integer.parseInt(arg(args, 2, "members"));
+        int rounds = Integer.parseInt(arg(args, 3, "rounds"));
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < members; i++) {
+            clients.add(start(connect));
+        }
+        out("READY");
+        CuratorDriver.awaitLine("go");
+        ExecutorService pool = Executors.newFixedThreadPool(members);
+        // Every member starts a round once all left the last one (Curator 5.4 deadlocks on a member
+        // entering the next round while others still leave).
+        java.util.concurrent.CyclicBarrier roundDone = new java.util.concurrent.CyclicBarrier(members);
+        long started = System.nanoTime();
+        List<Future<Void>> running = new ArrayList<>();
+        for (CuratorFramework client : clients) {
+            running.add(pool.submit(() -> {
+                for (int round = 0; round < rounds; round++) {
+                    DistributedDoubleBarrier barrier = new DistributedDoubleBarrier(client, path, members);
+                    if (!barrier.enter(STEP_MS, TimeUnit.MILLISECONDS)) {
+                        throw new IllegalStateException("enter timed out in round " + round);
+                    }
+                    if (!barrier.leave(STEP_MS, TimeUnit.MILLISECONDS)) {
+                        throw new IllegalStateException("leave timed out in round " + round);
+                    }
+                    roundDone.await(STEP_MS, TimeUnit.MILLISECONDS);
+                }
+                return null;
+            }));
+        }
+        for (Future<Void> future : running) {
+            future.get();
+        }
+        double seconds = (System.nanoTime() - started) / 1e9;
+        pool.shutdown();
+        out(String.format("RESULT ops=%.3f rounds=%d secs=%.3f", rounds / seconds, rounds, seconds));
+        for (CuratorFramework client : clients) {
+            client.close();
+        }
+        return 0;
     }
 
     private static int doubleBarrier(List<String> args) throws Exception {

@@ -1,15 +1,20 @@
 //! The markdown report, one file per job:
 //!
 //! - [`cells`]: numbers formatted for a table cell, ratio cells, how a section shows a plot;
-//! - [`locks`], [`rwlock`], [`queues`], [`leader`], [`discovery`]: one section per bench;
+//! - [`locks`], [`rwlock`], [`queues`], [`leader`], [`counters`], [`barriers`], [`cache`],
+//!   [`discovery`], [`metrics`]: one section per bench;
 //! - [`page`]: the whole report, the run's description and the sections in order.
 //!
 //! Each file imports only the ones before it in this list (and the run it reports on).
 
+mod barriers;
+mod cache;
 mod cells;
+mod counters;
 mod discovery;
 mod leader;
 mod locks;
+mod metrics;
 mod page;
 mod queues;
 mod rwlock;

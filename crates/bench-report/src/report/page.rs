@@ -5,9 +5,13 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::barriers::barriers_section;
+use super::cache::cache_section;
+use super::counters::counters_section;
 use super::discovery::discovery_section;
 use super::leader::leader_section;
 use super::locks::locks_section;
+use super::metrics::metrics_section;
 use super::queues::queues_section;
 use super::rwlock::rwlock_section;
 use crate::run::Run;
@@ -70,6 +74,10 @@ pub fn markdown_report(run: &Run, plots: &[PathBuf], link_base: &str) -> String 
     rwlock_section(run, &mut out);
     queues_section(run, &mut out, &plot);
     leader_section(run, &mut out, &plot);
+    counters_section(run, &mut out);
+    barriers_section(run, &mut out);
+    cache_section(run, &mut out);
     discovery_section(run, &mut out);
+    metrics_section(run, &mut out);
     out
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::cells::{cell, format_rate, ratio, times, PlotLink};
+use super::cells::{cell, format_rate, ratio_cell, PlotLink, RATIO_CELLS};
 use crate::run::{Record, Run};
 
 /// Queue scenarios in report order: (scenario, label).
@@ -24,21 +24,80 @@ pub(super) fn queues_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
     }
     let _ = writeln!(out, "## Queues (`benches/queues.rs`): 4 producers / 4 consumers, one session each\n");
     plot(out, "queues.svg", "queue items/s per mode");
-    let _ = writeln!(out, "| mode | ours items/s | Curator items/s | ours / Curator | Curator's way |\n|---|---:|---:|---:|---|");
+    let _ = writeln!(
+        out,
+        "The floor is our queue's protocol on bare zookeeper-client calls at the same concurrency, with nothing \
+         else (no handler channel, no serializer): one create per item, or 100 per multi as our `put_batch`; takes \
+         of up to 16 items per round trip as our consumer's default prefetch (at most once: the reads and one \
+         multi deleting them; lock-safe: one multi creating the lock nodes and the reads, then one finish multi). \
+         Where ours batches, the floor batches the same way; the floor that does not (one item per round trip) \
+         is shown beside it.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| mode | ours items/s | floor items/s | Curator items/s | ours / floor | ours / Curator | floor without \
+         batching, items/s | ours / that floor | Curator's way |\n|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     for (scenario, label) in QUEUE_MODES {
-        let ours = run.find("queues", scenario, "ours", None);
-        let curator = run.find("queues", scenario, "curator", None);
-        if ours.is_none() && curator.is_none() {
+        let found = |client: &str| run.find("queues", scenario, client, None);
+        if found("ours").is_none() && found("curator").is_none() {
             continue;
         }
-        let how = curator.and_then(|found| found.fields.get("how")).and_then(Value::as_str).unwrap_or("–");
+        let rate = |client: &str| cell(found(client).and_then(Record::ops), format_rate);
+        let how =
+            found("curator").and_then(|found| found.fields.get("how")).and_then(Value::as_str).unwrap_or("–");
+        let unbatched = found("floor-1");
         let _ = writeln!(
             out,
-            "| {label} | {} | {} | {} | {how} |",
-            cell(ours.and_then(Record::ops), format_rate),
-            cell(curator.and_then(Record::ops), format_rate),
-            cell(ratio(ours.and_then(Record::ops), curator.and_then(Record::ops)), times)
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {how} |",
+            rate("ours"),
+            rate("floor"),
+            rate("curator"),
+            ratio_cell(found("ours"), found("floor")),
+            ratio_cell(found("ours"), found("curator")),
+            rate("floor-1"),
+            if unbatched.is_some() { ratio_cell(found("ours"), unbatched) } else { "–".to_owned() },
         );
     }
-    let _ = writeln!(out);
+    let _ = writeln!(out, "\n{RATIO_CELLS}\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(lines: &[String]) -> String {
+        let run = Run::parse(&lines.join("\n")).expect("parse");
+        let mut out = String::new();
+        queues_section(&run, &mut out, &|_: &mut String, _: &str, _: &str| {});
+        out
+    }
+
+    fn line(scenario: &str, client: &str, median: f64, rounds: &str) -> String {
+        format!(
+            r#"{{"bench":"queues","scenario":"{scenario}","client":"{client}","ops":{median},"per_round":{rounds},"how":"its way"}}"#
+        )
+    }
+
+    #[test]
+    fn the_section_shows_both_floors_and_every_ratio() {
+        let out = section(&[
+            line("take", "ours", 900.0, "[900,800]"),
+            line("take", "floor", 1000.0, "[1000,1000]"),
+            line("take", "floor-1", 300.0, "[300,200]"),
+            line("take", "curator", 300.0, "[300,400]"),
+            line("put", "ours", 500.0, "[500]"),
+        ]);
+        assert!(
+            out.contains("| take, at most once | 900 | 1,000 | 300 | 0.90 (0.90) | 3.00 (3.00) | 300 | 3.00 (4.00) | its way |"),
+            "{out}"
+        );
+        assert!(out.contains("| put, one per item | 500 | – | – | – | – | – | – | – |"), "{out}");
+        assert!(!out.contains("put, batched"), "{out}");
+    }
+
+    #[test]
+    fn no_queue_results_no_section() {
+        assert!(section(&[]).is_empty());
+    }
 }

@@ -1,0 +1,82 @@
+//! The report's double-barrier section (`benches/barriers.rs`).
+
+use std::fmt::Write as _;
+
+use super::cells::{cell, ratio_cell, RATIO_CELLS};
+use crate::run::{Record, Run};
+
+pub(super) fn barriers_section(run: &Run, out: &mut String) {
+    let sizes = run.values("barriers", "double");
+    if sizes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Double barrier (`benches/barriers.rs`): rounds of enter + leave\n");
+    let barrier_rounds = run
+        .select("barriers", "double")
+        .find_map(|found| found.number("barrier_rounds"))
+        .map_or_else(|| "a fixed number of".to_owned(), |rounds| format!("{rounds:.0}"));
+    let _ = writeln!(
+        out,
+        "N members (one session each) loop {barrier_rounds} rounds of enter + leave on one barrier of N, each starting \
+         a round once all left the last one (an in-process barrier on every side: Curator 5.4's deadlocks when a \
+         member enters the next round while others still leave). Curator: a new `DistributedDoubleBarrier` per \
+         round (GH-1290). The floor is our double barrier's protocol on bare calls: a persistent watch on the \
+         barrier path per enter and per leave, the member node, listings until `ready` is there or N members are \
+         (then it creates `ready`); leave deletes the member node and lists until the round's members are gone \
+         (the last deletes `ready`).\n"
+    );
+    let _ = writeln!(
+        out,
+        "| members | ours rounds/s | floor rounds/s | Curator rounds/s | ours / floor | ours / Curator |\n|---:|---:|---:|---:|---:|---:|"
+    );
+    for members in sizes {
+        let found = |client: &str| run.find("barriers", "double", client, Some(members));
+        let rate = |client: &str| cell(found(client).and_then(Record::ops), |rate| format!("{rate:.1}"));
+        let _ = writeln!(
+            out,
+            "| {members:.0} | {} | {} | {} | {} | {} |",
+            rate("ours"),
+            rate("floor"),
+            rate("curator"),
+            ratio_cell(found("ours"), found("floor")),
+            ratio_cell(found("ours"), found("curator")),
+        );
+    }
+    let _ = writeln!(out, "\n{RATIO_CELLS}\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_section_shows_each_size_and_both_ratios() {
+        let line = |members: u32, client: &str, median: f64, rounds: &str| {
+            format!(
+                r#"{{"bench":"barriers","scenario":"double","client":"{client}","param":"members","value":{members},"ops":{median},"per_round":{rounds},"barrier_rounds":30}}"#
+            )
+        };
+        let run = Run::parse(
+            &[
+                line(4, "ours", 45.0, "[45,40]"),
+                line(4, "floor", 50.0, "[50,50]"),
+                line(4, "curator", 15.0, "[15,20]"),
+                line(16, "ours", 12.5, "[12.5]"),
+            ]
+            .join("\n"),
+        )
+        .expect("parse");
+        let mut out = String::new();
+        barriers_section(&run, &mut out);
+        assert!(out.contains("loop 30 rounds"), "{out}");
+        assert!(out.contains("| 4 | 45.0 | 50.0 | 15.0 | 0.90 (0.90) | 3.00 (3.00) |"), "{out}");
+        assert!(out.contains("| 16 | 12.5 | – | – | – | – |"), "{out}");
+    }
+
+    #[test]
+    fn no_barrier_results_no_section() {
+        let mut out = String::new();
+        barriers_section(&Run::default(), &mut out);
+        assert!(out.is_empty());
+    }
+}
