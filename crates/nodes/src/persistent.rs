@@ -10,7 +10,8 @@ use tracing::{debug, info_span, warn, Instrument};
 use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{
-    path, Deadline, Error as FrameworkError, Framework, ParentMode, WatchEvent, DEFAULT_OPERATION_TIMEOUT,
+    path, Deadline, Error as FrameworkError, Feature, Framework, ParentMode, WatchEvent,
+    DEFAULT_OPERATION_TIMEOUT,
 };
 
 use crate::error::{NodeError, Result};
@@ -51,6 +52,9 @@ struct Settings {
     /// Whether closing or dropping deletes the node (not for a `PersistentTtlNode`'s container,
     /// which its TTL'd child keeps, and the server reaps once that has expired).
     delete_when_done: bool,
+    /// Whether the server must have TTL nodes (a TTL, or a `PersistentTtlNode`'s container, whose
+    /// child has one): checked before the first create, so that nothing is created without them.
+    needs_ttl_nodes: bool,
 }
 
 impl Settings {
@@ -104,6 +108,13 @@ impl PersistentNodeBuilder {
         self
     }
 
+    /// The server must have TTL nodes before anything is created (a `PersistentTtlNode`'s
+    /// container, whose child has a TTL).
+    pub(crate) fn needs_ttl_nodes(mut self) -> Self {
+        self.settings.needs_ttl_nodes = true;
+        self
+    }
+
     /// Starts keeping the node: a background task creates it, watches it, and creates it again
     /// whenever it is deleted or its session is lost. Needs a tokio runtime.
     ///
@@ -127,7 +138,8 @@ impl PersistentNodeBuilder {
         }
         self.framework.check_data_size(settings.data.len())?;
         let (created, _) = watch::channel(None);
-        let shared = Arc::new(Shared { data: Mutex::new(settings.data.clone()), created });
+        let (failed, _) = watch::channel(None);
+        let shared = Arc::new(Shared { data: Mutex::new(settings.data.clone()), created, failed });
         let (commands, receiver) = mpsc::unbounded_channel();
         let span = info_span!("persistent_node", path = %settings.base_path);
         tokio::spawn(
@@ -149,6 +161,8 @@ struct Shared {
     data: Mutex<Vec<u8>>,
     /// The node's full path while we hold it.
     created: watch::Sender<Option<String>>,
+    /// Why the task stopped before it created anything (a server without TTL nodes).
+    failed: watch::Sender<Option<FrameworkError>>,
 }
 
 enum Command {
@@ -198,6 +212,7 @@ impl PersistentNode {
                 ttl: None,
                 data: Vec::new(),
                 delete_when_done: true,
+                needs_ttl_nodes: false,
             },
         }
     }
@@ -226,19 +241,30 @@ impl PersistentNode {
     /// Waits until the node exists as ours (Curator's `waitForInitialCreate`); returns its path.
     ///
     /// # Errors
-    /// A framework timeout at the deadline; [`NodeError::Closed`] if the node was closed.
+    /// A framework timeout at the deadline; [`NodeError::Closed`] if the node was closed;
+    /// [`FrameworkError::MissingFeature`] (in [`NodeError::Framework`]) when the node needs TTL
+    /// nodes (a [`ttl`](PersistentNodeBuilder::ttl), a `PersistentTtlNode`) and the server has
+    /// none: the node's task then stopped before creating anything.
     ///
     /// # Cancel safety
     /// Cancel safe: it only waits. The node's task goes on creating it either way.
     pub async fn wait_for_initial_create(&self, deadline: impl Into<Deadline>) -> Result<String> {
         let deadline = deadline.into();
         let mut created = self.shared.created.subscribe();
+        let mut failed = self.shared.failed.subscribe();
         let found = deadline
             .run(async {
-                Ok(created.wait_for(Option::is_some).await.map(|path| path.clone().unwrap_or_default()))
+                Ok(tokio::select! {
+                    created = created.wait_for(Option::is_some) => {
+                        created.map(|path| path.clone().unwrap_or_default()).map_err(|_| NodeError::Closed)
+                    }
+                    Ok(failed) = failed.wait_for(Option::is_some) => {
+                        Err(NodeError::Framework(failed.clone().expect("waited for Some")))
+                    }
+                })
             })
             .await?;
-        found.map_err(|_| NodeError::Closed)
+        found
     }
 
     /// Sets the node's data: on the server now if the node exists, and for every later
@@ -310,6 +336,32 @@ impl Keeper {
     async fn run(mut self) {
         // Between failed creates; commands are still served during each pause.
         let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(2));
+        if self.settings.needs_ttl_nodes || self.settings.ttl.is_some() {
+            loop {
+                let required = self
+                    .framework
+                    .require(Feature::TtlNodes, Deadline::after(DEFAULT_OPERATION_TIMEOUT))
+                    .await;
+                match required {
+                    Ok(()) => break,
+                    Err(FrameworkError::Closed) => {
+                        self.stopped().await;
+                        return;
+                    }
+                    Err(err @ FrameworkError::MissingFeature { .. }) => {
+                        warn!(%err, "the server cannot keep this node: stopped, nothing created");
+                        self.shared.failed.send_replace(Some(err));
+                        return;
+                    }
+                    Err(err) => {
+                        debug!(%err, "could not ask the server for TTL nodes yet; asking again");
+                        if let Next::Stop = self.wait(None, None, backoff.next_pause()).await {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
         loop {
             let ensured = self.ensure().await;
             let (watched, ours) = match ensured {

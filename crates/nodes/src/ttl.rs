@@ -107,6 +107,7 @@ impl PersistentTtlNodeBuilder {
             .mode(CreateMode::Container)
             .data(self.data)
             .keep_when_done()
+            .needs_ttl_nodes()
             .start()?;
         let toucher = Toucher { framework: self.framework, child_path, ttl: self.ttl, period };
         let created = node.created();

@@ -212,3 +212,47 @@ async fn group_member_bad_input_is_refused_before_anything_is_sent() {
     assert!(matches!(large, Err(NodeError::Framework(FrameworkError::DataTooLarge { .. }))), "{large:?}");
     within("close", framework.close()).await;
 }
+
+/// On a server without TTL nodes, a `PersistentTtlNode` and a `PersistentNode` with a TTL stop
+/// before creating anything, and `wait_for_initial_create` names the missing feature at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_ttl_nodes_stops_ttl_nodes_before_anything_is_created() {
+    init_tracing();
+    let server = within_for(
+        SERVER_START,
+        "server start",
+        zk_recipes_testing::TestingServer::builder().without_extended_types().start(),
+    )
+    .await
+    .expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    let missing_ttl = |err: &NodeError| {
+        matches!(
+            err,
+            NodeError::Framework(FrameworkError::MissingFeature {
+                feature: zk_recipes_framework::Feature::TtlNodes,
+                ..
+            })
+        )
+    };
+    let ttl_node = PersistentTtlNode::builder(&framework, "/no-ttl/ttl-node", Duration::from_secs(5))
+        .start()
+        .expect("valid settings");
+    let err =
+        within("initial create", ttl_node.wait_for_initial_create(step())).await.expect_err("no TTL nodes");
+    assert!(missing_ttl(&err), "{err:?}");
+    let with_ttl = zk_recipes_nodes::PersistentNode::builder(&framework, "/no-ttl/persistent")
+        .mode(zk_recipes_framework::zookeeper_client::CreateMode::Persistent)
+        .ttl(Duration::from_secs(5))
+        .start()
+        .expect("valid settings");
+    let err =
+        within("initial create", with_ttl.wait_for_initial_create(step())).await.expect_err("no TTL nodes");
+    assert!(missing_ttl(&err), "{err:?}");
+    assert!(
+        within("exists", framework.exists("/no-ttl", step())).await.expect("exists").is_none(),
+        "nothing was created, not even the parent"
+    );
+    drop((ttl_node, with_ttl));
+    close_all([framework]).await;
+}
