@@ -58,10 +58,6 @@ pub use zk_recipes_leader as leader;
 #[cfg_attr(docsrs, doc(cfg(feature = "lease")))]
 #[doc(inline)]
 pub use zk_recipes_lease as lease;
-#[cfg(feature = "partition")]
-#[cfg_attr(docsrs, doc(cfg(feature = "partition")))]
-#[doc(inline)]
-pub use zk_recipes_partition as partition;
 #[cfg(feature = "lock-internals")]
 #[cfg_attr(docsrs, doc(cfg(feature = "lock-internals")))]
 #[doc(inline)]
@@ -74,6 +70,10 @@ pub use zk_recipes_mutex as mutex;
 #[cfg_attr(docsrs, doc(cfg(feature = "nodes")))]
 #[doc(inline)]
 pub use zk_recipes_nodes as nodes;
+#[cfg(feature = "partition")]
+#[cfg_attr(docsrs, doc(cfg(feature = "partition")))]
+#[doc(inline)]
+pub use zk_recipes_partition as partition;
 #[cfg(feature = "queue")]
 #[cfg_attr(docsrs, doc(cfg(feature = "queue")))]
 #[doc(inline)]
