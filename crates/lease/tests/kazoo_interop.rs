@@ -3,11 +3,18 @@
 //! each denies while the other holds, each reads the other's `lease_holder` (kazoo's bytes are
 //! ours), and a multi-lease with mixed holders never exceeds its count.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use zk_recipes_framework::Framework;
 use zk_recipes_lease::{Lease, LeaseError, LeaseLayout};
 use zk_recipes_test_support::*;
+
+mod common;
+use common::epoch_secs;
+
+fn lease(framework: &Framework, path: &str, duration: Duration, identifier: &str) -> Lease {
+    common::lease_in(LeaseLayout::Kazoo, framework, path, duration, identifier)
+}
 use zk_recipes_testing::kazoo_python;
 
 /// One kazoo client run: `lease <path> <seconds> <identifier>` or `multi:<count> ...` prints
@@ -56,19 +63,6 @@ async fn kazoo(connect: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     stdout
-}
-
-fn lease(framework: &Framework, path: &str, duration: Duration, identifier: &str) -> Lease {
-    Lease::builder(framework, path, duration)
-        .layout(LeaseLayout::Kazoo)
-        .identifier(identifier)
-        .timeout(STEP)
-        .build()
-        .expect("lease")
-}
-
-fn epoch_secs(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).expect("after the epoch").as_secs()
 }
 
 #[tokio::test]

@@ -3,20 +3,18 @@
 //! version or unreadable, a cancelled acquire, the multi-lease. kazoo itself is in
 //! `kazoo_interop.rs`.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use zk_recipes_framework::Framework;
-use zk_recipes_lease::{HeldLease, Lease, LeaseError, LeaseLayout, LostReason};
+use zk_recipes_lease::{Lease, LeaseError, LeaseLayout, LostReason};
 use zk_recipes_mutex::{LockLayout, Mutex};
 use zk_recipes_test_support::*;
 
+mod common;
+use common::{epoch_secs, take_when_free};
+
 fn lease(framework: &Framework, path: &str, duration: Duration, identifier: &str) -> Lease {
-    Lease::builder(framework, path, duration)
-        .layout(LeaseLayout::Kazoo)
-        .identifier(identifier)
-        .timeout(STEP)
-        .build()
-        .expect("lease")
+    common::lease_in(LeaseLayout::Kazoo, framework, path, duration, identifier)
 }
 
 fn record_path(path: &str) -> String {
@@ -38,23 +36,6 @@ fn kazoo_record(data: &[u8], identifier: &str) -> String {
     });
     assert!(end.len() == 19 && shape, "end {end:?} is not %Y-%m-%dT%H:%M:%S");
     end.to_owned()
-}
-
-fn epoch_secs(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).expect("after the epoch").as_secs()
-}
-
-async fn take_when_free(lease: &Lease) -> HeldLease {
-    within("taken once free", async {
-        loop {
-            match lease.acquire().await {
-                Ok(held) => return held,
-                Err(LeaseError::Held { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
-                Err(err) => panic!("acquire: {err}"),
-            }
-        }
-    })
-    .await
 }
 
 #[tokio::test]

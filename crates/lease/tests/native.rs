@@ -9,28 +9,17 @@ use zk_recipes_lease::{Lease, LeaseError, LeaseLayout, LostReason, MAX_IDENTIFIE
 use zk_recipes_test_support::*;
 use zk_recipes_testing::TestingServer;
 
+mod common;
+use common::take_when_free;
+
 fn lease(framework: &Framework, path: &str, duration: Duration, identifier: &str) -> Lease {
-    Lease::builder(framework, path, duration).identifier(identifier).timeout(STEP).build().expect("lease")
+    common::lease_in(LeaseLayout::Native, framework, path, duration, identifier)
 }
 
 /// A second process: its own framework (its own session) on the same server.
 fn other_process(framework: &Framework, server_connect: &str) -> Framework {
     let _ = framework;
     builder(server_connect, Duration::from_secs(10)).start().expect("framework")
-}
-
-/// Tries `lease` until it is taken, asserting that each refusal names a holder; the held lease.
-async fn take_when_free(lease: &Lease) -> zk_recipes_lease::HeldLease {
-    within("taken once free", async {
-        loop {
-            match lease.acquire().await {
-                Ok(held) => return held,
-                Err(LeaseError::Held { .. }) => tokio::time::sleep(Duration::from_millis(20)).await,
-                Err(err) => panic!("acquire: {err}"),
-            }
-        }
-    })
-    .await
 }
 
 #[tokio::test]
