@@ -215,8 +215,10 @@ async fn measure(connect: &str, path: &str, members: usize, rounds: usize, floor
     rounds as f64 / elapsed.as_secs_f64()
 }
 
-/// Curator's run (the driver's `bench-double-barrier`): its `ops=`.
-async fn curator(connect: &str, path: &str, members: usize, rounds: usize) -> f64 {
+/// Curator's run (the driver's `bench-double-barrier`): its `ops=`, or why it failed. Curator 5.4's
+/// double barrier can time out in `leave` (its member node and `ready` race between rounds); a
+/// failed run is reported as such, not measured, and the bench goes on.
+async fn curator(connect: &str, path: &str, members: usize, rounds: usize) -> Result<f64, String> {
     let args = [
         "bench-double-barrier".to_owned(),
         connect.to_owned(),
@@ -225,12 +227,22 @@ async fn curator(connect: &str, path: &str, members: usize, rounds: usize) -> f6
         rounds.to_string(),
     ];
     let mut driver = support::spawn_curator(&args);
-    driver.expect_line("READY", STEP).await.expect("READY");
-    driver.send_line("go").await.expect("go");
-    let line = driver.expect_line("RESULT", STEP).await.expect("RESULT");
+    driver.expect_line("READY", STEP).await.map_err(|err| format!("READY: {err}"))?;
+    driver.send_line("go").await.map_err(|err| format!("go: {err}"))?;
+    let line = match driver.expect_line("RESULT", STEP).await {
+        Ok(line) => line,
+        Err(err) => {
+            let _ = driver.wait(Duration::from_secs(60)).await;
+            let failure = err.to_string();
+            let reason =
+                failure.lines().find(|line| line.contains("timed out")).unwrap_or(&failure).to_owned();
+            eprintln!("Curator's double barrier failed ({members} members): {reason}");
+            return Err(reason);
+        }
+    };
     let status = driver.wait(Duration::from_secs(60)).await.expect("the Curator driver exits");
     assert!(status.success(), "the Curator driver failed: {status}\n{}", driver.log_tail(30));
-    support::field(&line, "ops").unwrap_or_else(|| panic!("no ops= in {line:?}"))
+    Ok(support::field(&line, "ops").unwrap_or_else(|| panic!("no ops= in {line:?}")))
 }
 
 #[tokio::main]
@@ -244,6 +256,8 @@ async fn main() {
     let (connect, _server) = support::server(None).await;
     // [size][side] -> rounds/s per bench round.
     let mut results: Vec<[Vec<f64>; 3]> = sizes.iter().map(|_| [vec![], vec![], vec![]]).collect();
+    // [size] -> Curator's failed runs (the reason of each).
+    let mut curator_failures: Vec<Vec<String>> = sizes.iter().map(|_| Vec::new()).collect();
     for round in 0..rounds {
         eprintln!("round {} of {rounds}", round + 1);
         for (index, members) in sizes.iter().enumerate() {
@@ -251,7 +265,13 @@ async fn main() {
                 let side = (turn + round) % SIDES.len();
                 let path = format!("/bench/barriers/{}-{members}-{round}", SIDES[side]);
                 let rate = match SIDES[side] {
-                    "curator" => curator(&connect, &path, *members, barrier_rounds).await,
+                    "curator" => match curator(&connect, &path, *members, barrier_rounds).await {
+                        Ok(rate) => rate,
+                        Err(reason) => {
+                            curator_failures[index].push(reason);
+                            continue;
+                        }
+                    },
                     name => measure(&connect, &path, *members, barrier_rounds, name == "floor").await,
                 };
                 results[index][side].push(rate);
@@ -267,28 +287,45 @@ async fn main() {
         "{:<8} {:>12} {:>12} {:>14} {:>14} {:>16}",
         "members", "ours rnd/s", "floor rnd/s", "Curator rnd/s", "ours / floor", "ours / Curator",
     );
+    let median = |values: &[f64]| if values.is_empty() { f64::NAN } else { support::median(values) };
     let ratios = |a: &[f64], b: &[f64]| {
+        if b.len() != a.len() {
+            // Rounds with a failed side do not pair up.
+            return format!("{:.2}", median(a) / median(b));
+        }
         let per_round: Vec<f64> = a.iter().zip(b).map(|(a, b)| a / b).collect();
-        format!("{:.2} [{:.2}]", support::median(a) / support::median(b), support::median(&per_round))
+        format!("{:.2} [{:.2}]", median(a) / median(b), median(&per_round))
     };
     for (index, members) in sizes.iter().enumerate() {
         let [ours, floor, theirs] = &results[index];
         println!(
             "{:<8} {:>12.1} {:>12.1} {:>14.1} {:>14} {:>16}",
             members,
-            support::median(ours),
-            support::median(floor),
-            support::median(theirs),
+            median(ours),
+            median(floor),
+            median(theirs),
             ratios(ours, floor),
             ratios(ours, theirs),
         );
         for (side, runs) in SIDES.iter().zip(&results[index]) {
-            json.emit_series(
-                "double",
-                side,
-                "rounds/s",
-                runs,
-                serde_json::json!({ "param": "members", "value": members, "barrier_rounds": barrier_rounds }),
+            let mut fields =
+                serde_json::json!({ "param": "members", "value": members, "barrier_rounds": barrier_rounds });
+            if *side == "curator" && !curator_failures[index].is_empty() {
+                fields["failed_runs"] = serde_json::json!(curator_failures[index].len());
+                fields["failure"] = serde_json::json!(curator_failures[index][0]);
+            }
+            if runs.is_empty() {
+                json.emit("double", side, fields);
+            } else {
+                json.emit_series("double", side, "rounds/s", runs, fields);
+            }
+        }
+        if !curator_failures[index].is_empty() {
+            println!(
+                "{:<8} Curator failed {} of {rounds} runs: {}",
+                "",
+                curator_failures[index].len(),
+                curator_failures[index][0]
             );
         }
         println!("{:<8} rounds: ours {:.1?}, floor {:.1?}, Curator {:.1?}", "", ours, floor, theirs);

@@ -29,17 +29,35 @@ pub(super) fn barriers_section(run: &Run, out: &mut String) {
         out,
         "| members | ours rounds/s | floor rounds/s | Curator rounds/s | ours / floor | ours / Curator |\n|---:|---:|---:|---:|---:|---:|"
     );
+    let mut failures = Vec::new();
     for members in sizes {
         let found = |client: &str| run.find("barriers", "double", client, Some(members));
         let rate = |client: &str| cell(found(client).and_then(Record::ops), |rate| format!("{rate:.1}"));
+        let curator_failed = found("curator").and_then(|record| record.number("failed_runs"));
+        let curator_rate = match curator_failed {
+            Some(failed) => format!("{} ({failed:.0} runs failed)", rate("curator")),
+            None => rate("curator"),
+        };
+        if let (Some(failed), Some(reason)) =
+            (curator_failed, found("curator").and_then(|record| record.fields.get("failure")?.as_str()))
+        {
+            failures.push(format!("{members:.0} members: {failed:.0} runs, e.g. \"{reason}\""));
+        }
         let _ = writeln!(
             out,
-            "| {members:.0} | {} | {} | {} | {} | {} |",
+            "| {members:.0} | {} | {} | {curator_rate} | {} | {} |",
             rate("ours"),
             rate("floor"),
-            rate("curator"),
             ratio_cell(found("ours"), found("floor")),
             ratio_cell(found("ours"), found("curator")),
+        );
+    }
+    if !failures.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nCurator's double barrier failed some runs (its driver's `leave` timed out; those runs are left out of \
+             its figure, and its rounds no longer pair up with ours): {}.",
+            failures.join("; ")
         );
     }
     let _ = writeln!(out, "\n{RATIO_CELLS}\n");
