@@ -13,7 +13,7 @@ cargo test -p zk-recipes-framework --features sasl --test sasl "$@"
 # framework's `tls` feature.
 cargo test -p zk-recipes-framework --features tls --test tls "$@"
 # Every example runs to completion (each starts an embedded ZooKeeper unless ZK_CONNECT is set).
-for example in tour job_locks semaphore_pool leader_service queue_worker connection_states metrics discovery; do
+for example in tour job_locks semaphore_pool leader_service queue_worker connection_states metrics discovery sharded_workers; do
     echo "== example $example"
     timeout 180 cargo run -q -p zk-recipes-examples --example "$example" -- >/dev/null
 done
