@@ -1,5 +1,5 @@
 //! The proxy's connections: the accept loop, and per connection the pump that forwards both ways,
-//! parses what passes, and applies the faults armed for it.
+//! parses what passes, and applies the faults armed for it (and drops watch notifications).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -175,6 +175,11 @@ async fn pump(
                 let mut out = Vec::with_capacity(count);
                 let mut cut = None;
                 while let Some(piece) = replies.next_piece() {
+                    if shared.watch_events.drops(&piece) {
+                        // Not forwarded, the connection kept: the client never learns.
+                        tracing::trace!("fault proxy dropped a watch notification");
+                        continue;
+                    }
                     if let (Piece::Frame(frame), Some(waiting)) = (&piece, pending.as_mut()) {
                         if let Some((xid, error)) = reply_header(frame) {
                             if xid == waiting.request.xid {

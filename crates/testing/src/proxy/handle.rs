@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use super::connection::accept_loop;
 use super::matching::RequestMatch;
 use super::reports::{BlackHoleAtRequest, CutAfterCreate, CutAfterReply, ProxyStats};
-use super::state::{ArmedBlackHole, ArmedCut, Shared, State};
+use super::state::{ArmedBlackHole, ArmedCut, Shared, State, WatchEventDrop};
 use crate::error::{Result, TestingError};
 
 /// A TCP proxy on `127.0.0.1:<free port>` in front of one ZooKeeper server, for faults a real
@@ -39,6 +39,9 @@ use crate::error::{Result, TestingError};
 /// * [`black_hole_at_next_request`](Self::black_hole_at_next_request): start a black hole the
 ///   moment the next request that matches arrives, before it reaches the server — the client's
 ///   request is in flight, and stays so, while the partition lasts.
+/// * [`drop_watch_events`](Self::drop_watch_events): drop the server's watch notifications (all,
+///   or each with a probability) and keep the connection: the client's watchers never fire and
+///   nothing tells it so — a follower that drifts from the server without a reset.
 ///
 /// Dropping the proxy closes every connection and stops listening.
 ///
@@ -94,6 +97,7 @@ impl FaultProxy {
             bytes_to_server: AtomicU64::new(0),
             bytes_to_client: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            watch_events: WatchEventDrop::default(),
         });
         let accept_task = tokio::spawn(accept_loop(shared.clone(), listener));
         tracing::debug!(%local_address, %target, "fault proxy listening");
@@ -124,6 +128,7 @@ impl FaultProxy {
             bytes_to_server: self.shared.bytes_to_server.load(Ordering::Relaxed),
             bytes_to_client: self.shared.bytes_to_client.load(Ordering::Relaxed),
             refused: self.shared.refused.load(Ordering::Relaxed),
+            watch_events_dropped: self.shared.watch_events.dropped.load(Ordering::Relaxed),
         }
     }
 
@@ -267,6 +272,61 @@ impl FaultProxy {
         let (sender, receiver) = oneshot::channel();
         self.shared.state.lock().armed_black_holes.push_back(ArmedBlackHole { matcher, duration, sender });
         BlackHoleAtRequest { receiver }
+    }
+
+    /// From now on, drops each watch notification the server sends on any connection (a
+    /// `WatcherEvent`: a frame whose reply header has xid -1 — the connect response, requests'
+    /// replies and pings are always forwarded) with `probability`, and keeps the connection open:
+    /// the client is not reset and does not learn that it missed an event. A one-shot watch whose
+    /// notification is dropped is gone on the server and silent on the client; a persistent
+    /// watch misses that one event. [`ProxyStats::watch_events_dropped`] counts the drops.
+    ///
+    /// `1.0` drops every notification, `0.0` turns the mode off (the default); in between, the
+    /// decisions come from a generator with a fixed seed, in the order notifications pass the
+    /// proxy (over all its connections), so a run with the same traffic drops the same ones. Use
+    /// [`drop_watch_events_seeded`](Self::drop_watch_events_seeded) to pick the seed. Each call
+    /// restarts the generator. Faults that close connections work as usual alongside.
+    ///
+    /// # Errors
+    /// [`TestingError::InvalidArgument`] if `probability` is not in `0.0..=1.0` (or is NaN); the
+    /// mode is then left as it was.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # fn demo(proxy: &zk_recipes_testing::FaultProxy) -> Result<(), zk_recipes_testing::TestingError> {
+    /// proxy.drop_watch_events(1.0)?; // the proxied client's watchers go quiet
+    /// // ... change a watched node; the client's requests still work ...
+    /// assert!(proxy.stats().watch_events_dropped > 0);
+    /// proxy.drop_watch_events(0.0)?; // forward them again
+    /// # Ok(()) }
+    /// ```
+    pub fn drop_watch_events(&self, probability: f64) -> Result<()> {
+        self.drop_watch_events_seeded(probability, 0)
+    }
+
+    /// As [`drop_watch_events`](Self::drop_watch_events), with the generator that picks the
+    /// dropped notifications started at `seed` (e.g. a chaos run's seed, so that a replay drops
+    /// the same ones given the same traffic).
+    ///
+    /// # Errors
+    /// [`TestingError::InvalidArgument`] if `probability` is not in `0.0..=1.0` (or is NaN); the
+    /// mode is then left as it was.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # fn demo(proxy: &zk_recipes_testing::FaultProxy, run_seed: u64) -> Result<(), zk_recipes_testing::TestingError> {
+    /// proxy.drop_watch_events_seeded(0.25, run_seed)?; // about one notification in four
+    /// # Ok(()) }
+    /// ```
+    pub fn drop_watch_events_seeded(&self, probability: f64, seed: u64) -> Result<()> {
+        if !(0.0..=1.0).contains(&probability) {
+            return Err(TestingError::InvalidArgument(format!(
+                "the probability of dropping a watch notification must be in 0.0..=1.0, not {probability}"
+            )));
+        }
+        self.shared.watch_events.set(probability, seed);
+        tracing::debug!(local_address = %self.local_address, probability, seed, "fault proxy drops watch notifications");
+        Ok(())
     }
 }
 

@@ -39,6 +39,11 @@ pub struct ProxyStats {
     ///
     /// [`FaultProxy::refuse_requests`]: crate::FaultProxy::refuse_requests
     pub refused: u64,
+    /// Watch notifications (server frames with xid -1) not forwarded
+    /// ([`FaultProxy::drop_watch_events`]).
+    ///
+    /// [`FaultProxy::drop_watch_events`]: crate::FaultProxy::drop_watch_events
+    pub watch_events_dropped: u64,
 }
 
 /// The create request whose reply [`FaultProxy::cut_after_next_create`] dropped.

@@ -1,5 +1,6 @@
-//! The proxy's shared state: its counters, open connections, the black hole, and the faults armed
-//! for coming requests, with the operations on them that the handle and the connections share.
+//! The proxy's shared state: its counters, open connections, the black hole, the faults armed
+//! for coming requests and the watch notifications to drop, with the operations on them that the
+//! handle and the connections share.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -12,7 +13,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::matching::RequestMatch;
 use super::reports::{CutReply, HeldRequest};
-use super::wire::Request;
+use super::wire::{is_watch_event, Piece, Request};
 
 #[derive(Debug)]
 pub(super) struct Shared {
@@ -24,6 +25,7 @@ pub(super) struct Shared {
     pub(super) bytes_to_server: AtomicU64,
     pub(super) bytes_to_client: AtomicU64,
     pub(super) refused: AtomicU64,
+    pub(super) watch_events: WatchEventDrop,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +58,57 @@ pub(super) struct ArmedCut {
     pub(super) sender: oneshot::Sender<CutReply>,
     /// A black hole to start at the cut, before the client can reconnect.
     pub(super) then_black_hole: Option<Duration>,
+}
+
+/// [`FaultProxy::drop_watch_events`](crate::FaultProxy::drop_watch_events): the probability of
+/// dropping a watch notification, the seeded generator that decides, in the order notifications
+/// pass the proxy (on all its connections), and how many it dropped. Lock-free: the forwarding
+/// path pays one atomic load per read from the server while the mode is off.
+#[derive(Debug, Default)]
+pub(super) struct WatchEventDrop {
+    /// The probability's `f64` bits; 0 (the bits of `0.0`) is off.
+    probability: AtomicU64,
+    /// A splitmix64 state: each decision advances it by [`GOLDEN_GAMMA`].
+    generator: AtomicU64,
+    pub(super) dropped: AtomicU64,
+}
+
+/// splitmix64's increment.
+const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl WatchEventDrop {
+    /// Drops each notification from now on with `probability` (checked by the caller to be in
+    /// `0.0..=1.0`), the decisions drawn from a generator started at `seed`; `0.0` turns it off.
+    pub(super) fn set(&self, probability: f64, seed: u64) {
+        self.generator.store(seed, Ordering::Relaxed);
+        // `-0.0` too is off.
+        let bits = if probability == 0.0 { 0 } else { probability.to_bits() };
+        self.probability.store(bits, Ordering::Relaxed);
+    }
+
+    /// Whether `piece` (from the server) is a watch notification to drop; counts the ones it is.
+    pub(super) fn drops(&self, piece: &Piece) -> bool {
+        let bits = self.probability.load(Ordering::Relaxed);
+        if bits == 0 || !is_watch_event(piece) {
+            return false;
+        }
+        let state = self.generator.fetch_add(GOLDEN_GAMMA, Ordering::Relaxed).wrapping_add(GOLDEN_GAMMA);
+        // 53 random bits as a fraction in [0, 1): below 1.0 always, so 1.0 drops every one.
+        let draw = (splitmix64(state) >> 11) as f64 / (1_u64 << 53) as f64;
+        let drop = draw < f64::from_bits(bits);
+        if drop {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        drop
+    }
+}
+
+/// splitmix64's output function.
+fn splitmix64(state: u64) -> u64 {
+    let mut mixed = state;
+    mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    mixed ^ (mixed >> 31)
 }
 
 impl State {

@@ -1,10 +1,11 @@
-//! Unit tests of the proxy without a server: framing, request parsing, matching, armed cuts.
+//! Unit tests of the proxy without a server: framing, request parsing, matching, armed cuts,
+//! dropped watch notifications.
 
 use tokio::sync::oneshot;
 
 use super::matching::RequestMatch;
-use super::state::{ArmedCut, State};
-use super::wire::{parse_request, reply_header, FrameReader, Piece, CREATE_OP_CODES};
+use super::state::{ArmedCut, State, WatchEventDrop};
+use super::wire::{is_watch_event, parse_request, reply_header, FrameReader, Piece, CREATE_OP_CODES};
 
 fn frame(payload: &[u8]) -> Vec<u8> {
     let mut frame = (payload.len() as i32).to_be_bytes().to_vec();
@@ -202,4 +203,78 @@ fn the_oldest_matching_armed_cut_fires_first() {
     drop(receivers.remove(2)); // disarmed by dropping its handle
     assert!(state.take_armed_cut(&delete_b).is_none());
     assert_eq!(state.armed_cuts.len(), 1, "only the multi cut is left");
+}
+
+fn reply(xid: i32, zxid: i64, body: &[u8]) -> Vec<u8> {
+    frame(&[xid.to_be_bytes().as_slice(), &zxid.to_be_bytes(), &0i32.to_be_bytes(), body].concat())
+}
+
+/// A server's stream: a connect response whose first int happens to be -1 (a handshake has no
+/// reply header: it must not be read as one), a notification, a getData reply, a ping reply,
+/// another notification.
+fn server_stream() -> Vec<u8> {
+    let notification = [3i32.to_be_bytes(), 3i32.to_be_bytes()].concat(); // NodeDataChanged, SyncConnected
+    [
+        frame(&[(-1i32).to_be_bytes().as_slice(), &[0; 32]].concat()),
+        reply(-1, 0x10, &[notification.clone(), string("/watched")].concat()),
+        reply(5, 0x11, b"data and stat"),
+        reply(-2, 0x11, b""),
+        reply(-1, 0x12, &[notification, string("/watched")].concat()),
+    ]
+    .concat()
+}
+
+fn pieces(stream: &[u8]) -> Vec<Piece> {
+    let mut reader = FrameReader::default();
+    reader.feed(stream);
+    std::iter::from_fn(|| reader.next_piece()).collect()
+}
+
+#[test]
+fn only_frames_with_xid_minus_one_after_the_handshake_are_watch_events() {
+    let found: Vec<bool> = pieces(&server_stream()).iter().map(is_watch_event).collect();
+    assert_eq!(found, [false, true, false, false, true]);
+    assert!(!is_watch_event(&Piece::Raw((-1i32).to_be_bytes().repeat(4))));
+}
+
+#[test]
+fn dropping_is_off_by_default_and_at_zero() {
+    let drop = WatchEventDrop::default();
+    assert!(pieces(&server_stream()).iter().all(|piece| !drop.drops(piece)));
+    drop.set(1.0, 7);
+    drop.set(0.0, 7);
+    assert!(pieces(&server_stream()).iter().all(|piece| !drop.drops(piece)));
+    drop.set(-0.0, 7);
+    assert!(pieces(&server_stream()).iter().all(|piece| !drop.drops(piece)));
+    assert_eq!(drop.dropped.load(std::sync::atomic::Ordering::Relaxed), 0);
+}
+
+#[test]
+fn probability_one_drops_every_notification_and_nothing_else() {
+    let drop = WatchEventDrop::default();
+    drop.set(1.0, 0);
+    let kept: Vec<Vec<u8>> = pieces(&server_stream())
+        .into_iter()
+        .filter(|piece| !drop.drops(piece))
+        .map(|piece| piece.bytes().to_vec())
+        .collect();
+    assert_eq!(kept.len(), 3, "the handshake, the getData reply and the ping reply");
+    assert_eq!(reply_header(&kept[1]), Some((5, 0)));
+    assert_eq!(reply_header(&kept[2]), Some((-2, 0)));
+    assert_eq!(drop.dropped.load(std::sync::atomic::Ordering::Relaxed), 2);
+}
+
+#[test]
+fn a_fraction_drops_about_that_share_the_same_ones_for_the_same_seed() {
+    let notification = Piece::Frame(reply(-1, 1, b""));
+    let decisions = |probability: f64, seed: u64| {
+        let drop = WatchEventDrop::default();
+        drop.set(probability, seed);
+        (0..4000).map(|_| drop.drops(&notification)).collect::<Vec<bool>>()
+    };
+    let quarter = decisions(0.25, 42);
+    let share = quarter.iter().filter(|dropped| **dropped).count();
+    assert!((850..=1150).contains(&share), "{share} of 4000 dropped at 0.25");
+    assert_eq!(decisions(0.25, 42), quarter, "the same seed drops the same ones");
+    assert_ne!(decisions(0.25, 43), quarter, "another seed drops others");
 }

@@ -1,5 +1,6 @@
 //! ZooKeeper's wire format, as far as the proxy reads it: length-prefixed frames split out of a
-//! byte stream, request headers and paths (a multi's operations too), reply headers, op codes.
+//! byte stream, request headers and paths (a multi's operations too), reply headers, op codes,
+//! watch notifications.
 
 /// Frames longer than this are not ZooKeeper traffic; the connection is then passed through raw.
 const MAX_FRAME: usize = 64 * 1024 * 1024;
@@ -13,6 +14,8 @@ pub(super) const DELETE_OP_CODES: [i32; 2] = [2, 20];
 pub(super) const SET_DATA_OP_CODE: i32 = 5;
 pub(super) const MULTI_OP_CODE: i32 = 14;
 const MULTI_READ_OP_CODE: i32 = 22;
+/// The reply-header xid of a watch notification (`WatcherEvent`), `ClientCnxn.NOTIFICATION_XID`.
+const NOTIFICATION_XID: i32 = -1;
 /// Requests whose body starts with the path they act on.
 const PATH_FIRST_OP_CODES: [i32; 20] =
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 15, 17, 18, 19, 20, 21, 103, 104, 106];
@@ -195,4 +198,10 @@ impl Jute<'_> {
 /// `(xid, err)` of a reply frame (length prefix included): ReplyHeader { xid: i32, zxid: i64, err: i32 }.
 pub(super) fn reply_header(frame: &[u8]) -> Option<(i32, i32)> {
     Some((read_i32(frame, 4)?, read_i32(frame, 16)?))
+}
+
+/// Whether a server-to-client piece is a watch notification: a frame after the handshake (the
+/// ConnectResponse has no reply header, so it never is one) whose reply header's xid is -1.
+pub(super) fn is_watch_event(piece: &Piece) -> bool {
+    matches!(piece, Piece::Frame(frame) if read_i32(frame, 4) == Some(NOTIFICATION_XID))
 }
