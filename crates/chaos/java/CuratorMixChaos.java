@@ -23,6 +23,29 @@
  *   or that returned false while the client's connection state changed (Curator retries a write
  *   after a connection loss, and a retried versioned write that finds its own first try reports
  *   failure), is "unc": it may have been applied.
+ *
+ * Usage: CuratorMixChaos contend-cache <connect> <clients> <tag> <log> <root> <session-timeout-ms>
+ *   The cache (src/caches.rs), Curator's side: one writer CuratorFramework (holder <tag>-w) doing
+ *   the Rust writer's random writes on <root> (create with parents, set, delete with children,
+ *   re-create, depths 1-3 over the names a, b, c, every 10-60 ms), and <clients> CuratorFrameworks
+ *   each following <root> with a CuratorCache (CuratorCache.build(client, root), holder
+ *   <tag>-<client>). "freeze" on stdin stops the writer ("F cache <tag>-w <micros> <writes>");
+ *   "check <file>" compares each CuratorCache (paths, czxid, mzxid, data; the root itself left out)
+ *   with the server's tree the run wrote to <file> ("<path> <czxid> <mzxid> <hex data>" a line),
+ *   polling for up to CONVERGE_MS (caches::CONVERGE), and logs
+ *   "C cache <holder>/curator <micros> ok <ms> nodes <n>" or
+ *   "C cache <holder>/curator <micros> differ <count> <first differences>", as src/caches.rs does.
+ *
+ * Usage: CuratorMixChaos contend-members <connect> <clients> <tag> <log> <root> <session-timeout-ms>
+ *   Persistent nodes and group membership (src/members.rs), Curator's side: each of <clients>
+ *   CuratorFrameworks (holder <tag>-<client>) keeps a PersistentNode EPHEMERAL at
+ *   <root>/eph/<holder>, a protected EPHEMERAL_SEQUENTIAL PersistentNode at <root>/seq/<holder>-
+ *   (Curator names it _c_<uuid>-<holder>-<seq>; after its node is lost, Curator 5.4 makes it again
+ *   as a protected EPHEMERAL named after the old sequence: _c_<new uuid>-<holder>-<seq>) and a GroupMember
+ *   (<root>/group, id <holder>), and hands all three the data "<holder> <n>" every 300 ms, logging
+ *   "D members <holder> <micros> <n>" before; "freeze" on stdin stops the changes
+ *   ("F members <holder> <micros> <n>").
+ *
  *   Prints READY once every client is connected; "stop" on stdin ends the loops, closes the clients
  *   and prints DONE (exit 0); EOF exits at once (3).
  */
@@ -33,10 +56,16 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -46,16 +75,25 @@ import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.atomic.PromotedToLock;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.framework.recipes.nodes.PersistentNode;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
 
 public final class CuratorMixChaos {
     private static final long PACE_MS = 20;
     private static final long BACKOFF_MS = 100;
 
     private static volatile boolean stopping;
+    private static final CountDownLatch FROZEN = new CountDownLatch(1);
+    private static volatile String checkFile;
     private static FileOutputStream log;
 
     private CuratorMixChaos() {}
@@ -85,10 +123,15 @@ public final class CuratorMixChaos {
     }
 
     private static int run(List<String> args) throws Exception {
-        boolean barrier = args.size() == 8 && args.get(0).equals("contend-barrier");
-        if (!barrier && (args.size() != 7 || !args.get(0).equals("contend-counters"))) {
+        String mode = args.isEmpty() ? "" : args.get(0);
+        boolean barrier = args.size() == 8 && mode.equals("contend-barrier");
+        boolean cache = args.size() == 7 && mode.equals("contend-cache");
+        boolean members = args.size() == 7 && mode.equals("contend-members");
+        if (!barrier && !cache && !members && (args.size() != 7 || !mode.equals("contend-counters"))) {
             System.out.println("usage: contend-counters <connect> <clients> <tag> <log> <check-root> <session-timeout-ms>\n"
-                    + "       contend-barrier <connect> <clients> <tag> <log> <root> <member-count> <session-timeout-ms>");
+                    + "       contend-barrier <connect> <clients> <tag> <log> <root> <member-count> <session-timeout-ms>\n"
+                    + "       contend-cache <connect> <clients> <tag> <log> <root> <session-timeout-ms>\n"
+                    + "       contend-members <connect> <clients> <tag> <log> <root> <session-timeout-ms>");
             return 2;
         }
         String connect = args.get(1);
@@ -100,7 +143,8 @@ public final class CuratorMixChaos {
         int sessionTimeoutMs = Integer.parseInt(args.get(barrier ? 7 : 6));
         List<Thread> threads = new ArrayList<>();
         List<CuratorFramework> frameworks = new ArrayList<>();
-        for (int client = 0; client < clients; client++) {
+        // The cache's writer is one more session, before the followers.
+        for (int client = cache ? -1 : 0; client < clients; client++) {
             CuratorFramework framework = CuratorFrameworkFactory.builder()
                     .connectString(connect)
                     .sessionTimeoutMs(sessionTimeoutMs)
@@ -112,11 +156,20 @@ public final class CuratorMixChaos {
             framework.start();
             framework.blockUntilConnected(20, TimeUnit.SECONDS);
             frameworks.add(framework);
-            String holder = tag + "-" + client;
-            Thread thread = barrier
-                    ? new Thread(() -> barrierLoop(framework, holder, checkRoot, memberCount), holder)
-                    : new Thread(() -> loop(framework, stateChanges, holder, checkRoot), holder);
-            threads.add(thread);
+            String holder = tag + "-" + (client < 0 ? "w" : String.valueOf(client));
+            Runnable body;
+            if (barrier) {
+                body = () -> barrierLoop(framework, holder, checkRoot, memberCount);
+            } else if (cache && client < 0) {
+                body = () -> cacheWriter(framework, holder, checkRoot);
+            } else if (cache) {
+                body = () -> cacheFollower(framework, holder, checkRoot);
+            } else if (members) {
+                body = () -> member(framework, holder, checkRoot);
+            } else {
+                body = () -> loop(framework, stateChanges, holder, checkRoot);
+            }
+            threads.add(new Thread(body, holder));
         }
         threads.forEach(Thread::start);
         System.out.println("READY");
@@ -126,11 +179,17 @@ public final class CuratorMixChaos {
             if (input == null) {
                 Runtime.getRuntime().halt(3);
             }
-            if (input.trim().equals("stop")) {
+            input = input.trim();
+            if (input.equals("stop")) {
                 break;
+            } else if (input.equals("freeze")) {
+                FROZEN.countDown();
+            } else if (input.startsWith("check ")) {
+                checkFile = input.substring("check ".length()).trim();
             }
         }
         stopping = true;
+        FROZEN.countDown();
         for (Thread thread : threads) {
             thread.join(60_000);
         }
@@ -223,6 +282,197 @@ public final class CuratorMixChaos {
                 left = "err " + error.getClass().getSimpleName();
             }
             line("X barrier " + holder + " " + micros() + " " + round + " " + left);
+        }
+    }
+
+    // The cache (src/caches.rs): the same bound, gaps and names.
+    private static final long CONVERGE_MS = 15_000;
+    private static final long STEP_TIMEOUT_MS = 10_000;
+    private static final String[] NAMES = {"a", "b", "c"};
+
+    private static boolean frozen() {
+        return FROZEN.getCount() == 0;
+    }
+
+    /** Waits up to `millis`, or until frozen (or stopping). */
+    private static void pause(long millis) {
+        try {
+            FROZEN.await(millis, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void cacheWriter(CuratorFramework framework, String holder, String root) {
+        Random random = new Random();
+        long writes = 0;
+        while (!stopping && !frozen()) {
+            pause(10 + random.nextInt(51));
+            if (stopping || frozen()) {
+                break;
+            }
+            int depth = 1 + random.nextInt(3);
+            StringBuilder path = new StringBuilder(root);
+            for (int level = 0; level < depth; level++) {
+                path.append('/').append(NAMES[random.nextInt(NAMES.length)]);
+            }
+            writes++;
+            byte[] data = (holder + " " + writes).getBytes(StandardCharsets.UTF_8);
+            // Races with the other writers (NoNode, NodeExists, NotEmpty) are part of the mix.
+            try {
+                Stat stat = framework.checkExists().forPath(path.toString());
+                if (stat != null && random.nextInt(10) < 6) {
+                    framework.setData().forPath(path.toString(), data);
+                } else if (stat != null) {
+                    framework.delete().deletingChildrenIfNeeded().forPath(path.toString());
+                } else {
+                    framework.create().creatingParentsIfNeeded().withMode(CreateMode.PERSISTENT)
+                            .forPath(path.toString(), data);
+                }
+            } catch (Exception error) {
+                if (!(error instanceof KeeperException)) {
+                    sleep(BACKOFF_MS);
+                }
+            }
+        }
+        line("F cache " + holder + " " + micros() + " " + writes);
+    }
+
+    private static void cacheFollower(CuratorFramework framework, String holder, String root) {
+        CuratorCache cache = CuratorCache.build(framework, root);
+        cache.start();
+        while (!stopping && checkFile == null) {
+            sleep(50);
+        }
+        String file = checkFile;
+        if (file != null) {
+            long started = System.nanoTime();
+            Map<String, String> server = null;
+            try {
+                server = new TreeMap<>();
+                for (String text : Files.readAllLines(Paths.get(file), StandardCharsets.UTF_8)) {
+                    if (text.isEmpty()) {
+                        continue;
+                    }
+                    String[] fields = text.split(" ", -1);
+                    server.put(fields[0], fields[1] + " " + fields[2] + " " + (fields.length > 3 ? fields[3] : ""));
+                }
+            } catch (IOException | RuntimeException error) {
+                line("C cache " + holder + "/curator " + micros() + " differ 1 unreadable " + file + ": " + error);
+                server = null;
+            }
+            while (server != null) {
+                Map<String, String> held = new TreeMap<>();
+                cache.stream().filter(node -> !node.getPath().equals(root))
+                        .forEach(node -> held.put(node.getPath(), entry(node)));
+                List<String> found = differences(held, server);
+                long elapsedMs = (System.nanoTime() - started) / 1_000_000;
+                if (found.isEmpty()) {
+                    line("C cache " + holder + "/curator " + micros() + " ok " + elapsedMs + " nodes " + server.size());
+                    break;
+                }
+                if (elapsedMs >= CONVERGE_MS) {
+                    line("C cache " + holder + "/curator " + micros() + " differ " + found.size() + " "
+                            + String.join("; ", found.subList(0, Math.min(3, found.size()))));
+                    break;
+                }
+                sleep(100);
+            }
+        }
+        while (!stopping) {
+            sleep(50);
+        }
+        cache.close();
+    }
+
+    /** A node as the run's file spells it: "<czxid> <mzxid> <hex data>". */
+    private static String entry(ChildData node) {
+        StringBuilder hex = new StringBuilder();
+        byte[] data = node.getData() == null ? new byte[0] : node.getData();
+        for (byte value : data) {
+            hex.append(String.format("%02x", value & 0xff));
+        }
+        return node.getStat().getCzxid() + " " + node.getStat().getMzxid() + " " + hex;
+    }
+
+    /** As src/caches.rs's differences: missing and stale in the server's order, then extra. */
+    private static List<String> differences(Map<String, String> held, Map<String, String> server) {
+        List<String> found = new ArrayList<>();
+        for (Map.Entry<String, String> node : server.entrySet()) {
+            String mine = held.get(node.getKey());
+            if (mine == null) {
+                found.add("missing " + node.getKey());
+            } else if (!mine.equals(node.getValue())) {
+                String[] ours = mine.split(" ", -1);
+                String[] theirs = node.getValue().split(" ", -1);
+                found.add(String.format("stale %s (czxid/mzxid %#x/%#x, server %#x/%#x)", node.getKey(),
+                        Long.parseLong(ours[0]), Long.parseLong(ours[1]),
+                        Long.parseLong(theirs[0]), Long.parseLong(theirs[1])));
+            }
+        }
+        for (String path : held.keySet()) {
+            if (!server.containsKey(path)) {
+                found.add("extra " + path);
+            }
+        }
+        return found;
+    }
+
+    // The members (src/members.rs): the same pace and names.
+    private static final long CHANGE_EVERY_MS = 300;
+
+    private static byte[] memberData(String holder, long n) {
+        return (holder + " " + n).getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static void member(CuratorFramework framework, String holder, String root) {
+        byte[] data = memberData(holder, 0);
+        PersistentNode ephemeral = new PersistentNode(framework, CreateMode.EPHEMERAL, false, root + "/eph/" + holder, data);
+        PersistentNode sequential = new PersistentNode(framework, CreateMode.EPHEMERAL_SEQUENTIAL, true,
+                root + "/seq/" + holder + "-", data);
+        GroupMember group = new GroupMember(framework, root + "/group", holder, data);
+        ephemeral.start();
+        sequential.start();
+        group.start();
+        // PersistentNode.setData throws until the first create was processed (and then keeps the
+        // data for every re-create): wait for it, as its docs ask.
+        try {
+            for (PersistentNode node : new PersistentNode[] {ephemeral, sequential}) {
+                while (!stopping && !frozen() && !node.waitForInitialCreate(1, TimeUnit.SECONDS)) {
+                    line("E members " + holder + " " + micros() + " waiting for the initial create of " + node.getActualPath());
+                }
+            }
+        } catch (InterruptedException interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        long n = 0;
+        while (!stopping && !frozen()) {
+            pause(CHANGE_EVERY_MS);
+            if (stopping || frozen()) {
+                break;
+            }
+            n++;
+            line("D members " + holder + " " + micros() + " " + n);
+            byte[] next = memberData(holder, n);
+            try {
+                ephemeral.setData(next);
+                sequential.setData(next);
+                group.setThisData(next);
+            } catch (Exception error) {
+                line("E members " + holder + " " + micros() + " set " + n + ": " + error);
+            }
+        }
+        line("F members " + holder + " " + micros() + " " + n);
+        while (!stopping) {
+            sleep(50);
+        }
+        group.close();
+        for (PersistentNode node : new PersistentNode[] {ephemeral, sequential}) {
+            try {
+                node.close();
+            } catch (IOException ignored) {
+                // The session's close removes an ephemeral anyway.
+            }
         }
     }
 

@@ -10,9 +10,15 @@
 //! [`CONVERGE`], and logs `C cache <holder>/<cache|replay> <micros> ok <ms>` or `C ... differ
 //! <count> <first difference>`; `stop` ends the process.
 //!
-//! The negative control (`--drop-events`): the follower's view is a map fed by the cache's events
-//! with one change in four dropped, as a connection that loses watch notifications without a
-//! reset would leave it.
+//! Curator's side (`crates/chaos/java/CuratorMixChaos.java contend-cache`, tags `A...`) runs one
+//! writer doing the same writes with Curator and a `CuratorCache` following `<root>`; it answers
+//! `freeze` and `check <file>` alike, with the view `curator` (`C cache <holder>/curator ...`), so
+//! [`verdicts`] reads both sides, within the same [`CONVERGE`].
+//!
+//! The negative control (`--drop-events`): the run's proxies in front of this process drop one
+//! watch notification in four ([`CONTROL_DROPPED_WATCH_EVENTS`], with
+//! `FaultProxy::drop_watch_events_seeded`) and keep the connections open, so the followers' caches
+//! (and the replays of their events) lose changes without a reset and must be caught drifting.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,12 +35,15 @@ use crate::events::{epoch_micros, EventLog};
 use crate::rng::Rng;
 
 /// How long after `check` every cache and replay must hold exactly the server's tree (the faults
-/// have stopped, the proxies healed and the writers frozen before).
+/// have stopped, the proxies healed and the writers frozen before). `CuratorMixChaos.java`'s
+/// `CONVERGE_MS` is the same bound.
 pub const CONVERGE: Duration = Duration::from_secs(15);
 /// The deadline of one write.
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Between two writes of one writer (random in this range, milliseconds).
 const WRITE_GAP_MS: (u64, u64) = (10, 60);
+/// The share of watch notifications the negative control's proxies drop.
+pub const CONTROL_DROPPED_WATCH_EVENTS: f64 = 0.25;
 /// Node names at each depth.
 const NAMES: [&str; 3] = ["a", "b", "c"];
 
@@ -50,7 +59,8 @@ pub struct CacheConfig {
     pub log: PathBuf,
     pub root: String,
     pub session_timeout: Duration,
-    /// The negative control: the follower drops one change in four.
+    /// The negative control: the run's proxies drop watch notifications; this process runs as in
+    /// the real run.
     pub drop_events: bool,
 }
 
@@ -109,6 +119,9 @@ fn entry(node: &CachedNode) -> (i64, i64, Vec<u8>) {
 /// Runs a cache process until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: CacheConfig) -> std::io::Result<i32> {
     let log = Arc::new(EventLog::open(&config.log)?);
+    if config.drop_events {
+        tracing::info!(tag = %config.tag, "negative control: the run's proxies drop watch notifications");
+    }
     let (freeze_sender, freeze) = watch::channel(false);
     let (check_sender, check) = watch::channel(None::<PathBuf>);
     let (stop_sender, stop) = watch::channel(false);
@@ -229,15 +242,9 @@ async fn follower(
     let replay = Arc::new(parking_lot_free::Map::default());
     let mut events = cache.events();
     let replayed = replay.clone();
-    let drop_events = config.drop_events;
     let root = config.root.clone();
     let replayer = tokio::spawn(async move {
-        let mut rng = Rng::with_seed(epoch_micros() as u64 ^ 0x5eed);
-        let mut initialized = false;
         while let Some(event) = events.next().await {
-            if drop_events && initialized && rng.u64(..4) == 0 {
-                continue;
-            }
             let mut map = replayed.lock();
             match event {
                 CacheEvent::Created { path, node } | CacheEvent::Changed { path, new: node, .. }
@@ -248,7 +255,6 @@ async fn follower(
                 CacheEvent::Deleted { path, .. } => {
                     map.remove(&path);
                 }
-                CacheEvent::Initialized => initialized = true,
                 _ => {}
             }
         }
@@ -260,8 +266,7 @@ async fn follower(
     if let Some(file) = file {
         let server = std::fs::read_to_string(&file).ok().and_then(|text| decode(&text));
         let started = tokio::time::Instant::now();
-        let views: &[&str] = if config.drop_events { &["replay"] } else { &["cache", "replay"] };
-        for view in views {
+        for view in ["cache", "replay"] {
             let Some(server) = server.as_ref() else {
                 log.line(&format!(
                     "C cache {holder}/{view} {} differ 1 unreadable {}",
@@ -271,7 +276,7 @@ async fn follower(
                 continue;
             };
             loop {
-                let held: Snapshot = match *view {
+                let held: Snapshot = match view {
                     "cache" => cache
                         .entries()
                         .into_iter()
@@ -372,5 +377,18 @@ mod tests {
         let found = verdicts(log);
         assert_eq!(found["a0x1-0/cache"], (true, "120 nodes 9".to_owned()));
         assert_eq!(found["a0x1-0/replay"], (false, "2 missing /x; extra /y".to_owned()));
+    }
+
+    #[test]
+    fn curator_verdicts_are_read_like_ours() {
+        // As CuratorMixChaos.java's cacheFollower writes them.
+        let log = "F cache A0x1-w 1 40\nC cache A0x1-0/curator 2 ok 35 nodes 6\n\
+                   C cache A0x2-0/curator 3 differ 1 stale /c/a (czxid/mzxid 0x5/0x8, server 0x5/0x9)";
+        let found = verdicts(log);
+        assert_eq!(found["A0x1-0/curator"], (true, "35 nodes 6".to_owned()));
+        assert_eq!(
+            found["A0x2-0/curator"],
+            (false, "1 stale /c/a (czxid/mzxid 0x5/0x8, server 0x5/0x9)".to_owned())
+        );
     }
 }

@@ -10,6 +10,7 @@
 //! zkr-chaos members ...                                  # one members process (run spawns these)
 //! zkr-chaos barrier ...                                  # double-barrier members (run spawns these)
 //! zkr-chaos cache ...                                    # a cache writer and followers (run spawns these)
+//! zkr-chaos partition ...                                # partition workers (run spawns these)
 //! ```
 //!
 //! See `docs/reliability.md` for what each fault exercises and the last run's table.
@@ -22,6 +23,7 @@ mod counters;
 mod events;
 mod interop;
 mod members;
+mod partitions;
 mod recipes;
 mod rng;
 mod run;
@@ -60,6 +62,28 @@ enum Commands {
     Barrier(BarrierArgs),
     /// One cache process: a writer and followers of one subtree (spawned by `run`).
     Cache(CacheArgs),
+    /// One process of work partitioner workers (spawned by `run`).
+    Partition(PartitionArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct PartitionArgs {
+    #[arg(long)]
+    connect: String,
+    /// Workers (each on its own session).
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
+    #[arg(long)]
+    tag: String,
+    #[arg(long)]
+    log: PathBuf,
+    #[arg(long)]
+    root: String,
+    #[arg(long, default_value_t = 4000)]
+    session_timeout_ms: u64,
+    /// The negative control: work starts without waiting for the item's lock.
+    #[arg(long)]
+    no_lock: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -178,7 +202,7 @@ struct RunArgs {
     #[arg(long, default_value_t = 25)]
     give_up_percent: u64,
     /// The recipes besides the locks and queues, comma-separated (default:
-    /// counters,members,barriers,cache;
+    /// counters,members,barriers,cache,partition;
     /// `-` for none).
     #[arg(long)]
     mix: Option<String>,
@@ -241,6 +265,7 @@ fn main() {
             Commands::Members(args) => members_command(args).await,
             Commands::Barrier(args) => barrier_command(args).await,
             Commands::Cache(args) => cache_command(args).await,
+            Commands::Partition(args) => partition_command(args).await,
         }
     });
     std::process::exit(code);
@@ -270,20 +295,22 @@ async fn run_command(args: RunArgs) -> i32 {
             return 2;
         }
     };
-    let mix = args.mix.as_deref().unwrap_or("counters,members,barriers,cache");
+    let mix = args.mix.as_deref().unwrap_or("counters,members,barriers,cache,partition");
     let mut counters = false;
     let mut members = false;
     let mut barriers = false;
     let mut cache = false;
+    let mut partition = false;
     for name in mix.split(',').filter(|name| !name.is_empty() && *name != "-") {
         match name {
             "counters" => counters = true,
             "members" => members = true,
             "barriers" => barriers = true,
             "cache" => cache = true,
+            "partition" => partition = true,
             other => {
                 eprintln!(
-                    "zkr-chaos: unknown --mix entry {other:?} (known: counters, members, barriers, cache)"
+                    "zkr-chaos: unknown --mix entry {other:?} (known: counters, members, barriers, cache, partition)"
                 );
                 return 2;
             }
@@ -333,8 +360,13 @@ async fn run_command(args: RunArgs) -> i32 {
         barrier_clients: 2,
         cache_processes: usize::from(cache) * 2,
         cache_clients: 2,
+        curator_cache_processes: usize::from(cache),
+        curator_cache_clients: 1,
         member_processes: usize::from(members) * 2,
         member_clients: 2,
+        partition_processes: usize::from(partition) * 2,
+        partition_workers: 2,
+        curator_member_processes: usize::from(members),
         session_timeout,
         hold: Duration::from_millis(2),
         fault_gap: if args.quick {
@@ -362,6 +394,29 @@ async fn run_command(args: RunArgs) -> i32 {
         Ok(false) => 1,
         Err(err) => {
             eprintln!("zkr-chaos: {err}");
+            2
+        }
+    }
+}
+
+async fn partition_command(args: PartitionArgs) -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let config = partitions::PartitionConfig {
+        connect: args.connect,
+        workers: args.workers,
+        tag: args.tag,
+        log: args.log,
+        root: args.root,
+        session_timeout: Duration::from_millis(args.session_timeout_ms),
+        no_lock: args.no_lock,
+    };
+    match partitions::run(config).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("zkr-chaos partition: {err}");
             2
         }
     }

@@ -8,6 +8,10 @@
 //! <root>/group/<holder>                     GroupMember (id <holder>)
 //! ```
 //!
+//! Curator's side (`crates/chaos/java/CuratorMixChaos.java contend-members`, holders `M...`) keeps
+//! the same three nodes with Curator's `PersistentNode` and `GroupMember` and writes the same log
+//! lines (see [`is_holders`] for the names Curator gives a re-created sequential node).
+//!
 //! data `<holder> <n>`. Its log (`members-<tag>.log`): `D members <holder> <micros> <n>` before
 //! data `n` is handed to the recipes, `F members <holder> <micros> <n>` once frozen (`freeze` on
 //! stdin: no more changes; `n` is the data the nodes must end with).
@@ -65,15 +69,20 @@ pub fn member_data(holder: &str, n: u64) -> Vec<u8> {
 }
 
 /// Whether the node `name` in dir `dir` is `holder`'s.
+///
+/// A protected sequential node is `_c_<uuid, 36 characters>-<holder>-<10-digit sequence>`. Curator
+/// 5.4's `PersistentNode` makes its lost protected sequential node again as a protected *ephemeral*
+/// one named after the old one's sequence (`_c_<new uuid>-<holder>-<old sequence>`): the same shape.
 pub fn is_holders(dir: &str, name: &str, holder: &str) -> bool {
     match dir {
-        // `_c_<uuid, 36 characters>-<holder>-<10-digit sequence>`.
         "seq" => name
             .strip_prefix("_c_")
             .and_then(|rest| rest.get(36..))
             .and_then(|rest| rest.strip_prefix('-'))
             .and_then(|rest| rest.rsplit_once('-'))
-            .is_some_and(|(owner, seq)| owner == holder && seq.len() == 10),
+            .is_some_and(|(owner, seq)| {
+                owner == holder && seq.len() == 10 && seq.bytes().all(|digit| digit.is_ascii_digit())
+            }),
         _ => name == holder,
     }
 }
@@ -335,6 +344,26 @@ mod tests {
             3,
             "{violations:?}"
         );
+    }
+
+    #[test]
+    fn curator_sequential_names_are_their_holders() {
+        let uuid = "0f3e0b4c-9a51-4d0e-8f0e-1234567890ab";
+        // Made sequential, or made again as an ephemeral named after the old sequence.
+        assert!(is_holders("seq", &format!("_c_{uuid}-M0x1-0-0000000042"), "M0x1-0"));
+        // Without a 10-digit sequence, or someone else's: not the holder's.
+        assert!(!is_holders("seq", &format!("_c_{uuid}-M0x1-0-"), "M0x1-0"));
+        assert!(!is_holders("seq", &format!("_c_{uuid}-M0x1-0-0000000042"), "M0x1-1"));
+        assert!(!is_holders("seq", &format!("_c_{uuid}-m0x1-0-00000000x2"), "m0x1-0"));
+        let live = BTreeMap::from([("M0x1-0".to_owned(), 4)]);
+        let mut seen = vec![
+            node("eph", "M0x1-0", "M0x1-0 4"),
+            node("seq", &format!("_c_{uuid}-M0x1-0-0000000042"), "M0x1-0 4"),
+            node("group", "M0x1-0", "M0x1-0 4"),
+        ];
+        assert_eq!(check_members(&live, &seen), Vec::<String>::new());
+        seen.push(node("seq", &format!("_c_{uuid}-M0x1-0-0000000007"), "M0x1-0 4"));
+        assert_eq!(check_members(&live, &seen), vec!["duplicate: M0x1-0 has 2 seq nodes".to_owned()]);
     }
 
     #[test]

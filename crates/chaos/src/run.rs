@@ -6,9 +6,11 @@
 //! session, some giving up early); `z` the Java client of ZooKeeper's lock recipe; `k` kazoo;
 //! and the mix's ([`crate::counters`], [`crate::members`], [`crate::barriers`],
 //! [`crate::caches`]): `c`/`J` counters (Rust/Curator), `m` persistent nodes and group members,
-//! `g`/`G` double-barrier members (Rust/Curator), `a` cache writers and followers.
+//! `g`/`G` double-barrier members (Rust/Curator), `a`/`A` cache writers and followers
+//! (Rust/Curator), `M` Curator's persistent nodes and group members, `p` work partitioner workers
+//! ([`crate::partitions`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -22,12 +24,13 @@ use zk_recipes_testing::{CuratorProcess, FaultProxy, TestingCluster};
 
 use crate::barriers::{check_barriers, BarrierReport};
 use crate::caches::{self, Snapshot};
-use crate::check::{busy_counts, check_queue, is_curator};
+use crate::check::{busy_counts, check_queue, is_curator, is_rust};
 use crate::check::{check_recipe, RecipeReport};
 use crate::counters::{check_counter, Counter, CounterReport};
 use crate::events::{epoch_micros, Event};
 use crate::interop::{InteropArgs, Launchers};
 use crate::members::{self, SeenNode};
+use crate::partitions::{self, PartitionReport};
 use crate::recipes::{Contenders, CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT, QUEUE_ROOT};
 use crate::rng::Rng;
 use crate::tally::Counts;
@@ -92,9 +95,18 @@ pub struct RunConfig {
     /// one writer session besides).
     pub cache_processes: usize,
     pub cache_clients: usize,
+    /// Curator cache processes (`CuratorMixChaos contend-cache`: one writer session and
+    /// `curator_cache_clients` sessions following with a `CuratorCache`).
+    pub curator_cache_processes: usize,
+    pub curator_cache_clients: usize,
+    /// Curator member processes (`CuratorMixChaos contend-members`), `member_clients` sessions each.
+    pub curator_member_processes: usize,
     /// Member processes ([`crate::members`]; 0: none), and sessions in each.
     pub member_processes: usize,
     pub member_clients: usize,
+    /// Partition processes ([`crate::partitions`]; 0: none), and workers (sessions) in each.
+    pub partition_processes: usize,
+    pub partition_workers: usize,
     /// The session timeout every contender asks for.
     pub session_timeout: Duration,
     /// How long each hold lasts besides its round trips.
@@ -137,7 +149,10 @@ impl RunConfig {
             | Kind::Members
             | Kind::Barrier
             | Kind::CuratorBarrier
-            | Kind::Cache => false,
+            | Kind::Cache
+            | Kind::CuratorCache
+            | Kind::CuratorMembers
+            | Kind::Partition => false,
         };
         self.recipes.iter().filter(wanted).copied().collect()
     }
@@ -152,6 +167,9 @@ impl RunConfig {
             Kind::Barrier => self.barrier_processes,
             Kind::CuratorBarrier => self.curator_barrier_processes,
             Kind::Cache => self.cache_processes,
+            Kind::Partition => self.partition_processes,
+            Kind::CuratorCache => self.curator_cache_processes,
+            Kind::CuratorMembers => self.curator_member_processes,
             Kind::Rust | Kind::Curator if idle && self.queues.is_empty() => 0,
             Kind::Rust => self.rust_processes,
             Kind::Curator => self.curator_processes,
@@ -161,6 +179,27 @@ impl RunConfig {
             Kind::Kazoo => self.kazoo_processes,
         }
     }
+}
+
+/// Whether a Rust consumer of `queue` holds an item it has not processed yet: delivered (`C`),
+/// with no ack sent (`W`) by the same consumer since. (A Curator consumer killed while it holds
+/// one proves nothing: Curator logs only after `consumeMessage` returned, so the checker cannot
+/// tell its loss from a delete that went through.)
+fn holding_an_item(events: &[Event], queue: Recipe) -> bool {
+    let mut held: HashSet<(&str, &str)> = HashSet::new();
+    for event in events.iter().filter(|event| event.recipe == queue && is_rust(&event.holder)) {
+        let Some(item) = event.rest.first() else { continue };
+        match event.kind {
+            'C' => {
+                held.insert((event.holder.as_str(), item.as_str()));
+            }
+            'W' => {
+                held.remove(&(event.holder.as_str(), item.as_str()));
+            }
+            _ => {}
+        }
+    }
+    !held.is_empty()
 }
 
 /// The rows of the negative control that no checker caught: a row without violations, or a
@@ -263,6 +302,12 @@ enum Kind {
     Cache,
     /// `zkr-chaos members`: persistent nodes and group membership ([`crate::members`]).
     Members,
+    /// `zkr-chaos partition`: work partitioner workers ([`crate::partitions`]).
+    Partition,
+    /// `crates/chaos/java/CuratorMixChaos.java contend-cache`.
+    CuratorCache,
+    /// `crates/chaos/java/CuratorMixChaos.java contend-members`.
+    CuratorMembers,
 }
 
 impl Kind {
@@ -282,12 +327,24 @@ impl Kind {
             Kind::CuratorBarrier => 'G',
             Kind::Cache => 'a',
             Kind::Members => 'm',
+            Kind::Partition => 'p',
+            Kind::CuratorCache => 'A',
+            Kind::CuratorMembers => 'M',
         }
     }
 
     /// Whether it runs our recipes (`zkr-chaos contend`).
     fn is_rust(self) -> bool {
-        matches!(self, Kind::Rust | Kind::Busy | Kind::Counter | Kind::Members | Kind::Barrier | Kind::Cache)
+        matches!(
+            self,
+            Kind::Rust
+                | Kind::Busy
+                | Kind::Counter
+                | Kind::Members
+                | Kind::Barrier
+                | Kind::Cache
+                | Kind::Partition
+        )
     }
 
     /// Whether it runs one of the recipes besides the locks and queues (counters, members,
@@ -301,12 +358,22 @@ impl Kind {
                 | Kind::Barrier
                 | Kind::CuratorBarrier
                 | Kind::Cache
+                | Kind::CuratorCache
+                | Kind::CuratorMembers
+                | Kind::Partition
         )
     }
 
     /// Whether it runs Curator.
     fn is_curator(self) -> bool {
-        matches!(self, Kind::Curator | Kind::CuratorCounter | Kind::CuratorBarrier)
+        matches!(
+            self,
+            Kind::Curator
+                | Kind::CuratorCounter
+                | Kind::CuratorBarrier
+                | Kind::CuratorCache
+                | Kind::CuratorMembers
+        )
     }
 }
 
@@ -368,7 +435,8 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         config.processes(Kind::ZooKeeperRecipe) > 0,
         config.processes(Kind::Kazoo) > 0,
     )?;
-    if config.processes(Kind::CuratorCounter) + config.processes(Kind::CuratorBarrier) > 0 {
+    let curator_mix = [Kind::CuratorCounter, Kind::CuratorBarrier, Kind::CuratorCache, Kind::CuratorMembers];
+    if curator_mix.iter().any(|kind| config.processes(*kind) > 0) {
         launchers.prepare_curator_counters(&config.out_dir)?;
     }
     let mut cluster = TestingCluster::builder()
@@ -488,6 +556,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         "members": mix.members,
         "barriers": mix.barriers_json(),
         "caches": mix.caches_json(),
+        "partitions": mix.partitions_json(),
         "faults": faults,
         "busy_sessions": {
             "batches": busy.batches,
@@ -507,6 +576,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
             "members": control_mix.members,
             "barriers": control_mix.barriers_json(),
             "caches": control_mix.caches_json(),
+            "partitions": control_mix.partitions_json(),
             "recipes": control_reports.iter().map(|(recipe, report)| (recipe.name().to_owned(), report_json(report))).collect::<serde_json::Map<_, _>>(),
         },
     });
@@ -530,7 +600,7 @@ impl Phase<'_> {
         mut rng: Option<&mut Rng>,
     ) -> Result<(BTreeMap<Recipe, RecipeReport>, BTreeMap<String, u64>, Counts, Mix), String> {
         let config = self.config;
-        if config.processes(Kind::Cache) > 0 {
+        if config.processes(Kind::Cache) + config.processes(Kind::CuratorCache) > 0 {
             create_persistent(observer, &cache_root(self.check_root)).await?;
         }
         if config.processes(Kind::Counter) + config.processes(Kind::CuratorCounter) > 0 {
@@ -573,11 +643,23 @@ impl Phase<'_> {
             Kind::Barrier,
             Kind::CuratorBarrier,
             Kind::Cache,
+            Kind::CuratorCache,
+            Kind::CuratorMembers,
+            Kind::Partition,
         ] {
             for index in 0..config.processes(kind) {
                 let mut proxies = Vec::new();
                 for member in cluster.members() {
                     proxies.push(FaultProxy::start(member.address()).await.map_err(|err| err.to_string())?);
+                }
+                if kind == Kind::Cache && !self.locking {
+                    // The cache control: followers whose notifications go missing without a reset.
+                    let seed = config.seed ^ index as u64;
+                    for proxy in &proxies {
+                        proxy
+                            .drop_watch_events_seeded(caches::CONTROL_DROPPED_WATCH_EVENTS, seed)
+                            .map_err(|err| err.to_string())?;
+                    }
                 }
                 slots.push(Slot { kind, index, proxies, running: None, incarnation: 0, tag: String::new() });
             }
@@ -606,13 +688,12 @@ impl Phase<'_> {
             let Some(rng) = rng.as_deref_mut() else {
                 if !config.queues.is_empty() {
                     // Consumers without a lock path (at most once) crashing lose what they hold.
-                    // They crash once every queue has consumers at work (on a loaded machine the
-                    // processes may take longer than half the phase to start), bounded by the
-                    // phase's length.
+                    // They crash once every queue has a consumer at work on an item (delivered,
+                    // not yet processed: on a loaded machine the processes may take longer than
+                    // half the phase to start, and a crash between two items loses nothing),
+                    // bounded by the phase's length.
                     tokio::time::sleep(duration / 2).await;
-                    let working = |events: &[Event], queue: &Recipe| {
-                        events.iter().any(|event| event.kind == 'C' && event.recipe == *queue)
-                    };
+                    let working = |events: &[Event], queue: &Recipe| holding_an_item(events, *queue);
                     while Instant::now() < end + duration {
                         let events = read_events(&log_dir);
                         if config.queues.iter().all(|queue| working(&events, queue)) {
@@ -662,12 +743,16 @@ impl Phase<'_> {
         }
         cluster.wait_until_serving(STEP).await.map_err(|err| format!("ensemble after the faults: {err}"))?;
         let mut members = None;
-        if config.processes(Kind::Members) > 0 {
+        if config.processes(Kind::Members) + config.processes(Kind::CuratorMembers) > 0 {
             members = Some(self.settle_members(observer, &mut slots, &log_dir, &mut killed).await?);
         }
         let mut caches = None;
-        if config.processes(Kind::Cache) > 0 {
+        if config.processes(Kind::Cache) + config.processes(Kind::CuratorCache) > 0 {
             caches = Some(self.settle_caches(observer, &mut slots, &log_dir).await?);
+        }
+        let mut partitions_settled = None;
+        if config.processes(Kind::Partition) > 0 && self.locking {
+            partitions_settled = Some(self.settle_partitions(observer, &mut slots, &log_dir).await?);
         }
         let mut stranded = Vec::new();
         if self.locking {
@@ -690,6 +775,15 @@ impl Phase<'_> {
                 counters.insert(counter, check_counter(counter, text.lines(), value));
             }
         }
+        let partitions = (config.processes(Kind::Partition) > 0).then(|| {
+            let text = read_logs(&log_dir, "partition-");
+            let mut report = partitions::check_partitions(&text, &killed, run_end);
+            if let Some((settled_ms, violations)) = partitions_settled {
+                report.settled_ms = settled_ms;
+                report.violations.extend(violations);
+            }
+            report
+        });
         let mut reports = BTreeMap::new();
         for recipe in &config.recipes {
             let counter = observer
@@ -733,7 +827,7 @@ impl Phase<'_> {
         drop(slots);
         let barriers = (config.barrier_members() > 0)
             .then(|| check_barriers(read_logs(&log_dir, "barrier-").lines(), config.barrier_members()));
-        Ok((reports, faults, busy_counts(&events), Mix { counters, members, barriers, caches }))
+        Ok((reports, faults, busy_counts(&events), Mix { counters, members, barriers, caches, partitions }))
     }
 
     /// Puts `items` items into `queue` before the contenders start: the plain queue half from
@@ -910,6 +1004,22 @@ impl Phase<'_> {
                     .kill_on_drop(true);
                 command
             }
+            Kind::CuratorCache | Kind::CuratorMembers => {
+                let (mode, log, clients, root) = if slot.kind == Kind::CuratorCache {
+                    ("contend-cache", "cache", config.curator_cache_clients, cache_root(self.check_root))
+                } else {
+                    ("contend-members", "members", config.member_clients, members_root(self.check_root))
+                };
+                self.launchers.curator_counters(&[
+                    mode.to_owned(),
+                    connect.clone(),
+                    clients.to_string(),
+                    slot.tag.clone(),
+                    log_dir.join(format!("{log}-{}.log", slot.tag)).display().to_string(),
+                    root,
+                    timeout_ms.clone(),
+                ])?
+            }
             Kind::Barrier | Kind::CuratorBarrier => {
                 let log = log_dir.join(format!("barrier-{}.log", slot.tag));
                 let clients = config.barrier_clients.to_string();
@@ -940,6 +1050,27 @@ impl Phase<'_> {
                         .kill_on_drop(true);
                     command
                 }
+            }
+            Kind::Partition => {
+                let log = log_dir.join(format!("partition-{}.log", slot.tag));
+                let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+                let mut command = Command::new(exe);
+                command
+                    .args([
+                        "partition",
+                        "--connect",
+                        &connect,
+                        "--workers",
+                        &config.partition_workers.to_string(),
+                    ])
+                    .args(["--tag", &slot.tag, "--root", &partition_root(self.check_root)])
+                    .arg("--log")
+                    .arg(&log)
+                    .args(["--session-timeout-ms", &timeout_ms])
+                    .args((!self.locking).then_some("--no-lock"))
+                    .stdin(Stdio::piped())
+                    .kill_on_drop(true);
+                command
             }
             Kind::Members => {
                 let log = log_dir.join(format!("members-{}.log", slot.tag));
@@ -1130,8 +1261,8 @@ impl Phase<'_> {
         }
     }
 
-    /// The members' last act: one member process is SIGKILLed (and started again), and its
-    /// nodes must be gone within the session timeout (+2 s for the server's expiry tick); then
+    /// The members' last act: one member process of each side (ours, Curator's) is SIGKILLed
+    /// (and started again), and their nodes must be gone within the session timeout (+2 s for the server's expiry tick); then
     /// every member node is deleted (as a lost session's would be), the members freeze their
     /// data, and within [`members::converge_bound`] each live member's nodes must be back exactly
     /// once with its frozen data, with nothing left of a dead member.
@@ -1148,11 +1279,17 @@ impl Phase<'_> {
         let holders_of = |tag: &str| {
             (0..config.member_clients).map(|client| format!("{tag}-{client}")).collect::<Vec<_>>()
         };
-        if let Some(slot) = slots.iter_mut().find(|slot| slot.kind == Kind::Members) {
-            let dead = holders_of(&slot.tag);
-            self.kill(slot, killed).await;
-            let killed_at = Instant::now();
-            self.spawn(slot, log_dir)?;
+        // One process of each side (ours, Curator's), killed together.
+        let mut dead = Vec::new();
+        let killed_at = Instant::now();
+        for kind in [Kind::Members, Kind::CuratorMembers] {
+            if let Some(slot) = slots.iter_mut().find(|slot| slot.kind == kind) {
+                dead.extend(holders_of(&slot.tag));
+                self.kill(slot, killed).await;
+                self.spawn(slot, log_dir)?;
+            }
+        }
+        if !dead.is_empty() {
             let bound = config.session_timeout + Duration::from_secs(2);
             loop {
                 let left: Vec<SeenNode> = member_nodes(observer, &root)
@@ -1164,7 +1301,8 @@ impl Phase<'_> {
                     .collect();
                 if left.is_empty() {
                     println!(
-                        "members: the killed member's nodes went {} ms after its kill",
+                        "members: the killed members' nodes ({}) went {} ms after their kill",
+                        dead.join(", "),
                         killed_at.elapsed().as_millis()
                     );
                     break;
@@ -1190,7 +1328,8 @@ impl Phase<'_> {
                 .await;
         }
         let mut live_tags = Vec::new();
-        for slot in slots.iter_mut().filter(|slot| slot.kind == Kind::Members) {
+        let member_slot = |slot: &&mut Slot| matches!(slot.kind, Kind::Members | Kind::CuratorMembers);
+        for slot in slots.iter_mut().filter(member_slot) {
             if let Some(Running::Child { stdin: Some(stdin), .. }) = slot.running.as_mut() {
                 let _ = stdin.write_all(b"freeze\n").await;
                 let _ = stdin.flush().await;
@@ -1244,11 +1383,15 @@ impl Phase<'_> {
     ) -> Result<BTreeMap<String, (bool, String)>, String> {
         let config = self.config;
         let mut live = Vec::new();
-        for slot in slots.iter_mut().filter(|slot| slot.kind == Kind::Cache) {
+        let mut curator_live = Vec::new();
+        for slot in slots.iter_mut().filter(|slot| matches!(slot.kind, Kind::Cache | Kind::CuratorCache)) {
             if let Some(Running::Child { stdin: Some(stdin), .. }) = slot.running.as_mut() {
                 let _ = stdin.write_all(b"freeze\n").await;
                 let _ = stdin.flush().await;
                 live.push(slot.tag.clone());
+                if slot.kind == Kind::CuratorCache {
+                    curator_live.push(slot.tag.clone());
+                }
             }
         }
         let mut verdicts = BTreeMap::new();
@@ -1283,11 +1426,19 @@ impl Phase<'_> {
                 let _ = stdin.flush().await;
             }
         }
-        let views: &[&str] = if self.locking { &["cache", "replay"] } else { &["replay"] };
+        let views: &[&str] = &["cache", "replay"];
+        // Curator's followers (`A` processes) have one view each: their `CuratorCache`.
         let wanted: Vec<String> = live
             .iter()
-            .flat_map(|tag| (0..config.cache_clients).map(move |client| format!("{tag}-{client}")))
-            .flat_map(|holder| views.iter().map(move |view| format!("{holder}/{view}")))
+            .flat_map(|tag| {
+                let (clients, views): (usize, &[&str]) = if curator_live.contains(tag) {
+                    (config.curator_cache_clients, &["curator"])
+                } else {
+                    (config.cache_clients, views)
+                };
+                (0..clients)
+                    .flat_map(move |client| views.iter().map(move |view| format!("{tag}-{client}/{view}")))
+            })
             .collect();
         let started = Instant::now();
         loop {
@@ -1301,6 +1452,73 @@ impl Phase<'_> {
                 }
                 println!("cache: {} nodes on the server after the writers froze", server.len());
                 return Ok(verdicts);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// The partition workers' end state: they freeze (each stays in the party from now on), and
+    /// within [`partitions::converge_bound`] the party must be exactly the frozen workers and
+    /// every item locked by exactly one of them, the one working on it, the items split evenly
+    /// ([`partitions::check_settled`]). Returns how long that took (ms), or the violations left at
+    /// the bound.
+    async fn settle_partitions(
+        &self,
+        observer: &Framework,
+        slots: &mut [Slot],
+        log_dir: &Path,
+    ) -> Result<(Option<u64>, Vec<String>), String> {
+        let config = self.config;
+        let root = partition_root(self.check_root);
+        let mut live = 0;
+        for slot in slots.iter_mut().filter(|slot| slot.kind == Kind::Partition) {
+            if let Some(Running::Child { stdin: Some(stdin), .. }) = slot.running.as_mut() {
+                let _ = stdin.write_all(b"freeze\n").await;
+                let _ = stdin.flush().await;
+                live += 1;
+            }
+        }
+        let wanted = live * config.partition_workers;
+        let items = partitions::items();
+        let bound = partitions::converge_bound(config.session_timeout);
+        let started = Instant::now();
+        loop {
+            let text = read_logs(log_dir, "partition-");
+            let frozen = partitions::frozen(&text);
+            let violations = if frozen.len() < wanted {
+                vec![format!("{} of {wanted} partition workers froze", frozen.len())]
+            } else {
+                let party = children(observer, &format!("{root}/{}", zk_recipes_partition::MEMBERS)).await;
+                let mut lock_holders = BTreeMap::new();
+                for item in &items {
+                    let dir = format!("{root}/{}/{item}", zk_recipes_partition::LOCKS);
+                    let mut holders = Vec::new();
+                    for node in children(observer, &dir).await {
+                        if let Ok(node) =
+                            observer.get_data(&format!("{dir}/{node}"), Deadline::after(STEP)).await
+                        {
+                            holders.push(String::from_utf8_lossy(&node.data).into_owned());
+                        }
+                    }
+                    lock_holders.insert(item.clone(), holders);
+                }
+                let party = party.into_iter().collect();
+                partitions::check_settled(&items, &frozen, &party, &lock_holders, &partitions::running(&text))
+            };
+            if violations.is_empty() {
+                let settled_ms = started.elapsed().as_millis() as u64;
+                println!(
+                    "partition: {} items settled on {wanted} frozen workers {settled_ms} ms after the freeze (bound {} ms)",
+                    items.len(),
+                    bound.as_millis()
+                );
+                return Ok((Some(settled_ms), Vec::new()));
+            }
+            if started.elapsed() >= bound {
+                return Ok((
+                    None,
+                    violations.into_iter().map(|violation| format!("not settled: {violation}")).collect(),
+                ));
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -1543,6 +1761,11 @@ fn barrier_root(check_root: &str) -> String {
     format!("{check_root}/barrier")
 }
 
+/// Where the partition workers share their items under a check root.
+fn partition_root(check_root: &str) -> String {
+    format!("{check_root}/partition")
+}
+
 /// Where the member nodes go under a check root.
 fn members_root(check_root: &str) -> String {
     format!("{check_root}/members")
@@ -1587,6 +1810,8 @@ struct Mix {
     barriers: Option<BarrierReport>,
     /// The caches' verdicts (`<holder>/<view>`: ok, detail), when caches ran.
     caches: Option<BTreeMap<String, (bool, String)>>,
+    /// The partition workers' checks, when they ran.
+    partitions: Option<PartitionReport>,
 }
 
 impl Mix {
@@ -1595,6 +1820,7 @@ impl Mix {
             + self.members.as_ref().map_or(0, |found| found.len() as u64)
             + self.barriers.as_ref().map_or(0, |report| report.violations.len() as u64)
             + self.caches.as_ref().map_or(0, |found| found.values().filter(|(ok, _)| !ok).count() as u64)
+            + self.partitions.as_ref().map_or(0, |report| report.violations.len() as u64)
     }
 
     fn caches_json(&self) -> serde_json::Value {
@@ -1604,6 +1830,20 @@ impl Mix {
                 .map(|(view, (ok, detail))| (view.clone(), json!({"ok": ok, "detail": detail})))
                 .collect::<serde_json::Map<_, _>>()
                 .into()
+        })
+    }
+
+    fn partitions_json(&self) -> serde_json::Value {
+        self.partitions.as_ref().map_or(serde_json::Value::Null, |report| {
+            json!({
+                "starts": report.starts,
+                "moves": report.moves,
+                "holders": report.holders,
+                "lost": report.lost,
+                "max_concurrent": report.max_concurrent,
+                "settled_ms": report.settled_ms,
+                "violations": report.violations,
+            })
         })
     }
 
@@ -1651,6 +1891,20 @@ impl Mix {
                 wrong.iter().take(8).map(|violation| format!("\n{:<16} {violation}", "")).collect::<String>()
             );
         }
+        if let Some(report) = &self.partitions {
+            println!(
+                "{:<16} {} item works started by {} workers, {} moved to another worker; lost {}; most owners of one item at once {}; settled {}; violations {}{}",
+                "partition",
+                report.starts,
+                report.holders,
+                report.moves,
+                report.lost,
+                report.max_concurrent,
+                report.settled_ms.map_or("-".to_owned(), |ms| format!("in {ms} ms")),
+                report.violations.len(),
+                report.violations.iter().take(8).map(|violation| format!("\n{:<16} {violation}", "")).collect::<String>()
+            );
+        }
         if let Some(report) = &self.barriers {
             println!(
                 "{:<16} rounds with every member in {}; entries rust {} curator {}; enters/leaves timed out or failed {}; violations {}{}",
@@ -1681,6 +1935,11 @@ impl Mix {
         }
         if self.members.as_ref().is_some_and(Vec::is_empty) {
             blind.push("members (not re-created)".to_owned());
+        }
+        if self.partitions.as_ref().is_some_and(|report| {
+            !report.violations.iter().any(|violation| violation.starts_with("owned twice"))
+        }) {
+            blind.push("partition (work without the item lock)".to_owned());
         }
         blind
     }
@@ -1962,7 +2221,26 @@ fn last_event_micros(log: &Path) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::thread_states;
+    use super::{holding_an_item, thread_states, Event, Recipe};
+
+    /// The queue control crashes its consumers only while one holds an unprocessed item: a crash
+    /// between items loses nothing and the control would catch nothing.
+    #[test]
+    fn a_consumer_holds_an_item_from_delivery_until_processed() {
+        let events = |lines: &[&str]| -> Vec<Event> {
+            lines.iter().map(|line| Event::parse(line).expect("event")).collect()
+        };
+        assert!(!holding_an_item(&events(&[]), Recipe::Queue));
+        let rust = ["C queue r0x1-q 10 q0", "W queue r0x1-q 11 q0", "K queue r0x1-q 12 q0"];
+        assert!(holding_an_item(&events(&rust[..1]), Recipe::Queue));
+        assert!(!holding_an_item(&events(&rust[..2]), Recipe::Queue), "its ack is sent");
+        assert!(!holding_an_item(&events(&rust), Recipe::Queue));
+        let curator = ["C queue j0x1-q 10 q1"];
+        assert!(!holding_an_item(&events(&curator), Recipe::Queue), "a Curator consumer's proves nothing");
+        assert!(!holding_an_item(&events(&rust[..1]), Recipe::PriorityQueue), "another queue's");
+        let other_consumer = ["C queue r0x1-q 10 q0", "W queue r1x1-q 11 q0"];
+        assert!(holding_an_item(&events(&other_consumer), Recipe::Queue));
+    }
 
     /// The silent-contender report tells a process stopped by a signal (every thread `T`) from one
     /// that is blocked or busy.

@@ -86,6 +86,7 @@ pub struct PartitionerBuilder {
     identifier: Option<String>,
     settle: Duration,
     layout: PartitionLayout,
+    unlocked: bool,
 }
 
 impl PartitionerBuilder {
@@ -97,7 +98,21 @@ impl PartitionerBuilder {
             identifier: None,
             settle: DEFAULT_SETTLE,
             layout: PartitionLayout::default(),
+            unlocked: false,
         }
+    }
+
+    /// A test hook, no part of the API: the chaos suite's negative control (`zkr-chaos partition
+    /// --no-lock`). Each item's lock is made this worker's own (at
+    /// `<path>/unlocked/<identifier>/<item>`, which nobody else waits on), so the worker still
+    /// follows the party and deals the items, but starts an item's work as soon as the deal
+    /// gives it the item, without waiting for the previous owner to stop: while items move, two
+    /// workers own one at once, which the suite's "owned twice" checker must report. Never use it
+    /// for anything else.
+    #[doc(hidden)]
+    pub fn without_item_locks_for_chaos_control(mut self) -> Self {
+        self.unlocked = true;
+        self
     }
 
     /// This worker's identifier: its member node's name (ours) or its part of it (kazoo's), and
@@ -170,7 +185,11 @@ impl PartitionerBuilder {
             return Err(invalid_identifier("empty".into()));
         }
         validate_name(&member_name).map_err(invalid_identifier)?;
-        let locks_path = path::join(&self.path, LOCKS);
+        let locks_path = if self.unlocked {
+            path::join(&path::join(&self.path, "unlocked"), &identifier)
+        } else {
+            path::join(&self.path, LOCKS)
+        };
         let locks = self
             .items
             .iter()
