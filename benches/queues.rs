@@ -21,7 +21,8 @@
 //! (sorted by sequence), then per batch of up to 16 (our default prefetch), sent back to back: at
 //! most once, the `get_data`s and one multi deleting the batch, falling back to single deletes
 //! when the multi fails (another consumer took one); lock-safe, one multi creating the EPHEMERAL
-//! lock nodes and the `get_data`s, falling back to create + read per item, then one finish multi
+//! lock nodes and the `get_data`s, falling back to create + read per item (but for the items
+//! those reads found gone), then one finish multi
 //! {check lock, delete item, delete lock} per taken item, all of a batch in one multi (our group
 //! commit at its best), sent before the next batch is claimed. After a lost race a consumer goes
 //! on from a random point of its listing (or of its next listing), and lists again when it lost
@@ -62,10 +63,63 @@ struct Args {
     /// Interleaved rounds; medians over them are reported.
     #[arg(long, env = "QUEUE_BENCH_ROUNDS", default_value_t = 3)]
     rounds: usize,
+    /// Delivery modes to run: `plain` (at most once), `lock-safe`, or both (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [Mode::Plain, Mode::LockSafe])]
+    modes: Vec<Mode>,
+    /// Sides to run: `ours`, `floor`, `curator` (comma-separated; a ratio needs both its sides).
+    #[arg(long, value_delimiter = ',', default_values_t = [Side::Ours, Side::Floor, Side::Curator])]
+    sides: Vec<Side>,
     #[command(flatten)]
     json: support::JsonOutput,
     #[command(flatten)]
     harness: support::Harness,
+}
+
+/// A delivery mode (`--modes`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// At most once: no lock path.
+    Plain,
+    /// Lock-safe: a lock path.
+    LockSafe,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if *self == Mode::Plain { "plain" } else { "lock-safe" })
+    }
+}
+
+/// Who runs a scenario (`--sides`), in the order they take turns going first.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Ours,
+    Floor,
+    Curator,
+}
+
+impl std::fmt::Display for Side {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Side::Ours => "ours",
+            Side::Floor => "floor",
+            Side::Curator => "curator",
+        })
+    }
+}
+
+/// Runs `scenario` and returns its duration and the server's packets (sent + received) per item:
+/// what it costs on the wire, which a busy machine does not change as it changes the time.
+async fn counting_packets(
+    connect: &str,
+    items: usize,
+    scenario: impl std::future::Future<Output = Duration>,
+) -> (Duration, f64) {
+    let before = support::server_packets(connect).await;
+    let elapsed = scenario.await;
+    let after = support::server_packets(connect).await;
+    // The two `mntr` calls themselves count a few packets: nothing next to thousands of items.
+    (elapsed, after.saturating_sub(before) as f64 / items as f64)
 }
 
 async fn connect(connect_string: &str) -> Framework {
@@ -305,6 +359,9 @@ impl<'a> RawConsumer<'a> {
         let options = support::anyone(CreateMode::Ephemeral);
         let mut taken = Vec::new();
         let mut together = false;
+        // Items the reads behind a failed lock multi found gone (finished by another consumer):
+        // not tried again one by one (as ours).
+        let mut gone = vec![false; batch.len()];
         if batch.len() > 1 {
             let mut multi = client.new_multi_writer();
             for lock_node in &lock_nodes {
@@ -329,17 +386,21 @@ impl<'a> RawConsumer<'a> {
                         }
                     }
                 }
-                Err(MultiWriteError::OperationFailed { .. }) => {}
+                Err(MultiWriteError::OperationFailed { .. }) => {
+                    gone = read_ok.iter().map(|read| !read).collect();
+                }
                 Err(err) => panic!("lock multi: {err}"),
             }
         }
         if !together {
-            let requests: Vec<_> = lock_nodes
-                .iter()
-                .zip(&items)
-                .map(|(lock_node, item)| (client.create(lock_node, b"", &options), client.get_data(item)))
+            let requests: Vec<_> = (0..batch.len())
+                .filter(|index| !gone[*index])
+                .map(|index| {
+                    let (lock_node, item) = (&lock_nodes[index], &items[index]);
+                    (index, client.create(lock_node, b"", &options), client.get_data(item))
+                })
                 .collect();
-            for (index, (create, read)) in requests.into_iter().enumerate() {
+            for (index, create, read) in requests {
                 match (create.await, read.await) {
                     (Ok(_), Ok(_)) => taken.push(index),
                     (Ok(_), Err(_)) => client.delete(&lock_nodes[index], None).await.expect("delete lock"),
@@ -483,7 +544,7 @@ const FLOOR_END_TO_END: usize = 16;
 const FLOOR_END_TO_END_LOCKED: usize = 17;
 
 /// The sides, in the order they take turns going first.
-const SIDES: [&str; 3] = ["ours", "floor", "curator"];
+const SIDES: [Side; 3] = [Side::Ours, Side::Floor, Side::Curator];
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
@@ -514,25 +575,38 @@ fn main() {
             ("floor: end to end, at most once", Vec::new()),
             ("floor: end to end, lock-safe", Vec::new()),
         ];
+        // The server's packets (sent + received) per item of each take, by results index.
+        let mut packets: Vec<Vec<f64>> = vec![Vec::new(); results.len()];
         let rate = |elapsed: Duration| items as f64 / elapsed.as_secs_f64();
+        let modes: Vec<(&str, bool)> = [("plain", Mode::Plain), ("locked", Mode::LockSafe)]
+            .into_iter()
+            .filter(|(_, mode)| args.modes.contains(mode))
+            .map(|(name, mode)| (name, mode == Mode::LockSafe))
+            .collect();
         for round in 0..rounds {
             eprintln!("round {} of {rounds}", round + 1);
             // Which side goes first turns with the rounds.
             for turn in 0..SIDES.len() {
-                match SIDES[(turn + round) % SIDES.len()] {
-                    "curator" => {
+                let side = SIDES[(turn + round) % SIDES.len()];
+                if !args.sides.contains(&side) {
+                    continue;
+                }
+                match side {
+                    Side::Curator => {
                         // Foreground puts feed the at-most-once take, background puts the lock-safe one.
-                        let plain = format!("/bench/curator-plain-{round}");
-                        let locked = format!("/bench/curator-locked-{round}");
-                        results[CURATOR_PUT].1.push(curator_produce(&connect, &plain, items, false).await);
-                        results[CURATOR_TAKE].1.push(curator_consume(&connect, &plain, items, false).await);
-                        results[CURATOR_PUT_BACKGROUND]
-                            .1
-                            .push(curator_produce(&connect, &locked, items, true).await);
-                        results[CURATOR_TAKE_LOCKED].1.push(curator_consume(&connect, &locked, items, true).await);
+                        for &(mode, lock_safe) in &modes {
+                            let path = format!("/bench/curator-{mode}-{round}");
+                            let (put_index, take_index) = if lock_safe {
+                                (CURATOR_PUT_BACKGROUND, CURATOR_TAKE_LOCKED)
+                            } else {
+                                (CURATOR_PUT, CURATOR_TAKE)
+                            };
+                            results[put_index].1.push(curator_produce(&connect, &path, items, lock_safe).await);
+                            results[take_index].1.push(curator_consume(&connect, &path, items, lock_safe).await);
+                        }
                     }
-                    "floor" => {
-                        for (mode, lock_safe) in [("plain", false), ("locked", true)] {
+                    Side::Floor => {
+                        for &(mode, lock_safe) in &modes {
                             let (batch, put_index) =
                                 if lock_safe { (PUT_BATCH, FLOOR_PUT_BATCH) } else { (1, FLOOR_PUT) };
                             let (take_index, take_1_index, end_to_end_index) = if lock_safe {
@@ -542,39 +616,56 @@ fn main() {
                             };
                             let path = format!("/bench/floor-{mode}-{round}");
                             results[put_index].1.push(rate(floor_produce(&connect, &path, items, batch).await));
-                            let take = floor_consume(&connect, &path, items, lock_safe, DEFAULT_PREFETCH).await;
+                            let take = floor_consume(&connect, &path, items, lock_safe, DEFAULT_PREFETCH);
+                            let (take, per_item) = counting_packets(&connect, items, take).await;
                             results[take_index].1.push(rate(take));
+                            packets[take_index].push(per_item);
                             let path = format!("/bench/floor-{mode}-1-{round}");
                             floor_produce(&connect, &path, items, batch).await;
-                            let take = floor_consume(&connect, &path, items, lock_safe, 1).await;
+                            let take = floor_consume(&connect, &path, items, lock_safe, 1);
+                            let (take, per_item) = counting_packets(&connect, items, take).await;
                             results[take_1_index].1.push(rate(take));
+                            packets[take_1_index].push(per_item);
                             let path = format!("/bench/floor-{mode}-mixed-{round}");
-                            let started = Instant::now();
-                            tokio::join!(
-                                floor_produce(&connect, &path, items, 1),
-                                floor_consume(&connect, &path, items, lock_safe, DEFAULT_PREFETCH)
-                            );
-                            results[end_to_end_index].1.push(rate(started.elapsed()));
+                            let end_to_end = async {
+                                let started = Instant::now();
+                                tokio::join!(
+                                    floor_produce(&connect, &path, items, 1),
+                                    floor_consume(&connect, &path, items, lock_safe, DEFAULT_PREFETCH)
+                                );
+                                started.elapsed()
+                            };
+                            let (elapsed, per_item) = counting_packets(&connect, items, end_to_end).await;
+                            results[end_to_end_index].1.push(rate(elapsed));
+                            packets[end_to_end_index].push(per_item);
                         }
                     }
-                    _ => {
-                        for (mode, lock_safe) in [("plain", false), ("locked", true)] {
+                    Side::Ours => {
+                        for &(mode, lock_safe) in &modes {
                             let path = format!("/bench/{mode}-{round}");
                             let batch = if lock_safe { PUT_BATCH } else { 1 };
                             let put = produce(&connect, &path, items, batch).await;
                             results[if lock_safe { OURS_PUT_BATCH } else { OURS_PUT }].1.push(rate(put));
-                            let take = consume(&connect, &path, items, lock_safe).await;
-                            results[if lock_safe { OURS_TAKE_LOCKED } else { OURS_TAKE }].1.push(rate(take));
+                            let take_index = if lock_safe { OURS_TAKE_LOCKED } else { OURS_TAKE };
+                            let take = consume(&connect, &path, items, lock_safe);
+                            let (take, per_item) = counting_packets(&connect, items, take).await;
+                            results[take_index].1.push(rate(take));
+                            packets[take_index].push(per_item);
                             // Producers (one put per item) and consumers at the same time.
                             let path = format!("/bench/{mode}-mixed-{round}");
-                            let started = Instant::now();
-                            let (_, _) = tokio::join!(
-                                produce(&connect, &path, items, 1),
-                                consume(&connect, &path, items, lock_safe)
-                            );
-                            results[if lock_safe { OURS_END_TO_END_LOCKED } else { OURS_END_TO_END }]
-                                .1
-                                .push(rate(started.elapsed()));
+                            let end_to_end = async {
+                                let started = Instant::now();
+                                let (_, _) = tokio::join!(
+                                    produce(&connect, &path, items, 1),
+                                    consume(&connect, &path, items, lock_safe)
+                                );
+                                started.elapsed()
+                            };
+                            let (elapsed, per_item) = counting_packets(&connect, items, end_to_end).await;
+                            let end_to_end_index =
+                                if lock_safe { OURS_END_TO_END_LOCKED } else { OURS_END_TO_END };
+                            results[end_to_end_index].1.push(rate(elapsed));
+                            packets[end_to_end_index].push(per_item);
                         }
                     }
                 }
@@ -584,9 +675,21 @@ fn main() {
             "{items} items, {WORKERS} producers / {WORKERS} consumers (one session each), medians of {rounds} \
              interleaved rounds:"
         );
-        let medians: Vec<f64> = results.iter().map(|(_, rates)| support::median(rates)).collect();
+        // A scenario left out by `--modes` or `--sides` has no rounds (and no median).
+        let medians: Vec<f64> = results
+            .iter()
+            .map(|(_, rates)| if rates.is_empty() { f64::NAN } else { support::median(rates) })
+            .collect();
         for ((what, rates), median) in results.iter().zip(&medians) {
-            println!("  {what:<48} {median:>8.0} items/s   (rounds: {rates:.0?})");
+            if !rates.is_empty() {
+                println!("  {what:<48} {median:>8.0} items/s   (rounds: {rates:.0?})");
+            }
+        }
+        println!("server packets (sent + received) per item, median of the rounds (the sessions' connects too):");
+        for ((what, _), per_item) in results.iter().zip(&packets) {
+            if !per_item.is_empty() {
+                println!("  {what:<48} {:>8.2}   (rounds: {per_item:.2?})", support::median(per_item));
+            }
         }
         // (scenario, client, results index, how that side runs it)
         let emitted = [
@@ -611,15 +714,28 @@ fn main() {
             ("end-to-end-lock-safe", "floor", FLOOR_END_TO_END_LOCKED, "one create per item; takes 16 per round trip"),
         ];
         for (scenario, client, index, how) in emitted {
+            if results[index].1.is_empty() {
+                continue;
+            }
             json.emit_series(
                 scenario,
                 client,
                 "items/s",
                 &results[index].1,
-                serde_json::json!({ "what": results[index].0, "how": how, "items": items, "workers": WORKERS }),
+                serde_json::json!({
+                    "what": results[index].0,
+                    "how": how,
+                    "items": items,
+                    "workers": WORKERS,
+                    // Server packets per item (takes and end to end), the median of the rounds.
+                    "packets_per_item": (!packets[index].is_empty()).then(|| support::median(&packets[index])),
+                }),
             );
         }
         let ratio = |ours: usize, theirs: usize| {
+            if results[ours].1.is_empty() || results[theirs].1.is_empty() {
+                return "– (not run)".to_owned();
+            }
             let per_round: Vec<f64> =
                 results[ours].1.iter().zip(&results[theirs].1).map(|(ours, theirs)| ours / theirs).collect();
             format!("{:.2} [{:.2}]", medians[ours] / medians[theirs], support::median(&per_round))

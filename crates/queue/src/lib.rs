@@ -23,6 +23,20 @@
 //!   acknowledges it ([`Delivery::ack`]: one multi that checks the lock). An item whose consumer
 //!   dies before the ack is delivered again — and only such items are.
 //!
+//! ## Round trips
+//! A consumer takes up to [`Consumer::prefetch`] nodes (16 by default) in one round trip: at most
+//! once, the reads and one multi deleting them; lock-safe, one multi creating their lock nodes and
+//! the reads. It refills in batches (once credits for half the window are there, or the
+//! application took what was waiting), not a node at a time. A node found gone when read (another
+//! consumer finished it since our listing) counts as a lost race, as a lock held by another does:
+//! the consumer then jumps to a random point of its listing, or lists again, instead of walking
+//! behind the others. In [`Consumer::run`], nodes whose handlers finished at once are acknowledged
+//! in one multi ({check lock, delete item, delete lock} each), on the session that holds their
+//! locks, while the next batch is taken; acks of [`Delivery::ack`] that wait while one is in flight
+//! go together in the next multi. A multi that fails commits each ack on its own, so one lost lock
+//! never fails another. The queue bench (`benches/queues.rs`) measures this against the same
+//! protocol on bare calls.
+//!
 //! ## Connection loss and session expiry
 //! Calls retry through connection losses per the framework's retry policy. A put interrupted by
 //! a connection loss may be stored twice. A lock-safe consumer that loses its session loses its

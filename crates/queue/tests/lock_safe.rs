@@ -281,3 +281,62 @@ async fn a_priority_consumer_does_not_list_a_long_queue_again_for_every_item_oth
     within("close", measured.close()).await;
     within("close", other_framework.close()).await;
 }
+
+/// The zxid of a write made now (a probe node's `czxid`): the writes between two probes are the
+/// transactions the server committed in between, a multi counting once.
+async fn zxid_now(framework: &zk_recipes_framework::Framework, probe: &str) -> i64 {
+    let session = within("session", framework.session(step())).await.expect("session");
+    let options = zk_recipes_framework::zookeeper_client::CreateMode::PersistentSequential
+        .with_acls(zk_recipes_framework::zookeeper_client::Acls::anyone_all());
+    let (stat, _) = within("probe", session.client().create(probe, b"", &options)).await.expect("probe");
+    stat.czxid
+}
+
+#[tokio::test]
+async fn handlers_that_finish_at_once_are_acknowledged_in_one_multi() {
+    const PATH: &str = "/lock-safe/group-ack/queue";
+    const LOCK_PATH: &str = "/lock-safe/group-ack/locks";
+    const PROBE: &str = "/lock-safe/group-ack/probe-";
+    const ITEMS: usize = 16;
+    let (_server, framework) = server_and_framework().await;
+    let queue = DistributedQueue::builder(&framework, PATH)
+        .serializer(Utf8Serializer)
+        .lock_path(LOCK_PATH)
+        .build()
+        .expect("queue");
+    let all: Vec<String> = (0..ITEMS).map(|index| format!("item-{index:02}")).collect();
+    within("put", queue.put_batch(&all)).await.expect("put");
+
+    // Every handler waits for all of them to have started: they finish at once.
+    let started = Arc::new(tokio::sync::Barrier::new(ITEMS));
+    let handled: Arc<Mutex<Vec<String>>> = Arc::default();
+    let before = zxid_now(&framework, PROBE).await;
+    let consumer = queue.consumer().prefetch(ITEMS);
+    let stop = consumer.stop_token();
+    let run = {
+        let (started, handled) = (started.clone(), handled.clone());
+        tokio::spawn(consumer.run(move |item: String| {
+            let (started, handled) = (started.clone(), handled.clone());
+            async move {
+                started.wait().await;
+                handled.lock().push(item);
+                Ok::<_, String>(())
+            }
+        }))
+    };
+    eventually("every item acknowledged", || async {
+        within("len", queue.len()).await.expect("len") == 0
+            && children(&framework, LOCK_PATH).await.is_empty()
+    })
+    .await;
+    let after = zxid_now(&framework, PROBE).await;
+    stop.cancel();
+    within("run returns", run).await.expect("task").expect("run");
+
+    let mut handled = handled.lock().clone();
+    handled.sort();
+    assert_eq!(handled, all, "each item handled once");
+    // One multi locking the 16 items (the reads commit nothing), one multi acknowledging them
+    // (each ack alone, or the first alone and the rest together, would be more).
+    assert_eq!(after - before - 1, 2, "transactions between the probes: the lock multi and one ack multi");
+}

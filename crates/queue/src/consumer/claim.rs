@@ -97,7 +97,7 @@ impl<T: Send + 'static> Claimer<T> {
             self.must_relist = true;
             return Ok(Vec::new());
         }
-        let claims: Vec<(String, LockClaim, String)> = batch
+        let mut claims: Vec<(String, LockClaim, String)> = batch
             .into_iter()
             .filter_map(|name| {
                 let lock_node = inner.lock_node(&name)?;
@@ -110,11 +110,23 @@ impl<T: Send + 'static> Claimer<T> {
                 })
             })
             .collect();
+        let mut lost_races = 0;
         if claims.len() > 1 {
-            match self.claim_locked_together(&session, &claims).await {
+            let mut gone = Vec::new();
+            match self.claim_locked_together(&session, &claims, &mut gone).await {
                 Some(taken) => return Ok(taken),
                 None => self.contended = true,
             }
+            // Items the reads behind the failed multi found gone were finished by others: not
+            // tried again (item names are never reused).
+            claims.retain(|(name, claim, _)| {
+                let finished = gone.contains(name);
+                if finished {
+                    unregister_lock(claim.session_id, &claim.lock_node);
+                    lost_races += 1;
+                }
+                !finished
+            });
         }
         // One by one (one item, or someone else holds one of them). Sent now, back to back; the
         // server runs them in order: our create before our read.
@@ -128,7 +140,6 @@ impl<T: Send + 'static> Claimer<T> {
             })
             .collect();
         let mut taken = Vec::new();
-        let mut lost_races = 0;
         for ((name, claim, _), (create, read)) in claims.iter().zip(requests) {
             let (created, read) = (create.await, read.await);
             match created {
@@ -143,6 +154,10 @@ impl<T: Send + 'static> Claimer<T> {
                     }
                     Err(err) => {
                         trace!(item = %name, %err, "locked alone but unread");
+                        if err == zookeeper_client::Error::NoNode {
+                            self.contended = true;
+                            lost_races += 1;
+                        }
                         self.let_go_unread(name, claim, err);
                     }
                 },
@@ -175,11 +190,13 @@ impl<T: Send + 'static> Claimer<T> {
     }
 
     /// Locks every item of the batch in one multi (one transaction), then reads them. `None` if
-    /// the multi created nothing because one lock was taken (or an item vanished): go one by one.
+    /// the multi created nothing because one lock was taken (or an item vanished): go one by one,
+    /// without the items whose read found them gone (their names are added to `gone`).
     pub(super) async fn claim_locked_together(
         &mut self,
         session: &Session,
         claims: &[(String, LockClaim, String)],
+        gone: &mut Vec<String>,
     ) -> Option<Vec<Delivery<T>>> {
         let inner = self.inner.clone();
         let mut multi = session.client().new_multi_writer();
@@ -198,7 +215,14 @@ impl<T: Send + 'static> Claimer<T> {
         }
         match created {
             Ok(_) => {}
-            Err(MultiWriteError::OperationFailed { .. }) => return None,
+            Err(MultiWriteError::OperationFailed { .. }) => {
+                for ((name, _, _), read) in claims.iter().zip(&read_results) {
+                    if matches!(read, Err(zookeeper_client::Error::NoNode)) {
+                        gone.push(name.clone());
+                    }
+                }
+                return None;
+            }
             Err(MultiWriteError::RequestFailed { source }) => {
                 debug!(%source, "lock multi interrupted; outcome unknown");
                 self.must_relist = true;
@@ -209,6 +233,7 @@ impl<T: Send + 'static> Claimer<T> {
             }
         }
         let mut taken = Vec::new();
+        let mut lost_races = 0;
         for ((name, claim, _), read) in claims.iter().zip(read_results) {
             match read {
                 Ok((bytes, stat)) => {
@@ -220,10 +245,16 @@ impl<T: Send + 'static> Claimer<T> {
                 }
                 Err(err) => {
                     trace!(item = %name, %err, "locked together but unread");
+                    if err == zookeeper_client::Error::NoNode {
+                        // Another consumer took and finished it since our listing: a lost race.
+                        self.contended = true;
+                        lost_races += 1;
+                    }
                     self.let_go_unread(name, claim, err);
                 }
             }
         }
+        self.note_races(lost_races, taken.len());
         Some(taken)
     }
 

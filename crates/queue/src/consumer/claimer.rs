@@ -121,6 +121,9 @@ impl<T: Send + 'static> Claimer<T> {
                 }
             };
             credit.forget();
+            if !self.wait_for_a_batch().await {
+                break;
+            }
             let extra = self.credits.available_permits().min(self.prefetch - 1);
             if let Ok(extra) = self.credits.try_acquire_many(extra as u32) {
                 extra.forget();
@@ -161,6 +164,31 @@ impl<T: Send + 'static> Claimer<T> {
         }
         self.shut_down();
         debug!("consumer stopped");
+    }
+
+    /// Refills in batches: with one credit in hand (taken) and deliveries still waiting in the
+    /// channel, waits until credits for half a window are there, or until the application has
+    /// taken what waits (then it asks for more). Taking a credit's worth at a time would cost a
+    /// round trip per item; waiting longer than the channel lasts would keep the application
+    /// waiting. `false` when the consumer is to stop.
+    async fn wait_for_a_batch(&mut self) -> bool {
+        let half_window = self.prefetch.div_ceil(2);
+        let have = 1 + self.credits.available_permits();
+        let queued = self.sender.max_capacity() - self.sender.capacity();
+        if have >= half_window || queued == 0 {
+            return true;
+        }
+        // Each delivery the application takes comes with a credit: `queued` more credits mean
+        // the channel has run dry.
+        let need = (half_window - have).min(queued) as u32;
+        tokio::select! {
+            credits = self.credits.acquire_many(need) => {
+                // Given back: counted again with the others below.
+                drop(credits);
+                true
+            }
+            () = self.sender.closed() => false,
+        }
     }
 
     /// Takes up to `want` items: lists when needed (at most twice), then claims in pipelined

@@ -143,26 +143,50 @@ impl AckBatcher {
         name: &str,
         claim: &LockClaim,
     ) -> Result<Committed, FrameworkError> {
-        let (reply, mut outcome) = tokio::sync::oneshot::channel();
-        self.waiting.lock().push(AckRequest { name: name.to_owned(), claim: claim.clone(), reply });
-        let flushing = self.flushing.lock().await;
-        // Committed by the flusher before us?
-        if let Ok(committed) = outcome.try_recv() {
-            return committed;
+        let mut outcomes = self.delete_all(inner, vec![(name.to_owned(), claim.clone())]).await;
+        outcomes.pop().expect("one outcome per ack")
+    }
+
+    /// Deletes every item of `acks` (and our locks on them), in one multi with whatever other acks
+    /// are waiting (the items a consumer's handlers finished at once); one outcome per ack, in
+    /// order.
+    pub(super) async fn delete_all<T>(
+        &self,
+        inner: &Inner<T>,
+        acks: Vec<(String, LockClaim)>,
+    ) -> Vec<Result<Committed, FrameworkError>> {
+        let mut outcomes = Vec::with_capacity(acks.len());
+        {
+            let mut waiting = self.waiting.lock();
+            for (name, claim) in &acks {
+                let (reply, outcome) = tokio::sync::oneshot::channel();
+                waiting.push(AckRequest { name: name.clone(), claim: claim.clone(), reply });
+                outcomes.push(outcome);
+            }
         }
-        let mut batch = std::mem::take(&mut *self.waiting.lock());
-        while !batch.is_empty() {
-            let rest = batch.split_off(batch.len().min(MAX_ACKS_PER_MULTI));
-            commit_acks(inner, batch).await;
-            batch = rest;
+        let flushing = self.flushing.lock().await;
+        // Every one of ours committed by a flusher before us? Then nothing is left to send.
+        let mut settled: Vec<Option<Result<Committed, FrameworkError>>> =
+            outcomes.iter_mut().map(|outcome| outcome.try_recv().ok()).collect();
+        if settled.iter().any(Option::is_none) {
+            let mut batch = std::mem::take(&mut *self.waiting.lock());
+            while !batch.is_empty() {
+                let rest = batch.split_off(batch.len().min(MAX_ACKS_PER_MULTI));
+                commit_acks(inner, batch).await;
+                batch = rest;
+            }
         }
         drop(flushing);
-        match outcome.try_recv() {
-            Ok(committed) => committed,
-            // Our ack was taken by a flusher that was cancelled: its outcome is unknown, so commit
-            // it ourselves, knowing it may have been sent.
-            Err(_) => commit(inner, name, claim, &[], Finish::Delete, true).await,
+        let mut committed = Vec::with_capacity(acks.len());
+        for (((name, claim), outcome), settled) in acks.iter().zip(&mut outcomes).zip(&mut settled) {
+            committed.push(match settled.take().map_or_else(|| outcome.try_recv().ok(), Some) {
+                Some(committed) => committed,
+                // Our ack was taken by a flusher that was cancelled: its outcome is unknown, so
+                // commit it ourselves, knowing it may have been sent.
+                None => commit(inner, name, claim, &[], Finish::Delete, true).await,
+            });
         }
+        committed
     }
 }
 

@@ -212,6 +212,50 @@ impl<T> Delivery<T> {
                 commit(&inner, &self.name, &claim, &self.bytes, finish, false).instrument(span).await
             }
         };
+        self.settle(&claim, finish, outcome)
+    }
+
+    /// Acknowledges lock-safe deliveries whose handlers finished at once, in one multi (with any
+    /// other acks waiting); one outcome per delivery, in order. As [`ack`](Self::ack) for each,
+    /// and so is cancelling it: the locks of deliveries not yet settled are released in the
+    /// background.
+    pub(super) async fn ack_all(mut deliveries: Vec<Self>) -> Vec<(String, Result<()>)> {
+        let Some(first) = deliveries.first() else { return Vec::new() };
+        let inner = first.inner.clone();
+        let together =
+            !inner.framework.is_closed() && deliveries.iter().all(|delivery| delivery.claim.is_some());
+        if !together || deliveries.len() == 1 {
+            let mut outcomes = Vec::with_capacity(deliveries.len());
+            for delivery in deliveries {
+                let name = delivery.name.clone();
+                outcomes.push((name, delivery.ack().await));
+            }
+            return outcomes;
+        }
+        let acks: Vec<(String, LockClaim)> = deliveries
+            .iter()
+            .map(|delivery| (delivery.name.clone(), delivery.claim.clone().expect("lock-safe")))
+            .collect();
+        let span = info_span!("queue_ack_all", items = acks.len());
+        let committed = inner.acks.delete_all(&inner, acks).instrument(span).await;
+        deliveries
+            .iter_mut()
+            .zip(committed)
+            .map(|(delivery, outcome)| {
+                let claim = delivery.claim.clone().expect("lock-safe");
+                (delivery.name.clone(), delivery.settle(&claim, Finish::Delete, outcome).map(drop))
+            })
+            .collect()
+    }
+
+    /// What a lock-safe finish's outcome means for this delivery and its lock.
+    fn settle(
+        &mut self,
+        claim: &LockClaim,
+        finish: Finish,
+        outcome: std::result::Result<Committed, zk_recipes_framework::Error>,
+    ) -> Result<Option<String>> {
+        let inner = &self.inner;
         self.finished = true;
         match outcome {
             Ok(Committed::Done(requeued)) => {

@@ -92,7 +92,13 @@ impl<T: Send + 'static> Claimer<T> {
             Woke::Lock(Some(name)) => {
                 trace!(item = %name, "a lock we waited on is gone");
                 self.watched.remove(&name);
-                self.pending.push_front(name);
+                let mut freed = vec![name];
+                // Other locks that went meanwhile (one ack multi deletes many).
+                while let Some(Some(name)) = self.lock_watches.next().now_or_never() {
+                    self.watched.remove(&name);
+                    freed.push(name);
+                }
+                self.take_again_if_queued(freed).await;
             }
             Woke::Lock(None) => {}
             Woke::Connection(update) => return self.on_connection_update(update),
@@ -125,6 +131,7 @@ impl<T: Send + 'static> Claimer<T> {
         // Sent now, back to back; a data watch (not exists) so no watch is left on a missing node.
         let requests: Vec<_> =
             lock_nodes.iter().map(|(_, lock_node)| session.client().get_and_watch_data(lock_node)).collect();
+        let mut freed = Vec::new();
         for ((name, _), request) in lock_nodes.into_iter().zip(requests) {
             match request.await {
                 Ok((_, _, watcher)) => {
@@ -135,10 +142,42 @@ impl<T: Send + 'static> Claimer<T> {
                         name
                     }));
                 }
-                // Already gone: try the item again now.
-                Err(zookeeper_client::Error::NoNode) => self.pending.push_front(name),
+                // Already gone: try the item again now, if it is still queued.
+                Err(zookeeper_client::Error::NoNode) => freed.push(name),
                 Err(err) => {
                     debug!(item = %name, %err, "could not watch a lock");
+                    self.must_relist = true;
+                }
+            }
+        }
+        self.take_again_if_queued(freed).await;
+    }
+
+    /// Items whose lock (another consumer's) went: most were acknowledged with it, in the same
+    /// multi; only the consumer that died or let go leaves its item queued. So each is looked for
+    /// first (the `exists`, sent back to back, cost a read each), and only the queued ones are
+    /// tried again: locking a finished item would cost a create, a read and a release.
+    pub(super) async fn take_again_if_queued(&mut self, freed: Vec<String>) {
+        if freed.is_empty() {
+            return;
+        }
+        let Ok(session) = self.inner.framework.session(Deadline::never()).await else {
+            self.must_relist = true;
+            return;
+        };
+        if session.generation() != self.generation {
+            self.must_relist = true;
+            return;
+        }
+        let inner = &self.inner;
+        let looks: Vec<_> =
+            freed.iter().map(|name| session.client().check_stat(&inner.item_path(name))).collect();
+        for (name, look) in freed.into_iter().zip(looks) {
+            match look.await {
+                Ok(Some(_)) => self.pending.push_front(name),
+                Ok(None) => trace!(item = %name, "finished by the consumer that held it"),
+                Err(err) => {
+                    debug!(item = %name, %err, "could not look for an item whose lock went");
                     self.must_relist = true;
                 }
             }

@@ -149,8 +149,9 @@ impl<T: Send + 'static> Consumer<T> {
 
     /// How many items the consumer may have taken and not yet handed out: the one a
     /// [`next`](Self::next) waits for, plus up to `prefetch - 1` taken ahead while the application
-    /// is busy (in [`run`](Self::run) also how many nodes the handler processes at once). At least
-    /// 1; defaults to [`DEFAULT_PREFETCH`]. Set it before the first `next`.
+    /// is busy (in [`run`](Self::run) also how many nodes the handler processes at once; nodes
+    /// whose handler finished wait for their acknowledgement outside that count, up to as many
+    /// again). At least 1; defaults to [`DEFAULT_PREFETCH`]. Set it before the first `next`.
     ///
     /// Items taken ahead are unavailable to other consumers: locked (lock-safe) or already deleted
     /// (at most once: a crash loses them too). With 1 the consumer takes an item only when asked,
@@ -225,7 +226,9 @@ impl<T: Send + 'static> Consumer<T> {
     /// Runs `handler` on every item until the framework is closed or the consumer is stopped, up to
     /// [`prefetch`](Self::prefetch) nodes at a time (items of one node in order, one by one).
     ///
-    /// When the handler succeeds for every item of a node, the node is acknowledged. When it fails,
+    /// When the handler succeeds for every item of a node, the node is acknowledged; nodes whose
+    /// handlers finished at once are acknowledged together, in one multi on the session that
+    /// holds their locks (see the crate docs, "Round trips"). When it fails,
     /// the error is logged and the queue's [`ErrorMode`] decides: `Requeue` stops at the failed
     /// item and puts the node back (every item of it, as Curator does), `Delete` goes on with the
     /// node's other items and then deletes it. Failures to acknowledge are logged (lock-safe: the
@@ -236,14 +239,15 @@ impl<T: Send + 'static> Consumer<T> {
     /// context too (the node's name, its delivery count, the lock's `lost()`).
     ///
     /// # Errors
-    /// [`QueueError::DrainTimedOut`] if, once stopped, handlers were still at work after the
-    /// [`drain_timeout`](Self::drain_timeout). Otherwise `Ok` when the framework is closed or the
+    /// [`QueueError::DrainTimedOut`] if, once stopped, handlers were still at work (or
+    /// acknowledgements unanswered) after the [`drain_timeout`](Self::drain_timeout). Otherwise `Ok` when the framework is closed or the
     /// consumer stopped.
     ///
     /// # Cancel safety
     /// Dropping the future stops the consumer, and the nodes being processed are dropped mid-way:
-    /// lock-safe, their locks are released in the background and they are delivered again; at most
-    /// once, they count as consumed (their items are lost). Items taken ahead and not yet handed to
+    /// lock-safe, their locks are released in the background and they are delivered again (unless
+    /// an acknowledgement on the wire committed: then they are gone); at most once, they count as
+    /// consumed (their items are lost). Items taken ahead and not yet handed to
     /// the handler are given back either way.
     pub async fn run<F, Fut, E>(self, handler: F) -> Result<()>
     where
@@ -289,39 +293,72 @@ impl<T: Send + 'static> Consumer<T> {
         let drain_timeout = self.drain_timeout;
         let handler = &handler;
         // A stream keeps an unfinished `next` across the select below (no item is asked twice).
-        let mut deliveries = self.into_stream();
+        let mut deliveries = Some(self.into_stream());
+        // Handlers at work; each returns its delivery if it is to be acknowledged.
         let mut in_flight = FuturesUnordered::new();
+        // Deliveries whose handlers finished, not yet acknowledged: acknowledged together once
+        // nothing else is ready (group commit, see `ack_all`).
+        let mut finished: Vec<Delivery<T>> = Vec::new();
+        // Group acks on the wire, with how many deliveries each carries.
+        let mut acking = FuturesUnordered::new();
+        let mut unacked = 0;
+        let mut drain_deadline = None;
         loop {
+            if drain_deadline.is_some() && in_flight.is_empty() && finished.is_empty() && acking.is_empty() {
+                return Ok(());
+            }
+            // Handlers at work, plus as many again waiting for their acknowledgement.
+            let room = in_flight.len() < concurrency && in_flight.len() + unacked < 2 * concurrency;
             tokio::select! {
-                () = stop.cancelled() => break,
-                Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
-                next = deliveries.next(), if in_flight.len() < concurrency => match next {
-                    None => break,
+                biased;
+                () = stop.cancelled(), if drain_deadline.is_none() => {
+                    // Stops the claimer; what it took ahead goes back.
+                    drop(deliveries.take());
+                    if !in_flight.is_empty() {
+                        info!(
+                            in_flight = in_flight.len(),
+                            "queue consumer stopping: letting the handlers at work finish"
+                        );
+                    }
+                    drain_deadline = Some(tokio::time::Instant::now() + drain_timeout);
+                }
+                () = sleep_until_some(drain_deadline) => {
+                    let abandoned = in_flight.len() + unacked;
+                    warn!(
+                        abandoned,
+                        "queue consumer's drain timed out: dropping the deliveries still being handled"
+                    );
+                    return Err(QueueError::DrainTimedOut { abandoned, timeout: drain_timeout });
+                }
+                Some(done) = in_flight.next(), if !in_flight.is_empty() => {
+                    if let Some(delivery) = done {
+                        finished.push(delivery);
+                        unacked += 1;
+                    }
+                }
+                Some(acked) = acking.next(), if !acking.is_empty() => unacked -= acked,
+                next = next_delivery(&mut deliveries), if room => match next {
+                    None => {
+                        drop(deliveries.take());
+                        drain_deadline.get_or_insert_with(|| tokio::time::Instant::now() + drain_timeout);
+                    }
                     Some(Err(err)) => warn!(%err, "queue consumer error"),
                     Some(Ok(delivery)) => in_flight.push(process(delivery, handler, error_mode)),
                 },
-            }
-        }
-        // Stops the claimer; what it took ahead goes back.
-        drop(deliveries);
-        if !in_flight.is_empty() {
-            info!(
-                in_flight = in_flight.len(),
-                "queue consumer stopping: letting the handlers at work finish"
-            );
-        }
-        let drained =
-            tokio::time::timeout(drain_timeout, async { while in_flight.next().await.is_some() {} }).await;
-        match drained {
-            Ok(()) => Ok(()),
-            Err(_) => {
-                let abandoned = in_flight.len();
-                warn!(
-                    abandoned,
-                    "queue consumer's drain timed out: dropping the deliveries still being handled"
-                );
-                drop(in_flight);
-                Err(QueueError::DrainTimedOut { abandoned, timeout: drain_timeout })
+                // Nothing else is ready: the handlers that finished meanwhile are acknowledged
+                // together.
+                () = std::future::ready(()), if !finished.is_empty() => {
+                    let batch = std::mem::take(&mut finished);
+                    let count = batch.len();
+                    acking.push(async move {
+                        for (name, outcome) in Delivery::ack_all(batch).await {
+                            if let Err(err) = outcome {
+                                warn!(item = %name, %err, "could not finish a queue item");
+                            }
+                        }
+                        count
+                    });
+                }
             }
         }
     }
@@ -347,7 +384,32 @@ impl<T: Send + 'static> Consumer<T> {
     }
 }
 
-async fn process<T, F, Fut, E>(mut delivery: Delivery<T>, handler: &F, error_mode: ErrorMode)
+/// The next delivery of `deliveries`; pending for ever once it is gone (stopped).
+async fn next_delivery<T: Send + 'static>(
+    deliveries: &mut Option<impl Stream<Item = Result<Delivery<T>>> + Unpin>,
+) -> Option<Result<Delivery<T>>> {
+    match deliveries {
+        Some(deliveries) => deliveries.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits until `deadline`; pending for ever without one.
+async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs the handler on the items of `delivery`. Returns the delivery when it is to be
+/// acknowledged (the caller acknowledges deliveries finished at once together); a failed one is
+/// requeued here.
+async fn process<T, F, Fut, E>(
+    mut delivery: Delivery<T>,
+    handler: &F,
+    error_mode: ErrorMode,
+) -> Option<Delivery<T>>
 where
     F: Fn(Item<T>) -> Fut,
     Fut: Future<Output = std::result::Result<(), E>>,
@@ -372,13 +434,12 @@ where
             }
         }
     }
+    if !(failed && error_mode == ErrorMode::Requeue) {
+        return Some(delivery);
+    }
     let name = delivery.name().to_owned();
-    let outcome = if failed && error_mode == ErrorMode::Requeue {
-        delivery.requeue().await.map(drop)
-    } else {
-        delivery.ack().await
-    };
-    if let Err(err) = outcome {
+    if let Err(err) = delivery.requeue().await {
         warn!(item = %name, %err, "could not finish a queue item");
     }
+    None
 }
