@@ -446,3 +446,54 @@ async fn creates_under_one_parent_never_share_a_czxid() {
     }
     within("close", framework.close()).await;
 }
+
+/// The direct limit follows the batches: a session with a few creates and deletes at once starts
+/// batching them (from a cold start it sends two on their own), soon sends each on its own (a
+/// batched create costs a second round trip, for its stat, where one alone costs one), and goes
+/// back to batching when many wait.
+#[tokio::test]
+async fn few_writes_at_once_soon_go_on_their_own_and_many_go_together_again() {
+    init_tracing();
+    /// Fewer than the most the direct limit grows to (16).
+    const FEW: usize = 10;
+    const MANY: usize = 200;
+    const ROUNDS: usize = 10;
+    // No parent is reaped between rounds: a reaped parent's creates would fail their multi and go
+    // one by one (with the parent made again), which counts many packets more.
+    let server = TestingServer::builder().container_check_interval(Duration::from_secs(600)).start();
+    let server = within_for(SERVER_START, "server start", server).await.expect("server");
+    let framework = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("framework");
+    // Two creates per parent for the many: two layers, two multis.
+    let parents = parents(&framework, "/batched-adaptive", MANY / 2).await;
+    // Packets the server received for the creates and for the deletes of each round at once.
+    let mut rounds = Vec::new();
+    for (round, count) in std::iter::repeat_n(FEW, ROUNDS).chain([MANY, MANY]).enumerate() {
+        let round_parents = &parents[..count.min(parents.len())];
+        let before = packets_received(&server).await;
+        let created = create_many(&framework, round_parents, count).await;
+        let after_creates = packets_received(&server).await;
+        assert_eq!(created.len(), count, "round {round}");
+        let deletes = created.into_iter().map(|(node, _)| node.delete(step()));
+        for deleted in within("deletes", join_all(deletes)).await {
+            deleted.expect("deleted");
+        }
+        let after_deletes = packets_received(&server).await;
+        assert_eq!(all_children(&framework, round_parents).await, Vec::<String>::new(), "round {round}");
+        rounds.push((after_creates - before, after_deletes - after_creates));
+    }
+    let (few, many) = rounds.split_at(ROUNDS);
+    // On its own, a create and its listing are two requests and a delete is one.
+    let on_their_own = |&(creates, deletes): &(u64, u64)| creates >= 2 * FEW as u64 && deletes >= FEW as u64;
+    assert!(!on_their_own(&few[0]), "from a cold start, some are batched: {few:?}");
+    let first_on_their_own = few.iter().position(on_their_own);
+    assert!(
+        first_on_their_own.is_some_and(|first| first <= ROUNDS / 2 && few[first..].iter().all(on_their_own)),
+        "a few at once soon go on their own, and stay so: {few:?}"
+    );
+    // The first round of many: the few in flight on their own, then the rest as two multis and
+    // their reads; the big batch sets the limit back to two, so the second is batched from the
+    // start.
+    assert!(many[0].0 < MANY as u64 / 4 && many[0].1 < MANY as u64 / 4, "many at once go together: {many:?}");
+    assert!(many[1].0 < MANY as u64 / 10 && many[1].1 < MANY as u64 / 10, "and again: {many:?}");
+    within("close", framework.close()).await;
+}
