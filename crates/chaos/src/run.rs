@@ -1536,13 +1536,16 @@ impl Phase<'_> {
     ) {
         let events = read_events(log_dir);
         let count = |kind: char| events.iter().filter(|event| event.kind == kind).count();
-        let mix = ["counters-", "barrier-", "members-", "cache-"]
+        let mix = ["counters-", "barrier-", "members-", "cache-", "partition-"]
             .iter()
             .map(|prefix| {
                 read_logs(log_dir, prefix)
                     .lines()
                     .filter(|line| {
-                        line.starts_with("I ") || line.starts_with("IN ") || line.starts_with("D ")
+                        line.starts_with("I ")
+                            || line.starts_with("IN ")
+                            || line.starts_with("D ")
+                            || line.starts_with("S ")
                     })
                     .count()
             })
