@@ -27,17 +27,33 @@
 //!   promotion) until it succeeds, Curator's likewise (`RetryNTimes(0, 0)`); per try, one
 //!   `get_data` and one versioned write (ours: a one-operation multi). The floor: `get_data`, then
 //!   a versioned `set_data` of value + 1, until one succeeds.
+//! - **atomic-long-promoted**: as `atomic-long`, but promoted to a mutex (Curator's
+//!   `PromotedToLock`, the driver's `count-increment atomic-long <path> … <lock-path>`): one
+//!   optimistic try; if it loses, take the mutex at the lock path and try again holding it, up to
+//!   1,001 tries 2 ms apart (`RetryNTimes(1000, 2)`: other sessions' optimistic tries still race
+//!   the holder), then release it. Ours: `DistributedAtomicLong` with a `PromotedToLock` of that
+//!   retry policy. The floor does the same on bare calls: the optimistic `get_data` + versioned
+//!   `set_data`; on a conflict the lock recipe (a protected ephemeral-sequential create and the
+//!   list sent back to back, an exists watch on the predecessor until it goes), the tries, and the
+//!   delete of its lock node. The lock's directory is created before the clock starts.
+//!
+//! On the multi: a lost reply looks the same for a one-operation multi and a plain versioned
+//! `set_data` (the request fails with a connection loss, applied or not), and ours settles it the
+//! same way for both (the framework's `write_once`: sent once, then `sync` + `get_data`, and the
+//! node's version and `czxid` prove it unapplied or the outcome is unknown). The multi is only
+//! the framework's way of sending a write that its retry loop never repeats; a plain `set_data`
+//! sent once on the session would keep the guarantee. So the floor is the plain `set_data`.
 //!
 //! Each round runs every scenario for ours, the floor and Curator, taking turns going first; medians
 //! over the rounds and ratios (of the medians, and in brackets the median of the per-round ratios)
 //! are printed. With `--json PATH` (or `ZKR_BENCH_JSON`) each is also appended as JSON lines
-//! (`bench` = `counters`, `scenario` = `shared-count` or `atomic-long`, `param` = `clients`,
-//! unit increments/s, with `retries` and `increments`).
+//! (`bench` = `counters`, `scenario` = `shared-count`, `atomic-long` or `atomic-long-promoted`,
+//! `param` = `clients`, unit increments/s, with `retries`, `promoted` and `increments`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zk_recipes::counter::{decode_count, decode_long, DistributedAtomicLong, SharedCount};
+use zk_recipes::counter::{decode_count, decode_long, DistributedAtomicLong, PromotedToLock, SharedCount};
 use zk_recipes::framework::retry::RetryNTimes;
 use zk_recipes::framework::zookeeper_client::{self, AddWatchMode, Client, CreateMode};
 use zk_recipes::framework::{Deadline, Framework};
@@ -47,7 +63,11 @@ mod support;
 /// The sides measured, in their JSON names: ours, the raw floor, Curator's.
 const SIDES: [&str; 3] = ["ours", "floor", "curator"];
 /// The counters: (scenario, also the driver's kind; bytes of a zero).
-const SCENARIOS: [(&str, usize); 2] = [("shared-count", 4), ("atomic-long", 8)];
+const SCENARIOS: [(&str, usize); 3] = [("shared-count", 4), ("atomic-long", 8), ("atomic-long-promoted", 8)];
+/// The promoted scenario's tries holding the lock: Curator's `RetryNTimes(1000, 2)`.
+const PROMOTED_RETRIES: u32 = 1000;
+/// The sleep between the promoted scenario's tries holding the lock.
+const PROMOTED_SLEEP: Duration = Duration::from_millis(2);
 /// How long one step (connecting, a whole run) may take.
 const STEP: Duration = Duration::from_secs(300);
 
@@ -71,11 +91,18 @@ struct Args {
     harness: support::Harness,
 }
 
-/// One run: increments per second, and the retries (lost compare-and-sets) they took.
+/// One run: increments per second, the retries (lost compare-and-sets) they took, and the
+/// increments that took the promoted lock.
 #[derive(Debug, Clone, Copy)]
 struct Measured {
     ops: f64,
     retries: u64,
+    promoted: u64,
+}
+
+/// The promoted scenario's lock path for a counter at `path`.
+fn lock_path_of(path: &str) -> String {
+    format!("{path}-lock")
 }
 
 /// Creates `path` holding a zero of `bytes` bytes (its parent too), before the clock starts.
@@ -167,18 +194,47 @@ fn update(known: &std::sync::Mutex<(i32, i32)>, version: i32, data: &[u8], path:
     }
 }
 
-/// The floor's atomic long increment: `get_data`, then a versioned `set_data`, until one
-/// succeeds; returns the retries.
-async fn raw_atomic_increment(client: &Client, path: &str) -> u64 {
-    let mut retries = 0;
-    loop {
-        let (data, stat) = client.get_data(path).await.expect("read");
-        let value = decode_long(path, Some(&data)).expect("a long");
-        match client.set_data(path, &(value + 1).to_be_bytes(), Some(stat.version)).await {
-            Ok(_) => return retries,
-            Err(zookeeper_client::Error::BadVersion) => retries += 1,
-            Err(err) => panic!("set_data: {err}"),
+/// One optimistic try of the floor's atomic long: `get_data`, then a versioned `set_data`;
+/// whether it was applied.
+async fn raw_atomic_try(client: &Client, path: &str) -> bool {
+    let (data, stat) = client.get_data(path).await.expect("read");
+    let value = decode_long(path, Some(&data)).expect("a long");
+    match client.set_data(path, &(value + 1).to_be_bytes(), Some(stat.version)).await {
+        Ok(_) => true,
+        Err(zookeeper_client::Error::BadVersion) => false,
+        Err(err) => panic!("set_data: {err}"),
+    }
+}
+
+/// The floor's promoted atomic long: one optimistic try, then the lock recipe on bare calls
+/// around the tries a promoted increment makes.
+struct RawPromoted {
+    client: Client,
+    path: String,
+    lock_dir: String,
+    lock_prefix: String,
+}
+
+impl RawPromoted {
+    /// One increment as `DistributedAtomicLong::increment` with promotion makes it: whether it
+    /// succeeded and whether it took the lock.
+    async fn increment_once(&self) -> (bool, bool) {
+        if raw_atomic_try(&self.client, &self.path).await {
+            return (true, false);
         }
+        let lock_node = support::raw_lock(&self.client, &self.lock_dir, &self.lock_prefix).await;
+        let mut succeeded = false;
+        for retry in 0..=PROMOTED_RETRIES {
+            if raw_atomic_try(&self.client, &self.path).await {
+                succeeded = true;
+                break;
+            }
+            if retry < PROMOTED_RETRIES {
+                tokio::time::sleep(PROMOTED_SLEEP).await;
+            }
+        }
+        self.client.delete(&lock_node, None).await.expect("delete the lock node");
+        (succeeded, true)
     }
 }
 
@@ -188,29 +244,53 @@ enum Incrementer {
     Atomic(DistributedAtomicLong),
     RawCount(RawSharedCount),
     RawAtomic(Client, String),
+    RawPromoted(RawPromoted),
+}
+
+/// What one increment took: the failed tries (whole calls) before it succeeded, and whether any
+/// of them took the promoted lock.
+#[derive(Debug, Clone, Copy, Default)]
+struct Took {
+    retries: u64,
+    promoted: bool,
 }
 
 impl Incrementer {
-    /// One increment, retried until it succeeds; returns the retries.
-    async fn increment(&self) -> u64 {
+    /// One increment, retried until it succeeds.
+    async fn increment(&self) -> Took {
         let deadline = || Deadline::after(Duration::from_secs(30));
-        let mut retries = 0;
+        let mut took = Took::default();
         match self {
             Incrementer::Count(count) => loop {
                 let seen = count.get().expect("a count");
                 if count.try_set(seen.version, seen.value + 1, deadline()).await.expect("try_set") {
-                    return retries;
+                    return took;
                 }
-                retries += 1;
+                took.retries += 1;
             },
             Incrementer::Atomic(counter) => loop {
-                if counter.increment(deadline()).await.expect("increment").succeeded() {
-                    return retries;
+                let result = counter.increment(deadline()).await.expect("increment");
+                took.promoted |= result.stats().promoted_tries > 0;
+                if result.succeeded() {
+                    return took;
                 }
-                retries += 1;
+                took.retries += 1;
             },
-            Incrementer::RawCount(raw) => raw.increment().await,
-            Incrementer::RawAtomic(client, path) => raw_atomic_increment(client, path).await,
+            Incrementer::RawCount(raw) => Took { retries: raw.increment().await, promoted: false },
+            Incrementer::RawAtomic(client, path) => {
+                while !raw_atomic_try(client, path).await {
+                    took.retries += 1;
+                }
+                took
+            }
+            Incrementer::RawPromoted(raw) => loop {
+                let (succeeded, promoted) = raw.increment_once().await;
+                took.promoted |= promoted;
+                if succeeded {
+                    return took;
+                }
+                took.retries += 1;
+            },
         }
     }
 }
@@ -229,7 +309,8 @@ async fn measure(
         frameworks.push(support::start_framework(connect).await);
     }
     let mut incrementers = Vec::new();
-    for framework in &frameworks {
+    let lock_path = lock_path_of(path);
+    for (contender, framework) in frameworks.iter().enumerate() {
         let deadline = Deadline::after(Duration::from_secs(30));
         incrementers.push(match (scenario, floor) {
             ("shared-count", false) => Incrementer::Count(
@@ -238,11 +319,29 @@ async fn measure(
             ("shared-count", true) => Incrementer::RawCount(
                 RawSharedCount::start(support::bare_client(framework).await, path).await,
             ),
-            (_, false) => Incrementer::Atomic(
+            ("atomic-long", false) => Incrementer::Atomic(
                 DistributedAtomicLong::new(framework, path, RetryNTimes::new(0, Duration::ZERO))
                     .expect("atomic long"),
             ),
-            (_, true) => Incrementer::RawAtomic(support::bare_client(framework).await, path.to_owned()),
+            ("atomic-long", true) => {
+                Incrementer::RawAtomic(support::bare_client(framework).await, path.to_owned())
+            }
+            (_, false) => Incrementer::Atomic(
+                DistributedAtomicLong::new(framework, path, RetryNTimes::new(0, Duration::ZERO))
+                    .and_then(|counter| {
+                        counter.promoted_to_lock(
+                            PromotedToLock::new(&lock_path)
+                                .retry_policy(RetryNTimes::new(PROMOTED_RETRIES, PROMOTED_SLEEP)),
+                        )
+                    })
+                    .expect("promoted atomic long"),
+            ),
+            (_, true) => Incrementer::RawPromoted(RawPromoted {
+                client: support::bare_client(framework).await,
+                path: path.to_owned(),
+                lock_prefix: support::protected_prefix(&lock_path, contender, "lock-"),
+                lock_dir: lock_path.clone(),
+            }),
         });
     }
     let started = Instant::now();
@@ -250,35 +349,43 @@ async fn measure(
         .into_iter()
         .map(|incrementer| {
             tokio::spawn(async move {
-                let mut retries = 0;
+                let (mut retries, mut promoted) = (0, 0);
                 for _ in 0..per_client {
-                    retries += incrementer.increment().await;
+                    let took = incrementer.increment().await;
+                    retries += took.retries;
+                    promoted += u64::from(took.promoted);
                 }
-                retries
+                (retries, promoted)
             })
         })
         .collect();
-    let mut retries = 0;
+    let (mut retries, mut promoted) = (0, 0);
     for task in tasks {
-        retries += tokio::time::timeout(STEP, task).await.expect("the run ends").expect("incrementer");
+        let (task_retries, task_promoted) =
+            tokio::time::timeout(STEP, task).await.expect("the run ends").expect("incrementer");
+        retries += task_retries;
+        promoted += task_promoted;
     }
     let elapsed = started.elapsed();
     for framework in frameworks {
         framework.close().await;
     }
-    Measured { ops: (clients * per_client) as f64 / elapsed.as_secs_f64(), retries }
+    Measured { ops: (clients * per_client) as f64 / elapsed.as_secs_f64(), retries, promoted }
 }
 
 /// Curator's run (the driver's `count-increment`), timed from `go` to its `DONE`.
 async fn curator(connect: &str, scenario: &str, path: &str, clients: usize, per_client: usize) -> Measured {
-    let args = [
+    let mut args = vec![
         "count-increment".to_owned(),
         connect.to_owned(),
-        scenario.to_owned(),
+        scenario.trim_end_matches("-promoted").to_owned(),
         path.to_owned(),
         per_client.to_string(),
         clients.to_string(),
     ];
+    if scenario == "atomic-long-promoted" {
+        args.push(lock_path_of(path));
+    }
     let mut driver = support::spawn_curator(&args);
     driver.expect_line("READY", STEP).await.expect("READY");
     let started = Instant::now();
@@ -289,7 +396,11 @@ async fn curator(connect: &str, scenario: &str, path: &str, clients: usize, per_
     assert!(status.success(), "the Curator driver failed: {status}\n{}", driver.log_tail(30));
     let field = |name: &str| support::field(&done, name).unwrap_or_else(|| panic!("no {name}= in {done:?}"));
     assert_eq!(field("increments") as usize, clients * per_client, "Curator's increments: {done}");
-    Measured { ops: (clients * per_client) as f64 / elapsed.as_secs_f64(), retries: field("retries") as u64 }
+    Measured {
+        ops: (clients * per_client) as f64 / elapsed.as_secs_f64(),
+        retries: field("retries") as u64,
+        promoted: field("promoted") as u64,
+    }
 }
 
 #[tokio::main]
@@ -309,6 +420,9 @@ async fn main() {
                 let side = (turn + round) % SIDES.len();
                 let path = format!("/bench/counters/{scenario}-{}-{round}", SIDES[side]);
                 create_counter(&checker_client, &path, *zero_bytes).await;
+                if *scenario == "atomic-long-promoted" {
+                    support::ensure_dir(&checker_client, &lock_path_of(&path)).await;
+                }
                 let measured = match SIDES[side] {
                     "curator" => curator(&connect, scenario, &path, clients, per_client).await,
                     name => measure(&connect, scenario, &path, clients, per_client, name == "floor").await,
@@ -331,7 +445,7 @@ async fn main() {
          interleaved rounds (ratios: of the medians [median of the per-round ratios]):"
     );
     println!(
-        "{:<14} {:>12} {:>12} {:>14} {:>14} {:>16}   retries (ours; floor; Curator)",
+        "{:<20} {:>12} {:>12} {:>14} {:>14} {:>16}   retries (ours; floor; Curator) [promoted]",
         "counter", "ours inc/s", "floor inc/s", "Curator inc/s", "ours / floor", "ours / Curator",
     );
     let ops = |runs: &[Measured]| runs.iter().map(|m| m.ops).collect::<Vec<_>>();
@@ -344,10 +458,16 @@ async fn main() {
         )
     };
     let retries = |runs: &[Measured]| runs.iter().map(|m| m.retries).sum::<u64>();
+    let promoted = |runs: &[Measured]| runs.iter().map(|m| m.promoted).sum::<u64>();
     for (index, (scenario, _)) in SCENARIOS.iter().enumerate() {
         let [ours, floor, theirs] = &results[index];
+        let promoted_note = if *scenario == "atomic-long-promoted" {
+            format!(" [{}; {}; {}]", promoted(ours), promoted(floor), promoted(theirs))
+        } else {
+            String::new()
+        };
         println!(
-            "{:<14} {:>12.0} {:>12.0} {:>14.0} {:>14} {:>16}   {}; {}; {}",
+            "{:<20} {:>12.0} {:>12.0} {:>14.0} {:>14} {:>16}   {}; {}; {}{promoted_note}",
             scenario,
             support::median(&ops(ours)),
             support::median(&ops(floor)),
@@ -369,11 +489,12 @@ async fn main() {
                     "value": clients,
                     "increments": clients * per_client,
                     "retries": retries(runs),
+                    "promoted": promoted(runs),
                 }),
             );
         }
         println!(
-            "{:<14} rounds: ours {:.0?}, floor {:.0?}, Curator {:.0?}",
+            "{:<20} rounds: ours {:.0?}, floor {:.0?}, Curator {:.0?}",
             "",
             ops(ours),
             ops(floor),

@@ -581,7 +581,7 @@ impl Contender for Mutex {
     }
 }
 
-/// The floor: [`raw_lock`] on one session's bare client, and a delete.
+/// The floor: [`support::raw_lock`] on one session's bare client, and a delete.
 struct RawContender {
     client: Client,
     dir: String,
@@ -591,7 +591,7 @@ struct RawContender {
 impl Contender for RawContender {
     type Held = String;
     async fn acquire(&mut self) -> String {
-        raw_lock(&self.client, &self.dir, &self.prefix).await
+        support::raw_lock(&self.client, &self.dir, &self.prefix).await
     }
     async fn release(&mut self, node: String) {
         self.client.delete(&node, None).await.expect("delete")
@@ -624,36 +624,6 @@ async fn ours_contended(
         })
         .collect();
     log.measure(tasks, frameworks, warm_up, duration).await
-}
-
-/// The raw hand-off floor: our lock's protocol on bare calls. Create (protected, ephemeral
-/// sequential) and list sent back to back; if first, held; else watch the predecessor, and when
-/// it goes, held without listing again if it was first, else list again.
-async fn raw_lock(client: &Client, dir: &str, prefix: &str) -> String {
-    let options = support::anyone(CreateMode::EphemeralSequential);
-    let create = client.create(prefix, b"", &options);
-    let list = client.list_children(dir);
-    let (_, sequence) = create.await.expect("create");
-    let mut children = list.await.expect("list");
-    let ours = format!("{prefix}{sequence}");
-    let our_name = ours.rsplit('/').next().expect("a name").to_owned();
-    loop {
-        // Each name parsed once, not at every comparison (as our lock's sort does).
-        children.sort_by_cached_key(|child| support::sequence_of(child));
-        let index = children.iter().position(|child| *child == our_name).expect("our node is listed");
-        if index == 0 {
-            return ours;
-        }
-        let predecessor = format!("{dir}/{}", children[index - 1]);
-        let (stat, watcher) = client.check_and_watch_stat(&predecessor).await.expect("exists watch");
-        if stat.is_some() {
-            watcher.changed().await;
-            if index == 1 {
-                return ours;
-            }
-        }
-        children = client.list_children(dir).await.expect("list");
-    }
 }
 
 async fn raw_contended(

@@ -299,3 +299,33 @@ pub async fn measure_window<T>(
     tokio::time::sleep(duration).await;
     (first, snapshot(), started.elapsed())
 }
+
+/// The lock recipe's acquire on bare calls, as our mutex sends it: create (protected, ephemeral
+/// sequential) and list back to back; if first, held; else an exists watch on the predecessor,
+/// and when it goes, held without listing again if it was first, else list again. Returns the
+/// lock node's path.
+pub async fn raw_lock(client: &Client, dir: &str, prefix: &str) -> String {
+    let options = anyone(CreateMode::EphemeralSequential);
+    let create = client.create(prefix, b"", &options);
+    let list = client.list_children(dir);
+    let (_, sequence) = create.await.expect("create the lock node");
+    let mut children = list.await.expect("list the lock's directory");
+    let ours = format!("{prefix}{sequence}");
+    let our_name = ours.rsplit('/').next().expect("a name").to_owned();
+    loop {
+        children.sort_by_cached_key(|child| sequence_of(child));
+        let index = children.iter().position(|child| *child == our_name).expect("our node is listed");
+        if index == 0 {
+            return ours;
+        }
+        let predecessor = format!("{dir}/{}", children[index - 1]);
+        let (stat, watcher) = client.check_and_watch_stat(&predecessor).await.expect("exists watch");
+        if stat.is_some() {
+            watcher.changed().await;
+            if index == 1 {
+                return ours;
+            }
+        }
+        children = client.list_children(dir).await.expect("list the lock's directory");
+    }
+}
