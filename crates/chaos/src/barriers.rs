@@ -24,7 +24,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 use zk_recipes_barrier::DistributedDoubleBarrier;
 use zk_recipes_framework::{Deadline, Framework};
@@ -60,19 +59,7 @@ pub struct BarrierConfig {
 /// Runs barrier members until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: BarrierConfig) -> std::io::Result<i32> {
     let log = Arc::new(EventLog::open(&config.log)?);
-    let (stop_sender, stop) = watch::channel(false);
-    tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        loop {
-            match lines.next_line().await {
-                Ok(Some(line)) if line.trim() == "stop" => {
-                    let _ = stop_sender.send(true);
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => std::process::exit(3),
-            }
-        }
-    });
+    let stop = crate::commands::listen().stop;
     let mut loops = Vec::new();
     for client in 0..config.clients {
         let framework = Framework::builder(config.connect.clone())

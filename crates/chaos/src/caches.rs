@@ -25,7 +25,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 use zk_recipes_cache::{Cache, CacheEvent, CachedNode};
 use zk_recipes_framework::zookeeper_client::CreateMode;
@@ -122,27 +121,7 @@ pub async fn run(config: CacheConfig) -> std::io::Result<i32> {
     if config.drop_events {
         tracing::info!(tag = %config.tag, "negative control: the run's proxies drop watch notifications");
     }
-    let (freeze_sender, freeze) = watch::channel(false);
-    let (check_sender, check) = watch::channel(None::<PathBuf>);
-    let (stop_sender, stop) = watch::channel(false);
-    tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        loop {
-            match lines.next_line().await {
-                Ok(Some(line)) if line.trim() == "freeze" => {
-                    let _ = freeze_sender.send(true);
-                }
-                Ok(Some(line)) if line.starts_with("check ") => {
-                    let _ = check_sender.send(Some(PathBuf::from(line["check ".len()..].trim())));
-                }
-                Ok(Some(line)) if line.trim() == "stop" => {
-                    let _ = stop_sender.send(true);
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => std::process::exit(3),
-            }
-        }
-    });
+    let crate::commands::Commands { freeze, check, stop } = crate::commands::listen();
     let framework = |config: &CacheConfig| {
         Framework::builder(config.connect.clone())
             .session_timeout(config.session_timeout)

@@ -18,7 +18,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 use tokio::sync::{mpsc, oneshot};
 use zk_recipes_framework::zookeeper_client::{self, CreateMode};
@@ -95,20 +94,7 @@ pub struct ContenderConfig {
 /// Runs a contender process until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
     let log = Arc::new(EventLog::open(&config.log)?);
-    let (stop_sender, stop) = watch::channel(false);
-    tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        loop {
-            match lines.next_line().await {
-                Ok(Some(line)) if line.trim() == "stop" => {
-                    let _ = stop_sender.send(true);
-                }
-                Ok(Some(_)) => {}
-                // The run is gone: die now, as a crashed client would.
-                Ok(None) | Err(_) => std::process::exit(3),
-            }
-        }
-    });
+    let stop = crate::commands::listen().stop;
     let mut loops = Vec::new();
     if config.loops == 0 {
         for recipe in config.recipes.iter().copied() {

@@ -18,6 +18,7 @@
 mod barriers;
 mod caches;
 mod check;
+mod commands;
 mod contender;
 mod counters;
 mod events;

@@ -27,7 +27,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{Deadline, Framework, ParentMode};
@@ -90,23 +89,7 @@ pub fn is_holders(dir: &str, name: &str, holder: &str) -> bool {
 /// Runs a members contender until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: MembersConfig) -> std::io::Result<i32> {
     let log = Arc::new(EventLog::open(&config.log)?);
-    let (freeze_sender, freeze) = watch::channel(false);
-    let (stop_sender, stop) = watch::channel(false);
-    tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-        loop {
-            match lines.next_line().await {
-                Ok(Some(line)) if line.trim() == "freeze" => {
-                    let _ = freeze_sender.send(true);
-                }
-                Ok(Some(line)) if line.trim() == "stop" => {
-                    let _ = stop_sender.send(true);
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => std::process::exit(3),
-            }
-        }
-    });
+    let crate::commands::Commands { freeze, stop, .. } = crate::commands::listen();
     let mut loops = Vec::new();
     for client in 0..config.clients {
         let framework = Framework::builder(config.connect.clone())
