@@ -675,13 +675,20 @@ impl Phase<'_> {
         let phase_started = Instant::now();
         let report_every = config.report_every.filter(|_| rng.is_some());
         let mut next_report = report_every.map(|every| phase_started + every);
+        // Each progress row's Rust processes' resident sets and descriptors, for the trend at the end.
+        let mut usage: Vec<UsageSample> = Vec::new();
         if report_every.is_some() {
             print_progress_header();
         }
         while Instant::now() < end {
             if let (Some(at), Some(every)) = (next_report, report_every) {
                 if Instant::now() >= at {
-                    self.print_progress(cluster, &slots, &log_dir, &faults, phase_started.elapsed()).await;
+                    let elapsed = phase_started.elapsed();
+                    for (tag, rss_kb, fds) in
+                        self.print_progress(cluster, &slots, &log_dir, &faults, elapsed).await
+                    {
+                        usage.push(UsageSample { elapsed, tag, rss_kb, fds });
+                    }
                     next_report = Some(at + every);
                 }
             }
@@ -729,6 +736,9 @@ impl Phase<'_> {
                 fault.name()
             );
             *faults.entry(fault.name().to_owned()).or_default() += 1;
+        }
+        if report_every.is_some() {
+            print_usage_trend(&usage, duration / 2);
         }
         // Everything back up, then an orderly stop.
         for slot in &slots {
@@ -1533,7 +1543,7 @@ impl Phase<'_> {
         log_dir: &Path,
         faults: &BTreeMap<String, u64>,
         elapsed: Duration,
-    ) {
+    ) -> Vec<(String, u64, usize)> {
         let events = read_events(log_dir);
         let count = |kind: char| events.iter().filter(|event| event.kind == kind).count();
         let mix = ["counters-", "barrier-", "members-", "cache-", "partition-"]
@@ -1557,7 +1567,7 @@ impl Phase<'_> {
                     .max(stats.get("zk_ephemerals_count").and_then(|count| count.parse().ok()).unwrap_or(0));
             }
         }
-        let processes: Vec<String> = slots
+        let usage: Vec<(String, u64, usize)> = slots
             .iter()
             .filter(|slot| slot.kind.is_rust())
             .filter_map(|slot| match &slot.running {
@@ -1566,9 +1576,11 @@ impl Phase<'_> {
             })
             .map(|(tag, pid)| {
                 let (rss_kb, fds) = process_usage(pid);
-                format!("{tag}:{}M/{fds}fd", rss_kb / 1024)
+                (tag.to_owned(), rss_kb, fds)
             })
             .collect();
+        let processes: Vec<String> =
+            usage.iter().map(|(tag, rss_kb, fds)| format!("{tag}:{}M/{fds}fd", rss_kb / 1024)).collect();
         println!(
             "{:>7.1} {:>11} {:>9} {:>9} {:>7} {:>10} {:>10} {:>8}  {}",
             elapsed.as_secs_f64() / 60.0,
@@ -1581,6 +1593,7 @@ impl Phase<'_> {
             watch_total(cluster).await,
             processes.join(" ")
         );
+        usage
     }
 
     /// Asks a slot's process to stop (release, close its sessions) and waits for it; SIGKILLs it
@@ -1730,6 +1743,62 @@ async fn create_persistent(framework: &Framework, path: &str) -> Result<(), Stri
         Err(err) if err.is_node_exists() => Ok(()),
         Err(err) => Err(format!("creating {path}: {err}")),
     }
+}
+
+/// One Rust process's resident set and open descriptors at one progress row.
+struct UsageSample {
+    elapsed: Duration,
+    /// The process incarnation's tag (a restarted process has a new one).
+    tag: String,
+    rss_kb: u64,
+    fds: usize,
+}
+
+/// The least-squares slope of `points` (x, y), or `None` with fewer than two distinct x.
+fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    let mean_x = points.iter().map(|(x, _)| x).sum::<f64>() / n;
+    let mean_y = points.iter().map(|(_, y)| y).sum::<f64>() / n;
+    let spread: f64 = points.iter().map(|(x, _)| (x - mean_x).powi(2)).sum();
+    (spread > 0.0).then(|| points.iter().map(|(x, y)| (x - mean_x) * (y - mean_y)).sum::<f64>() / spread)
+}
+
+/// After a soak: for every Rust process incarnation seen in at least three progress rows from
+/// `from` on (after the first half, so start-up growth does not count), the least-squares slope of
+/// its resident set (kB per hour) and of its open descriptors (per hour), and the steepest of each.
+fn print_usage_trend(usage: &[UsageSample], from: Duration) {
+    let mut by_tag: BTreeMap<&str, Vec<&UsageSample>> = BTreeMap::new();
+    for sample in usage.iter().filter(|sample| sample.elapsed >= from) {
+        by_tag.entry(sample.tag.as_str()).or_default().push(sample);
+    }
+    let hours = |sample: &UsageSample| sample.elapsed.as_secs_f64() / 3600.0;
+    let mut trends = Vec::new();
+    for (tag, samples) in by_tag.iter().filter(|(_, samples)| samples.len() >= 3) {
+        let rss: Vec<(f64, f64)> = samples.iter().map(|s| (hours(s), s.rss_kb as f64)).collect();
+        let fds: Vec<(f64, f64)> = samples.iter().map(|s| (hours(s), s.fds as f64)).collect();
+        if let (Some(rss_slope), Some(fd_slope)) = (slope(&rss), slope(&fds)) {
+            trends.push((*tag, samples.len(), rss_slope, fd_slope));
+        }
+    }
+    println!(
+        "\nusage trend from minute {:.0} on (processes seen in 3 or more rows; least-squares slope per hour):",
+        from.as_secs_f64() / 60.0
+    );
+    for (tag, rows, rss_slope, fd_slope) in &trends {
+        println!("  {tag:<8} rows {rows:>3}  RSS {rss_slope:>+9.0} kB/h  open fds {fd_slope:>+6.1}/h");
+    }
+    let steepest = |pick: fn(&(&str, usize, f64, f64)) -> f64| {
+        trends
+            .iter()
+            .map(pick)
+            .fold(0.0_f64, |most, slope| if slope.abs() > most.abs() { slope } else { most })
+    };
+    println!(
+        "  steepest: RSS {:+.0} kB/h, open fds {:+.1}/h over {} processes",
+        steepest(|trend| trend.2),
+        steepest(|trend| trend.3),
+        trends.len()
+    );
 }
 
 /// The progress table's header (see [`Phase::print_progress`]).
@@ -2225,6 +2294,17 @@ fn last_event_micros(log: &Path) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::{holding_an_item, thread_states, Event, Recipe};
+
+    /// The soak's trend is the least-squares slope: flat is 0, a steady climb its rate.
+    #[test]
+    fn the_usage_trend_is_the_least_squares_slope() {
+        use super::slope;
+        assert_eq!(slope(&[(1.0, 5.0), (2.0, 5.0), (3.0, 5.0)]), Some(0.0));
+        assert_eq!(slope(&[(0.5, 100.0), (0.75, 110.0), (1.0, 120.0)]), Some(40.0));
+        let noisy = slope(&[(0.5, 100.0), (0.75, 130.0), (1.0, 100.0)]).expect("a slope");
+        assert!(noisy.abs() < 1e-9, "{noisy}");
+        assert_eq!(slope(&[(1.0, 5.0), (1.0, 9.0)]), None, "no spread in time");
+    }
 
     /// The queue control crashes its consumers only while one holds an unprocessed item: a crash
     /// between items loses nothing and the control would catch nothing.
