@@ -193,7 +193,7 @@ struct RunArgs {
     /// Queues, comma-separated (default: queue,priority; `-` for none).
     #[arg(long)]
     queues: Option<String>,
-    /// Items put into each queue (default: 1200 quick, 11000 default, 40000 an hour of soak, so
+    /// Items put into each queue (default: 1200 quick, 11000 default, 25000 an hour of soak, so
     /// the queues stay at work well into a soak and are still drained at its end).
     #[arg(long)]
     queue_items: Option<usize>,
@@ -381,7 +381,7 @@ async fn run_command(args: RunArgs) -> i32 {
         queues,
         queue_items: args.queue_items.unwrap_or(match soak {
             _ if args.quick => 1200,
-            Some(soak) => ((soak.as_secs_f64() / 3600.0 * 40_000.0) as usize).max(11_000),
+            Some(soak) => ((soak.as_secs_f64() / 3600.0 * 25_000.0) as usize).max(11_000),
             None => 11_000,
         }),
         process: Duration::from_millis(if args.quick { 120 } else { 400 }),

@@ -1805,7 +1805,7 @@ fn print_usage_trend(usage: &[UsageSample], from: Duration) {
 fn print_progress_header() {
     println!(
         "{:>7} {:>11} {:>9} {:>9} {:>7} {:>10} {:>10} {:>8}  rust processes: RSS/open fds",
-        "minutes", "acquisitions", "items", "mix-ops", "faults", "violations", "ephemerals", "watches",
+        "minutes", "acquisitions", "items", "mix-ops", "faults", "markers", "ephemerals", "watches",
     );
 }
 
