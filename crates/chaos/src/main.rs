@@ -101,7 +101,8 @@ struct CacheArgs {
     root: String,
     #[arg(long, default_value_t = 4000)]
     session_timeout_ms: u64,
-    /// The negative control: the followers drop one change in four.
+    /// The negative control: this process's followers are behind proxies the run set to drop
+    /// watch notifications (the process itself only logs that it is the control).
     #[arg(long)]
     drop_events: bool,
 }
