@@ -261,7 +261,8 @@ impl DistributedDoubleBarrier {
 /// A member inside a [`DistributedDoubleBarrier`], from a successful
 /// [`enter`](DistributedDoubleBarrier::enter) until it leaves.
 ///
-/// [`leave`](Self::leave) deletes its node and waits until every member of the round has left.
+/// [`leave`](Self::leave) takes its node away (in Curator's order) and waits until every member of
+/// the round has left.
 /// Dropping it leaves without waiting: its node is deleted in the background. After its session
 /// is lost its node is gone already; `leave` then only waits for the others.
 ///
@@ -300,8 +301,14 @@ impl Entered {
         &self.member_path
     }
 
-    /// Leaves the barrier: deletes this member's node and waits until every member has left
-    /// (Curator's `leave`), then deletes `ready`.
+    /// Leaves the barrier: waits until every member has left (Curator's `leave`), then deletes
+    /// `ready`.
+    ///
+    /// The node goes in Curator's order: a member whose name is not the lowest of those listed
+    /// deletes its node at once; the lowest keeps its node until every other member is gone.
+    /// Curator 5.4's members take the lowest node's going for the end of the round (woken with one
+    /// member listed, they return), so a lowest member that left first would let them out while
+    /// another member is still inside.
     ///
     /// The round is over, too, once this round's `ready` node is gone or replaced and no member
     /// that entered before it was created is left: members already entering the next round on
@@ -311,7 +318,8 @@ impl Entered {
     ///
     /// # Errors
     /// A framework timeout at `deadline` ([`BarrierError::is_timeout`]): this member has left
-    /// (its node is deleted), others had not. Framework errors from the server.
+    /// (its node is deleted, in the background if it was still the lowest), others had not.
+    /// Framework errors from the server.
     ///
     /// # Cancel safety
     /// Dropping the future still deletes the member's node (in the background); it stops only
@@ -338,16 +346,14 @@ impl Entered {
         );
         async {
             let mut watch = self.framework.watch(&self.barrier_path, false, deadline).await?;
-            // Gone already if our session was lost: nothing to delete then.
-            self.framework.delete(&self.member_path).quietly().guaranteed().deadline(deadline).await?;
-            self.cleanup.armed = false;
             deadline.run(async { Ok(self.wait_for_all_gone(&mut watch, deadline).await) }).await?
         }
         .instrument(span)
         .await
     }
 
-    async fn wait_for_all_gone(&self, watch: &mut PersistentWatch, deadline: Deadline) -> Result<()> {
+    async fn wait_for_all_gone(&mut self, watch: &mut PersistentWatch, deadline: Deadline) -> Result<()> {
+        let our_name = path::name(&self.member_path).to_owned();
         loop {
             let children = match self.framework.children(&self.barrier_path, deadline).await {
                 Ok((children, _)) => children,
@@ -355,7 +361,14 @@ impl Entered {
                 Err(err) => return Err(err.into()),
             };
             let members: Vec<&String> = children.iter().filter(|child| *child != READY_NODE).collect();
-            if members.is_empty() {
+            let others: Vec<&String> =
+                members.iter().copied().filter(|member| **member != our_name).collect();
+            let we_are_lowest = members.iter().min().is_some_and(|lowest| **lowest == our_name);
+            // Gone already if our session was lost: the delete is then a no-op.
+            if self.cleanup.armed && (others.is_empty() || !we_are_lowest) {
+                self.delete_own_node(deadline).await?;
+            }
+            if others.is_empty() {
                 self.delete_ready(deadline).await?;
                 debug!("everyone left");
                 return Ok(());
@@ -366,18 +379,25 @@ impl Entered {
                 None
             };
             let round_open = ready.is_some_and(|stat| stat.czxid == self.ready_czxid);
-            if !round_open && !self.any_entered_before_ready(&members, deadline).await? {
-                debug!(
-                    members = members.len(),
-                    "this round's ready node is gone: everyone of the round left"
-                );
+            if !round_open && !self.any_entered_before_ready(&others, deadline).await? {
+                self.delete_own_node(deadline).await?;
+                debug!(members = others.len(), "this round's ready node is gone: everyone of the round left");
                 return Ok(());
             }
-            debug!(members = members.len(), round_open, "waiting for members to leave");
+            debug!(members = members.len(), round_open, we_are_lowest, "waiting for members to leave");
             if watch.next().await.is_none() {
                 return Err(zk_recipes_framework::Error::Closed.into());
             }
         }
+    }
+
+    /// Deletes this member's node (once; a node already gone is fine).
+    async fn delete_own_node(&mut self, deadline: Deadline) -> Result<()> {
+        if self.cleanup.armed {
+            self.framework.delete(&self.member_path).quietly().guaranteed().deadline(deadline).await?;
+            self.cleanup.armed = false;
+        }
+        Ok(())
     }
 
     /// Whether one of `members` was created before this round's `ready` node: a member of this
