@@ -20,12 +20,11 @@
 //!   what a `SharedCount` does on the wire: a persistent watch on the node whose every event
 //!   re-reads it (`get_data`) into the known value and version, and per try a versioned
 //!   `set_data` of known value + 1; on a version conflict one `get_data` refreshes the known value
-//!   before the next try (as our `try_set` does when refused). Ours sends each conditional write
-//!   as a one-operation multi (so that a lost reply can be told apart); the floor sends a plain
-//!   `set_data`.
+//!   before the next try (as our `try_set` does when refused). Ours and the floor both send a
+//!   plain versioned `set_data`.
 //! - **atomic-long**: ours calls `DistributedAtomicLong::increment` (retry policy: no retry, no
 //!   promotion) until it succeeds, Curator's likewise (`RetryNTimes(0, 0)`); per try, one
-//!   `get_data` and one versioned write (ours: a one-operation multi). The floor: `get_data`, then
+//!   `get_data` and one versioned `set_data`. The floor: `get_data`, then
 //!   a versioned `set_data` of value + 1, until one succeeds.
 //! - **atomic-long-promoted**: as `atomic-long`, but promoted to a mutex (Curator's
 //!   `PromotedToLock`, the driver's `count-increment atomic-long <path> … <lock-path>`): one
@@ -37,12 +36,11 @@
 //!   list sent back to back, an exists watch on the predecessor until it goes), the tries, and the
 //!   delete of its lock node. The lock's directory is created before the clock starts.
 //!
-//! On the multi: a lost reply looks the same for a one-operation multi and a plain versioned
-//! `set_data` (the request fails with a connection loss, applied or not), and ours settles it the
-//! same way for both (the framework's `write_once`: sent once, then `sync` + `get_data`, and the
-//! node's version and `czxid` prove it unapplied or the outcome is unknown). The multi is only
-//! the framework's way of sending a write that its retry loop never repeats; a plain `set_data`
-//! sent once on the session would keep the guarantee. So the floor is the plain `set_data`.
+//! On the write: ours sends each conditional write through the framework's `write_once`, a plain
+//! versioned `set_data` sent once on the session (never by the retry loop); after a lost reply it
+//! `sync`s and reads the node back, and the node's version and `czxid` prove the write unapplied or
+//! the outcome unknown. The floor sends the same plain `set_data` and has no lost replies to settle
+//! in a quiet run. (Until 2026-11-28 ours sent a one-operation multi, which bought nothing.)
 //!
 //! Each round runs every scenario for ours, the floor and Curator, taking turns going first; medians
 //! over the rounds and ratios (of the medians, and in brackets the median of the per-round ratios)

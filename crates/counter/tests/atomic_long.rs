@@ -270,7 +270,7 @@ async fn an_increment_whose_reply_is_lost_is_never_applied_twice() {
     assert!(within("increment", counter.increment(step())).await.expect("increment").succeeded());
 
     // The set reaches the server and commits; its reply is dropped with the connection.
-    let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/atomic/cut/n"));
+    let cut = proxy.cut_after_next_reply(RequestMatch::set_data().under("/atomic/cut/n"));
     let outcome = within("increment", counter.increment(step())).await;
     assert_eq!(within("cut", cut).await.expect("cut").server_error, 0, "committed");
     assert!(
@@ -281,7 +281,7 @@ async fn an_increment_whose_reply_is_lost_is_never_applied_twice() {
 
     // The same through the first create of a fresh node.
     let fresh = DistributedAtomicLong::new(&framework, "/atomic/cut/fresh", optimistic()).expect("counter");
-    let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/atomic/cut/fresh"));
+    let cut = proxy.cut_after_next_reply(RequestMatch::create().under("/atomic/cut/fresh"));
     let outcome = within("increment", fresh.increment(step())).await;
     within("cut", cut).await.expect("cut");
     assert!(
@@ -301,7 +301,7 @@ async fn an_increment_held_back_by_a_partition_is_applied_exactly_once() {
     within("initialize", counter.initialize(10, step())).await.expect("initialize");
 
     let held = proxy.black_hole_at_next_request(
-        RequestMatch::multi().under("/atomic/held-back"),
+        RequestMatch::set_data().under("/atomic/held-back"),
         Duration::from_millis(800),
     );
     let result = within("increment", counter.increment(step())).await.expect("resolved and sent again");
@@ -315,7 +315,7 @@ async fn an_increment_held_back_by_a_partition_is_applied_exactly_once() {
     let fresh =
         DistributedAtomicLong::new(&framework, "/atomic/held-back/fresh", optimistic()).expect("counter");
     let held = proxy.black_hole_at_next_request(
-        RequestMatch::multi().under("/atomic/held-back/fresh"),
+        RequestMatch::create().under("/atomic/held-back/fresh"),
         Duration::from_millis(800),
     );
     assert!(within("initialize", fresh.initialize(3, step())).await.expect("initialize"));

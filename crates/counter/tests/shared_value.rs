@@ -117,7 +117,7 @@ async fn a_try_set_whose_reply_is_lost_reports_an_unknown_outcome_and_is_not_rep
     let (_server, proxy, framework, observer) = proxied(Duration::from_secs(10)).await;
     let count = within("start", SharedCount::start(&framework, "/shared/d", 1, step())).await.expect("start");
 
-    let cut = proxy.cut_after_next_reply(RequestMatch::multi().under("/shared/d"));
+    let cut = proxy.cut_after_next_reply(RequestMatch::set_data().under("/shared/d"));
     let outcome = within("try_set", count.try_set(0, 2, step())).await;
     let cut = within("cut", cut).await.expect("the reply was cut");
     assert_eq!(cut.server_error, 0, "the server applied it");
@@ -178,7 +178,7 @@ async fn a_try_set_held_back_by_a_partition_is_sent_again_once() {
 
     // The request never reaches the server; the connection closes when the hole ends.
     let held = proxy
-        .black_hole_at_next_request(RequestMatch::multi().under("/shared/e"), Duration::from_millis(800));
+        .black_hole_at_next_request(RequestMatch::set_data().under("/shared/e"), Duration::from_millis(800));
     let set =
         within("try_set", value.try_set(0, b"b", step())).await.expect("resolved: not applied, sent again");
     assert!(set);

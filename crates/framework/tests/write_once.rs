@@ -1,6 +1,7 @@
 //! `Framework::write_once` against a real ZooKeeper server: conditional writes applied or refused
 //! once, a lost reply reported as an unknown outcome (never repeated), a request held back by a
-//! partition sent again exactly once, and bad input refused before anything is sent.
+//! partition sent again exactly once, bad input refused before anything is sent, and plain
+//! requests (never a multi) on the wire.
 
 use std::time::Duration;
 
@@ -89,7 +90,7 @@ async fn a_write_whose_reply_is_lost_reports_an_unknown_outcome_and_is_not_repea
     // The parent exists: the cut hits the create itself, not a create refused for a missing parent.
     within("parent", observer.ensure_path("/write-once", step())).await.expect("parent");
 
-    let cut = proxy.cut_after_next_reply(RequestMatch::multi().under(PATH));
+    let cut = proxy.cut_after_next_reply(RequestMatch::create().under(PATH));
     let created = within("create", framework.write_once(PATH, ConditionalWrite::create(b"1"), step())).await;
     assert_eq!(within("cut", cut).await.expect("the reply was cut").server_error, 0, "the server applied it");
     match created {
@@ -98,7 +99,7 @@ async fn a_write_whose_reply_is_lost_reports_an_unknown_outcome_and_is_not_repea
     }
 
     let read = within("read", framework.get_data(PATH, step())).await.expect("read");
-    let cut = proxy.cut_after_next_reply(RequestMatch::multi().under(PATH));
+    let cut = proxy.cut_after_next_reply(RequestMatch::set_data().under(PATH));
     let set = ConditionalWrite::set_if_unchanged(b"2", &read.stat);
     let outcome = within("set", framework.write_once(PATH, set, step())).await;
     assert_eq!(within("cut", cut).await.expect("the reply was cut").server_error, 0, "the server applied it");
@@ -108,7 +109,7 @@ async fn a_write_whose_reply_is_lost_reports_an_unknown_outcome_and_is_not_repea
     // Another writer changes the node to other bytes before we can read it back (we are cut off
     // until it has): not likely ours.
     let read = within("read", framework.get_data(PATH, step())).await.expect("read");
-    let cut = proxy.cut_after_next_reply_then_black_hole(RequestMatch::multi().under(PATH), STEP);
+    let cut = proxy.cut_after_next_reply_then_black_hole(RequestMatch::set_data().under(PATH), STEP);
     let set = ConditionalWrite::set_if_unchanged(b"3", &read.stat);
     let racing = async {
         let cut = within("cut", cut).await.expect("the reply was cut");
@@ -131,7 +132,7 @@ async fn a_write_held_back_by_a_partition_is_sent_again_exactly_once() {
 
     // The create never reaches the server; the connection closes when the hole ends.
     let held =
-        proxy.black_hole_at_next_request(RequestMatch::multi().under(PATH), Duration::from_millis(800));
+        proxy.black_hole_at_next_request(RequestMatch::create().under(PATH), Duration::from_millis(800));
     let created = within("create", framework.write_once(PATH, ConditionalWrite::create(b"1"), step())).await;
     assert!(
         matches!(created, Ok(WriteOutcome::Applied(_))),
@@ -141,11 +142,40 @@ async fn a_write_held_back_by_a_partition_is_sent_again_exactly_once() {
 
     let read = within("read", framework.get_data(PATH, step())).await.expect("read");
     let held =
-        proxy.black_hole_at_next_request(RequestMatch::multi().under(PATH), Duration::from_millis(800));
+        proxy.black_hole_at_next_request(RequestMatch::set_data().under(PATH), Duration::from_millis(800));
     let set = ConditionalWrite::set_if_unchanged(b"2", &read.stat);
     let outcome = within("set", framework.write_once(PATH, set, step())).await;
     assert!(matches!(outcome, Ok(WriteOutcome::Applied(Some(_)))), "{outcome:?}");
     assert_eq!(within("held", held).await.expect("held").path, PATH);
     assert_eq!(on_server(&observer, PATH).await, Some((b"2".to_vec(), 1)), "applied exactly once");
+    close_all([framework, observer]).await;
+}
+
+#[tokio::test]
+async fn a_conditional_write_is_a_plain_request_never_a_multi() {
+    init_tracing();
+    let (_server, proxy, framework, observer) = proxied(Duration::from_secs(10)).await;
+    const PATH: &str = "/write-once/e/value";
+    // A server that closes the connection on a multi: write_once must never need one.
+    proxy.refuse_requests(RequestMatch::multi());
+
+    let created = within("create", framework.write_once(PATH, ConditionalWrite::create(b"1"), step())).await;
+    match created {
+        // create2 answers with the new node's stat, on every server since 3.5.
+        Ok(WriteOutcome::Applied(Some(stat))) => assert_eq!((stat.version, stat.data_length), (0, 1)),
+        other => panic!("a plain create is applied and sends its stat: {other:?}"),
+    }
+    assert_eq!(on_server(&observer, PATH).await, Some((b"1".to_vec(), 0)));
+
+    let read = within("read", framework.get_data(PATH, step())).await.expect("read");
+    let set = ConditionalWrite::set_if_unchanged(b"2", &read.stat);
+    match within("set", framework.write_once(PATH, set, step())).await {
+        Ok(WriteOutcome::Applied(Some(stat))) => assert_eq!(stat.version, 1),
+        other => panic!("a plain versioned set is applied: {other:?}"),
+    }
+    let stale = within("stale set", framework.write_once(PATH, set, step())).await;
+    assert_eq!(stale.expect("answered"), WriteOutcome::Refused(ZkError::BadVersion));
+    assert_eq!(on_server(&observer, PATH).await, Some((b"2".to_vec(), 1)), "applied once each");
+    assert_eq!(proxy.stats().refused, 0, "no multi was sent");
     close_all([framework, observer]).await;
 }

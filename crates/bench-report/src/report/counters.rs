@@ -29,9 +29,9 @@ pub(super) fn counters_section(run: &Run, out: &mut String) {
          with a `PromotedToLock` (one optimistic try, then the mutex and up to 1,001 tries 2 ms apart holding it, \
          Curator's `RetryNTimes(1000, 2)`); the floor does the same on bare calls (the optimistic write; after a \
          conflict the lock recipe's protected create and list, an exists watch on the predecessor, the tries, the \
-         delete). Ours sends each conditional write as a one-operation multi, the floor as a plain `set_data`: \
-         both are sent once and a lost reply is settled the same way (read back, version and creation compared), \
-         so the plain `set_data` keeps ours' guarantee and is the floor; the multi is what ours costs above it.\n"
+         delete). Ours and the floor both send each conditional write as a plain versioned `set_data`; ours sends \
+         it once on the session and settles a lost reply by reading the node back (version and creation \
+         compared).\n"
     );
     let _ = writeln!(
         out,

@@ -4,17 +4,18 @@
 //! A versioned `setData` (or a plain create) that is retried after a connection loss cannot tell
 //! its own earlier success from someone else's write: the retry fails with `BadVersion`
 //! (`NodeExists`). A caller that takes that as "lost the race, try again" applies one change
-//! twice; Curator's retried calls behave that way. Here each write is sent once (a one-operation
-//! transaction, which the framework never repeats), and after a connection loss the node is read
-//! back: if it is provably unchanged the write is sent again, otherwise the caller gets
-//! [`Error::OutcomeUnknown`].
+//! twice; Curator's retried calls behave that way. Here each write is one plain request (a create,
+//! or a versioned `setData`) sent once on the session, outside the retry policy, and after a
+//! connection loss the node is read back: if it is provably unchanged the write is sent again,
+//! otherwise the caller gets [`Error::OutcomeUnknown`]. The guarantee comes from sending once and
+//! reading back, not from the request's kind: a one-operation multi would buy nothing and cost
+//! the server more.
 
 use tracing::{debug, warn};
 use zookeeper_client::{CreateMode, Stat};
 
-use super::transaction::TransactionResult;
 use crate::path;
-use crate::session::{Deadline, Error, Framework, Result};
+use crate::session::{Deadline, Error, Framework, Result, Session};
 
 /// A write of one node's data that the server applies only if the node is as the caller last saw
 /// it: for [`Framework::write_once`].
@@ -85,8 +86,8 @@ impl<'a> ConditionalWrite<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a refused write changed nothing: look at the outcome"]
 pub enum WriteOutcome {
-    /// Applied exactly once. The node's new `Stat` when the server sent one: a set always does; a
-    /// create in a transaction only from ZooKeeper 3.8.2 / 3.7.2 on.
+    /// Applied exactly once. The node's new `Stat` when the server sent one: a set always does,
+    /// and so does a create on every server from ZooKeeper 3.5 on (create2).
     Applied(Option<Stat>),
     /// The server refused it, so nothing changed: `BadVersion`, `NodeExists` or `NoNode`
     /// (someone else wrote first, or the node is gone).
@@ -107,8 +108,9 @@ impl Framework {
     /// The framework's retried calls ([`set_data`](Framework::set_data), [`create`](Framework::create))
     /// behave as Curator's: after a lost reply, the retry of a versioned set that was applied
     /// fails with `BadVersion`, and the retry of a create that was applied fails with
-    /// `NodeExists`. Here the write is one transaction, never repeated blindly. After a
-    /// connection loss (or a lost session) the node is read back, after a `sync`:
+    /// `NodeExists`. Here the write is one plain request (a PERSISTENT `create`, or a `setData` at
+    /// the version read) sent once on the session, outside the retry policy: never repeated
+    /// blindly. After a connection loss (or a lost session) the node is read back, after a `sync`:
     /// - unchanged (a create's node absent; a set's node at the version and creation it expected):
     ///   the write was not applied and is sent again;
     /// - changed: [`Error::OutcomeUnknown`], with `likely_applied` set when the node holds exactly
@@ -162,18 +164,10 @@ impl Framework {
         let mut parents_ensured = false;
         loop {
             // Waiting for a connection happens here, so a timeout below means the write was sent.
-            self.session(deadline).await?;
-            let transaction = match write {
-                ConditionalWrite::Create { data } => {
-                    self.transaction().create(path, data, CreateMode::Persistent)
-                }
-                ConditionalWrite::SetIfUnchanged { data, version, .. } => {
-                    self.transaction().set_data(path, data, Some(version))
-                }
-            };
-            match transaction.deadline(deadline).await {
-                Ok(results) => return Ok(WriteOutcome::Applied(applied_stat(results))),
-                Err(Error::TransactionFailed { source: zookeeper_client::Error::NoNode, .. })
+            let session = self.session(deadline).await?;
+            match self.send_once(&session, path, write, deadline).await {
+                Ok(Ok(stat)) => return Ok(WriteOutcome::Applied(stat)),
+                Ok(Err(zookeeper_client::Error::NoNode))
                     if matches!(write, ConditionalWrite::Create { .. }) && !parents_ensured =>
                 {
                     if let Some(parent) = path::parent(path) {
@@ -181,21 +175,50 @@ impl Framework {
                     }
                     parents_ensured = true;
                 }
-                Err(Error::TransactionFailed { source, .. }) if is_refusal(&source) => {
-                    return Ok(WriteOutcome::Refused(source));
-                }
-                Err(Error::TransactionFailed { source, .. }) => return Err(Error::ZooKeeper(source)),
-                Err(err @ Error::Timeout { .. }) => {
-                    // The request may still be on its way: a read now proves nothing.
-                    warn!(path, %err, "the deadline passed with a write in flight; its outcome is unknown");
-                    return Err(Error::OutcomeUnknown { path: path.to_owned(), likely_applied: false });
-                }
-                Err(err) if err.is_retryable() || err.is_session_lost() => {
+                Ok(Err(source)) if is_refusal(&source) => return Ok(WriteOutcome::Refused(source)),
+                Ok(Err(source)) => {
+                    let err = Error::from(source);
+                    if !(err.is_retryable() || err.is_session_lost()) {
+                        return Err(err);
+                    }
+                    if err.is_session_lost() && self.is_closed() {
+                        return Err(Error::Closed);
+                    }
                     debug!(path, %err, "the connection broke with a write in flight; reading the node back");
                     self.settle_lost_reply(path, write, deadline).await?;
                     debug!(path, "the write was not applied; sending it again");
                 }
-                Err(err) => return Err(err),
+                Err(err) => {
+                    // The request may still be on its way: a read now proves nothing.
+                    warn!(path, %err, "the deadline passed with a write in flight; its outcome is unknown");
+                    return Err(Error::OutcomeUnknown { path: path.to_owned(), likely_applied: false });
+                }
+            }
+        }
+    }
+
+    /// Sends `write` once on `session`, as a plain create (create2: the answer carries the new
+    /// node's `Stat`) or a plain versioned `setData`: the server's answer, or [`Error::Timeout`]
+    /// if `deadline` passes with the request in flight.
+    async fn send_once(
+        &self,
+        session: &Session,
+        path: &str,
+        write: ConditionalWrite<'_>,
+        deadline: Deadline,
+    ) -> Result<std::result::Result<Option<Stat>, zookeeper_client::Error>> {
+        let client = session.client();
+        match write {
+            ConditionalWrite::Create { data } => {
+                let options = session.create_options_for(path, CreateMode::Persistent);
+                let created = deadline.run(async { Ok(client.create(path, data, &options).await) }).await?;
+                // A server before 3.5 (no create2) answers without a stat.
+                Ok(created.map(|(stat, _)| (!stat.is_invalid()).then_some(stat)))
+            }
+            ConditionalWrite::SetIfUnchanged { data, version, .. } => {
+                let set =
+                    deadline.run(async { Ok(client.set_data(path, data, Some(version)).await) }).await?;
+                Ok(set.map(Some))
             }
         }
     }
@@ -250,14 +273,4 @@ fn is_refusal(err: &zookeeper_client::Error) -> bool {
             | zookeeper_client::Error::NodeExists
             | zookeeper_client::Error::NoNode
     )
-}
-
-/// The `Stat` of a one-operation transaction's result, when the server sent a valid one.
-fn applied_stat(results: Vec<TransactionResult>) -> Option<Stat> {
-    results.into_iter().next().and_then(|result| match result {
-        TransactionResult::SetData { stat } | TransactionResult::Created { stat, .. } => {
-            (!stat.is_invalid()).then_some(stat)
-        }
-        _ => None,
-    })
 }
