@@ -21,8 +21,9 @@
 //!   Enter: a persistent watch on the barrier path (added per enter, removed after, as ours),
 //!   an EPHEMERAL member node, then a listing: `ready` there means in (one `exists` for its
 //!   czxid); N members there, create `ready` (its czxid); else wait for the watch and list again.
-//!   Leave: the persistent watch again, delete the member node, list: no member left, delete
-//!   `ready` if still this round's (`exists`, then a versioned delete); `ready` gone or replaced
+//!   Leave: the persistent watch again, then list and delete the member node in Curator's order
+//!   (at once unless it is the lowest listed; the lowest keeps it until it is alone): no other
+//!   member left, delete `ready` if still this round's (`exists`, then a versioned delete); `ready` gone or replaced
 //!   and no member created before it left, done; else wait for the watch and list again.
 //!
 //! Each round of the bench runs every size for ours, the floor and Curator, taking turns going
@@ -78,7 +79,7 @@ impl RawMember {
         let member_name = format!("{:08x}-0000-4000-8000-{round:012x}", self.index);
         let member = format!("{}/{member_name}", self.dir);
         let ready_czxid = self.enter(&member, &member_name).await;
-        self.leave(&member, ready_czxid).await;
+        self.leave(&member, &member_name, ready_czxid).await;
     }
 
     async fn enter(&self, member: &str, member_name: &str) -> i64 {
@@ -108,13 +109,21 @@ impl RawMember {
         }
     }
 
-    async fn leave(&self, member: &str, ready_czxid: i64) {
+    /// Leaves in Curator's order: the lowest member listed keeps its node until it is alone,
+    /// the others delete theirs at once.
+    async fn leave(&self, member: &str, member_name: &str, ready_czxid: i64) {
         let mut watcher = self.client.watch(&self.dir, AddWatchMode::Persistent).await.expect("watch");
-        self.client.delete(member, None).await.expect("delete the member node");
+        let mut ours_there = true;
         loop {
             let children = self.client.list_children(&self.dir).await.expect("list");
             let members: Vec<&String> = children.iter().filter(|child| *child != READY_NODE).collect();
-            if members.is_empty() {
+            let others: Vec<&String> = members.iter().copied().filter(|name| *name != member_name).collect();
+            let lowest = members.iter().min().is_some_and(|name| *name == member_name);
+            if ours_there && (others.is_empty() || !lowest) {
+                self.client.delete(member, None).await.expect("delete the member node");
+                ours_there = false;
+            }
+            if others.is_empty() {
                 if let Some(stat) = self.client.check_stat(&self.ready).await.expect("exists") {
                     if stat.czxid == ready_czxid {
                         match self.client.delete(&self.ready, Some(stat.version)).await {
@@ -132,7 +141,10 @@ impl RawMember {
                 None
             };
             let round_open = ready.is_some_and(|stat| stat.czxid == ready_czxid);
-            if !round_open && !self.any_entered_before(&members, ready_czxid).await {
+            if !round_open && !self.any_entered_before(&others, ready_czxid).await {
+                if ours_there {
+                    self.client.delete(member, None).await.expect("delete the member node");
+                }
                 return;
             }
             watcher.changed().await;

@@ -22,7 +22,8 @@ pub(super) fn barriers_section(run: &Run, out: &mut String) {
          member enters the next round while others still leave). Curator: a new `DistributedDoubleBarrier` per \
          round (GH-1290). The floor is our double barrier's protocol on bare calls: a persistent watch on the \
          barrier path per enter and per leave, the member node, listings until `ready` is there or N members are \
-         (then it creates `ready`); leave deletes the member node and lists until the round's members are gone \
+         (then it creates `ready`); leave lists, deletes the member node in Curator's order (at once unless it is \
+         the lowest listed; the lowest keeps it until it is alone) and lists until the round's members are gone \
          (the last deletes `ready`).\n"
     );
     let _ = writeln!(
