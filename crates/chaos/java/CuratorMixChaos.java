@@ -11,7 +11,8 @@
  *   early: GH-1290), entered 0-300 ms after the round starts with enter(until 1.5 s into it),
  *   left with leave(until 2.8 s into it). Logs, as src/barriers.rs reads them:
  *   "N barrier <holder> <micros> <r>" before enter, "IN ... <r> ok|timeout|err" after it,
- *   "O ... <r>" before leave, "X ... <r> ok|timeout|err" after it.
+ *   "O ... <r>" before leave, "X ... <r> ok|timeout|err" after it; "err stuck" for a call that had
+ *   not returned 2 s after its timeout (Curator 5.4's enter can wait forever: see bounded()).
  *
  * Usage: CuratorMixChaos contend-counters <connect> <clients> <tag> <log> <check-root> <session-timeout-ms>
  *   <clients> CuratorFrameworks (one session and one thread each) alternate:
@@ -250,6 +251,38 @@ public final class CuratorMixChaos {
     private static final long ENTER_WINDOW_MS = 1_500;
     private static final long LEAVE_BY_MS = 2_800;
 
+    /** How long after its own timeout a barrier call is taken for stuck. */
+    private static final long STUCK_AFTER_MS = 2_000;
+    /** Runs the barrier calls, so that a stuck one can be interrupted (daemon threads). */
+    private static final java.util.concurrent.ExecutorService BARRIER_CALLS =
+            java.util.concurrent.Executors.newCachedThreadPool(task -> {
+                Thread thread = new Thread(task, "barrier-call");
+                thread.setDaemon(true);
+                return thread;
+            });
+
+    /**
+     * "ok", "timeout" or "err <exception>" for a barrier call with a timeout of {@code waitMs};
+     * "err stuck" if it has not returned {@link #STUCK_AFTER_MS} after that: it is interrupted.
+     * Curator 5.4's enter(maxWait) can wait forever: a watcher notification (a Disconnected
+     * event, say) that comes before internalEnter sets hasBeenNotified, and internalEnter then
+     * takes its untimed wait() (removed upstream with hasBeenNotified, apache/curator#1291).
+     */
+    private static String bounded(java.util.concurrent.Callable<Boolean> call, long waitMs) {
+        java.util.concurrent.Future<Boolean> future = BARRIER_CALLS.submit(call);
+        try {
+            return future.get(waitMs + STUCK_AFTER_MS, TimeUnit.MILLISECONDS) ? "ok" : "timeout";
+        } catch (java.util.concurrent.TimeoutException stuck) {
+            future.cancel(true);
+            return "err stuck";
+        } catch (java.util.concurrent.ExecutionException error) {
+            return "err " + error.getCause().getClass().getSimpleName();
+        } catch (InterruptedException interrupted) {
+            Thread.currentThread().interrupt();
+            return "err InterruptedException";
+        }
+    }
+
     private static void barrierLoop(CuratorFramework framework, String holder, String root, int memberCount) {
         java.util.Random random = new java.util.Random();
         while (!stopping) {
@@ -261,26 +294,16 @@ public final class CuratorMixChaos {
             }
             DistributedDoubleBarrier barrier = new DistributedDoubleBarrier(framework, root + "/round-" + round, memberCount);
             line("N barrier " + holder + " " + micros() + " " + round);
-            String entered;
-            try {
-                long wait = Math.max(1, starts + ENTER_WINDOW_MS - System.currentTimeMillis());
-                entered = barrier.enter(wait, TimeUnit.MILLISECONDS) ? "ok" : "timeout";
-            } catch (Exception error) {
-                entered = "err " + error.getClass().getSimpleName();
-            }
+            long enterWait = Math.max(1, starts + ENTER_WINDOW_MS - System.currentTimeMillis());
+            String entered = bounded(() -> barrier.enter(enterWait, TimeUnit.MILLISECONDS), enterWait);
             line("IN barrier " + holder + " " + micros() + " " + round + " " + entered);
             if (!entered.equals("ok")) {
                 continue;
             }
             sleep(20);
             line("O barrier " + holder + " " + micros() + " " + round);
-            String left;
-            try {
-                long wait = Math.max(1, starts + LEAVE_BY_MS - System.currentTimeMillis());
-                left = barrier.leave(wait, TimeUnit.MILLISECONDS) ? "ok" : "timeout";
-            } catch (Exception error) {
-                left = "err " + error.getClass().getSimpleName();
-            }
+            long leaveWait = Math.max(1, starts + LEAVE_BY_MS - System.currentTimeMillis());
+            String left = bounded(() -> barrier.leave(leaveWait, TimeUnit.MILLISECONDS), leaveWait);
             line("X barrier " + holder + " " + micros() + " " + round + " " + left);
         }
     }

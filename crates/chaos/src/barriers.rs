@@ -9,7 +9,8 @@
 //!
 //! ```text
 //! N barrier <holder> <micros> <round>                  enter is called (its node may exist from now)
-//! IN barrier <holder> <micros> <round> ok|timeout|err  enter returned
+//! IN barrier <holder> <micros> <round> ok|timeout|err  enter returned ("err stuck": a Curator
+//!                                                      call interrupted 2 s after its timeout)
 //! O barrier <holder> <micros> <round>                  leave is called
 //! X barrier <holder> <micros> <round> ok|timeout|err   leave returned
 //! ```
@@ -171,6 +172,10 @@ pub struct BarrierReport {
     pub curator_entries: u64,
     /// Enters and leaves that timed out or failed.
     pub failed: u64,
+    /// Of those, Curator calls that had not returned 2 s after their timeout and were
+    /// interrupted (`err stuck`: Curator 5.4's `enter` can wait forever, see
+    /// `CuratorMixChaos.bounded`).
+    pub stuck: u64,
     pub violations: Vec<String>,
 }
 
@@ -185,6 +190,7 @@ pub fn check_barriers<'a>(lines: impl Iterator<Item = &'a str>, member_count: us
         let entry = rounds.entry(round).or_default();
         let holder = (*holder).to_owned();
         let ok = rest.first() == Some(&"ok");
+        report.stuck += u64::from(matches!(rest, ["err", "stuck", ..]) && matches!(*kind, "IN" | "X"));
         match *kind {
             "N" => {
                 entry.called.insert(holder, micros);
@@ -290,6 +296,21 @@ mod tests {
         assert_eq!(report.violations.len(), 2, "{:?}", report.violations);
         assert!(report.violations[0].contains("r0x1-0 got in when 1 of 2"));
         assert!(report.violations[1].contains("r0x1-0 got out while J0x1-0"));
+    }
+
+    #[test]
+    fn stuck_curator_calls_are_counted_as_failed_and_stuck() {
+        let log = round(&[
+            ("N", "r0x1-0", 1, ""),
+            ("N", "J0x1-0", 2, ""),
+            ("IN", "r0x1-0", 3, "timeout timed out after 1.3 s"),
+            ("IN", "J0x1-0", 4, "err stuck"),
+            ("N", "J0x1-1", 5, ""),
+            ("IN", "J0x1-1", 6, "err ConnectionLossException"),
+        ]);
+        let report = check_barriers(log.lines(), 2);
+        assert_eq!(report.violations, Vec::<String>::new());
+        assert_eq!((report.failed, report.stuck, report.full_rounds), (3, 1, 0));
     }
 
     #[test]

@@ -1926,6 +1926,7 @@ impl Mix {
                 "rust_entries": report.rust_entries,
                 "curator_entries": report.curator_entries,
                 "failed": report.failed,
+                "stuck": report.stuck,
                 "violations": report.violations,
             })
         })
@@ -1979,12 +1980,13 @@ impl Mix {
         }
         if let Some(report) = &self.barriers {
             println!(
-                "{:<16} rounds with every member in {}; entries rust {} curator {}; enters/leaves timed out or failed {}; violations {}{}",
+                "{:<16} rounds with every member in {}; entries rust {} curator {}; enters/leaves timed out or failed {} (Curator's stuck and interrupted {}); violations {}{}",
                 "double-barrier",
                 report.full_rounds,
                 report.rust_entries,
                 report.curator_entries,
                 report.failed,
+                report.stuck,
                 report.violations.len(),
                 report.violations.iter().take(8).map(|violation| format!("\n{:<16} {violation}", "")).collect::<String>()
             );
