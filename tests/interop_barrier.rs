@@ -324,6 +324,36 @@ async fn rust_and_curator_members_share_a_double_barrier_round_after_round() {
     within("close", observer.close()).await;
 }
 
+/// A round of three on `barrier_path`: Curator's member (the driver's `x`) and ours on `first` and
+/// `second`, all in; returns the driver, our two members and the name of Curator's member's node.
+async fn three_members_in(
+    env: &Env,
+    observer: &Framework,
+    barrier_path: &str,
+    first: &Framework,
+    second: &Framework,
+) -> (CuratorProcess, Entered, Entered, String) {
+    let mut driver = curator(["double-barrier", &env.connect(), barrier_path, "3", "1", "-"]);
+    within("SESSION", driver.expect_line("SESSION", STEP)).await.expect("driver up");
+    driver.send_line("enter x").await.expect("send");
+    let enter = |framework: &Framework| {
+        let barrier = DistributedDoubleBarrier::new(framework, barrier_path, 3).expect("barrier");
+        tokio::spawn(async move { barrier.enter(Deadline::after(STEP)).await })
+    };
+    let (first, second) = (enter(first), enter(second));
+    let (lines, _) = within("ALL-ENTERED", driver.lines_until("ALL-ENTERED", STEP)).await.expect("in");
+    assert_eq!(lines, ["ENTERED x 0 true"]);
+    let first = within("in", first).await.expect("task").expect("in");
+    let second = within("in", second).await.expect("task").expect("in");
+    let ours = [path::name(first.member_path()), path::name(second.member_path())];
+    let members: Vec<String> =
+        children(observer, barrier_path).await.into_iter().filter(|name| name != READY_NODE).collect();
+    assert_eq!(members.len(), 3, "{members:?}");
+    let java_name =
+        members.iter().find(|name| !ours.contains(&name.as_str())).expect("Curator's member").clone();
+    (driver, first, second, java_name)
+}
+
 /// Curator 5.4's `leave`: a member that is not the lowest deletes its node, watches the lowest,
 /// and once woken for any reason with only the lowest left, returns and deletes `ready`, whether
 /// or not the lowest has left. A Rust member in `leave` must still wait for that member (it
@@ -339,26 +369,10 @@ async fn a_rust_leave_waits_for_the_member_curator_5_4_leaves_behind() {
     // try again (on a new path) until it is (one try in three).
     for attempt in 0..ATTEMPTS {
         let barrier_path = format!("/interop-barrier/early-ready/{attempt}");
-        let mut driver = curator(["double-barrier", &env.connect(), &barrier_path, "3", "1", "-"]);
-        within("SESSION", driver.expect_line("SESSION", STEP)).await.expect("driver up");
-        driver.send_line("enter x").await.expect("send");
-        let enter = |framework: &Framework| {
-            let barrier = DistributedDoubleBarrier::new(framework, &barrier_path, 3).expect("barrier");
-            tokio::spawn(async move { barrier.enter(Deadline::after(STEP)).await })
-        };
-        let (leaver, slow) = (enter(&leaver_framework), enter(&slow_framework));
-        let (lines, _) = within("ALL-ENTERED", driver.lines_until("ALL-ENTERED", STEP)).await.expect("in");
-        assert_eq!(lines, ["ENTERED x 0 true"]);
-        let leaver = within("in", leaver).await.expect("task").expect("in");
-        let slow = within("in", slow).await.expect("task").expect("in");
+        let (mut driver, leaver, slow, java_name) =
+            three_members_in(&env, &observer, &barrier_path, &leaver_framework, &slow_framework).await;
         let slow_name = path::name(slow.member_path()).to_owned();
         let ours = [path::name(leaver.member_path()).to_owned(), slow_name.clone()];
-        let names = children(&observer, &barrier_path).await;
-        let java_name = names
-            .iter()
-            .find(|name| *name != READY_NODE && !ours.contains(name))
-            .expect("Curator's member")
-            .clone();
         if slow_name > java_name || slow_name > ours[0] {
             driver.send_line("close").await.expect("send");
             expect_success(driver).await;
@@ -422,33 +436,16 @@ async fn a_rust_lowest_member_holds_curator_5_4_members_until_everyone_left() {
     let slow_framework = env.framework().await;
     for attempt in 0..ATTEMPTS {
         let barrier_path = format!("/interop-barrier/rust-lowest/{attempt}");
-        let mut driver = curator(["double-barrier", &env.connect(), &barrier_path, "3", "1", "-"]);
-        within("SESSION", driver.expect_line("SESSION", STEP)).await.expect("driver up");
-        driver.send_line("enter x").await.expect("send");
-        let enter = |framework: &Framework| {
-            let barrier = DistributedDoubleBarrier::new(framework, &barrier_path, 3).expect("barrier");
-            tokio::spawn(async move { barrier.enter(Deadline::after(STEP)).await })
-        };
-        let (lowest, slow) = (enter(&lowest_framework), enter(&slow_framework));
-        let (lines, _) = within("ALL-ENTERED", driver.lines_until("ALL-ENTERED", STEP)).await.expect("in");
-        assert_eq!(lines, ["ENTERED x 0 true"]);
-        let lowest = within("in", lowest).await.expect("task").expect("in");
-        let slow = within("in", slow).await.expect("task").expect("in");
+        let (mut driver, lowest, slow, java_name) =
+            three_members_in(&env, &observer, &barrier_path, &lowest_framework, &slow_framework).await;
         let lowest_name = path::name(lowest.member_path()).to_owned();
-        let members: Vec<String> =
-            children(&observer, &barrier_path).await.into_iter().filter(|name| name != READY_NODE).collect();
-        assert_eq!(members.len(), 3, "{members:?}");
+        let members = [java_name.clone(), path::name(slow.member_path()).to_owned()];
         if members.iter().any(|name| *name < lowest_name) {
             driver.send_line("close").await.expect("send");
             expect_success(driver).await;
             drop((lowest, slow));
             continue;
         }
-        let java_name = members
-            .iter()
-            .find(|name| **name != lowest_name && *name != path::name(slow.member_path()))
-            .expect("Curator's member")
-            .clone();
 
         // Curator's member: deletes its node, watches ours (the lowest) and waits.
         driver.send_line("leave x").await.expect("send");
