@@ -365,7 +365,7 @@ impl Entered {
                 members.iter().copied().filter(|member| **member != our_name).collect();
             let we_are_lowest = members.iter().min().is_some_and(|lowest| **lowest == our_name);
             // Gone already if our session was lost: the delete is then a no-op.
-            if self.cleanup.armed && (others.is_empty() || !we_are_lowest) {
+            if others.is_empty() || !we_are_lowest {
                 self.delete_own_node(deadline).await?;
             }
             if others.is_empty() {

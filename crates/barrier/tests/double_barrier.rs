@@ -315,3 +315,34 @@ async fn a_dropped_leave_still_deletes_the_member_node() {
         within("close", framework.close()).await;
     }
 }
+
+/// The lowest member keeps its node in `leave` while another member is inside (Curator's order);
+/// if its deadline passes meanwhile, `leave` is a timeout and its node still goes.
+#[tokio::test]
+async fn a_lowest_member_whose_leave_times_out_leaves_no_node() {
+    init_tracing();
+    let server = server().await;
+    let (one, two) = (framework(&server.connect_string()), framework(&server.connect_string()));
+    let barrier_path = "/double/lowest-times-out";
+    let first = spawn_enter(&DistributedDoubleBarrier::new(&one, barrier_path, 2).expect("barrier"));
+    let second = spawn_enter(&DistributedDoubleBarrier::new(&two, barrier_path, 2).expect("barrier"));
+    let (first, second) = (finished("in", first).await, finished("in", second).await);
+    let ((lowest, lowest_framework), (other, _)) = if first.member_path() < second.member_path() {
+        ((first, &one), (second, &two))
+    } else {
+        ((second, &two), (first, &one))
+    };
+    let lowest_member = lowest.member_path().to_owned();
+
+    let err = within("leave", lowest.leave(Deadline::after(Duration::from_millis(300))))
+        .await
+        .expect_err("the other member is still inside at the deadline");
+    assert!(err.is_timeout(), "{err:?}");
+    within("cleanups", lowest_framework.wait_for_cleanups(step())).await.expect("cleanups");
+    assert_eq!(data_and_owner(&two, &lowest_member).await, None, "the lowest member's node is gone");
+    finished("the other one out", spawn_leave(other)).await;
+    assert!(children(&two, barrier_path).await.is_empty());
+    for framework in [one, two] {
+        within("close", framework.close()).await;
+    }
+}
