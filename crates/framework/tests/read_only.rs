@@ -1,12 +1,12 @@
 //! Read-only mode on a real 3-member ensemble started with `readonlymode.enabled=true`: with two
 //! members stopped, a framework that allows read-only servers (`can_be_read_only(true)`) is served
-//! by the third, reports `ReadOnly`, reads, and has every write (a create, a mutex acquire) refused
-//! at once with `Error::ReadOnly`; once a quorum is back it returns to a read-write session and the
-//! acquire succeeds.
+//! by the third, reports `ReadOnly`, reads, and has every write (a create, a conditional write, a
+//! mutex acquire) refused at once with `Error::ReadOnly`; once a quorum is back it returns to a
+//! read-write session and the acquire succeeds.
 
 use std::time::{Duration, Instant};
 
-use zk_recipes_framework::{ConnectionState, Error, Framework};
+use zk_recipes_framework::{ConditionalWrite, ConnectionState, Error, Framework};
 use zk_recipes_mutex::{LockError, Mutex};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::{ServerMode, TestingCluster};
@@ -69,6 +69,22 @@ async fn a_read_only_server_serves_reads_and_refuses_writes_fast_until_a_quorum_
     assert!(matches!(refused, Error::ReadOnly), "{refused:?}");
     assert!(!refused.is_retryable());
     assert!(started.elapsed() < FAST, "refused after {:?}", started.elapsed());
+
+    // A conditional write (sent once, outside the retry policy) is refused alike, both kinds.
+    let read = within("read", framework.get_data("/read-only/config", step())).await.expect("read");
+    for write in [ConditionalWrite::create(b"v2"), ConditionalWrite::set_if_unchanged(b"v2", &read.stat)] {
+        let path = match write {
+            ConditionalWrite::Create { .. } => "/read-only/refused-once",
+            _ => "/read-only/config",
+        };
+        let started = Instant::now();
+        let refused =
+            within("write_once", framework.write_once(path, write, step())).await.expect_err("read-only");
+        assert!(matches!(refused, Error::ReadOnly), "{write:?}: {refused:?}");
+        assert!(started.elapsed() < FAST, "refused after {:?}", started.elapsed());
+    }
+    let unchanged = within("read", framework.get_data("/read-only/config", step())).await.expect("read");
+    assert_eq!((unchanged.data, unchanged.stat.version), (b"v1".to_vec(), read.stat.version));
 
     // A mutex acquire (a protected create in lock-internals) fails fast with the same error.
     let mutex = Mutex::new(&framework, "/read-only/lock").expect("mutex");

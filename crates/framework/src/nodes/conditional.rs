@@ -120,7 +120,8 @@ impl Framework {
     /// [`Error::InvalidPath`], [`Error::DataTooLarge`] and [`Error::InvalidArgument`] (a negative
     /// version, the root) before anything is sent; [`Error::OutcomeUnknown`] as above;
     /// [`Error::Timeout`] if the deadline passes before the write is sent (if it passes while the
-    /// write is in flight, the outcome is unknown); otherwise as [`Framework::retry`].
+    /// write is in flight, the outcome is unknown); [`Error::ReadOnly`] at once from a read-only
+    /// server (nothing written); otherwise as [`Framework::retry`].
     ///
     /// # Cancel safety
     /// If cancelled after the write was sent, the write may or may not have been applied, and
@@ -178,6 +179,10 @@ impl Framework {
                 Ok(Err(source)) if is_refusal(&source) => return Ok(WriteOutcome::Refused(source)),
                 Ok(Err(source)) => {
                     let err = Error::from(source);
+                    if err.is_read_only() {
+                        // As the retried calls answer it: the server refused, nothing was written.
+                        return Err(Error::ReadOnly);
+                    }
                     if !(err.is_retryable() || err.is_session_lost()) {
                         return Err(err);
                     }
