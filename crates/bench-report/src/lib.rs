@@ -17,7 +17,7 @@
 
 // Where things live (each file imports only the ones before it):
 // - `error`: `ReportError`;
-// - `run`: the input, `Run` and its `Record`s, and `paired_ratio`;
+// - `run`: the input, `Run` and its `Record`s, `paired_ratio` and `round_ratios`;
 // - `report`: the markdown report (`markdown_report`), a file per section;
 // - `plots`: the SVG plots;
 // - `output`: both written to their files (`render`, `PLOTS`).
@@ -31,4 +31,4 @@ mod run;
 pub use error::ReportError;
 pub use output::{render, PLOTS};
 pub use report::{format_rate, markdown_report, QUEUE_MODES};
-pub use run::{paired_ratio, Record, Run};
+pub use run::{paired_ratio, round_ratios, Record, Run};

@@ -1,5 +1,5 @@
 //! The input: [`Run`], the JSON lines of one bench run parsed, and its [`Record`]s; and
-//! [`paired_ratio`], the per-round comparison of two records.
+//! [`paired_ratio`] and [`round_ratios`], the per-round comparisons of two records.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,13 +60,31 @@ impl Record {
 /// # Ok::<(), zk_recipes_bench_report::ReportError>(())
 /// ```
 pub fn paired_ratio(a: Option<&Record>, b: Option<&Record>) -> Option<f64> {
+    let mut ratios = round_ratios(a, b)?;
+    ratios.sort_by(f64::total_cmp);
+    Some(ratios[ratios.len() / 2]) // the upper median of an even count, as the benches' medians
+}
+
+/// `a`'s rate divided by `b`'s rate of the same round, for each round in round order, or `None`
+/// unless both have a rate for each of the same number of rounds: how far the machine moved one
+/// comparison between rounds.
+///
+/// ```
+/// use zk_recipes_bench_report::{round_ratios, Run};
+/// let run = Run::parse(concat!(
+///     r#"{"bench":"locks","scenario":"u","client":"ours","ops":90.0,"per_round":[90.0,45.0,99.0]}"#, "\n",
+///     r#"{"bench":"locks","scenario":"u","client":"floor","ops":100.0,"per_round":[100.0,50.0,100.0]}"#,
+/// ))?;
+/// let (ours, floor) = (run.find("locks", "u", "ours", None), run.find("locks", "u", "floor", None));
+/// assert_eq!(round_ratios(ours, floor), Some(vec![0.9, 0.9, 0.99]));
+/// # Ok::<(), zk_recipes_bench_report::ReportError>(())
+/// ```
+pub fn round_ratios(a: Option<&Record>, b: Option<&Record>) -> Option<Vec<f64>> {
     let (a, b) = (a?.per_round(), b?.per_round());
     if a.is_empty() || a.len() != b.len() || b.contains(&0.0) {
         return None;
     }
-    let mut ratios: Vec<f64> = a.iter().zip(&b).map(|(a, b)| a / b).collect();
-    ratios.sort_by(f64::total_cmp);
-    Some(ratios[ratios.len() / 2]) // the upper median of an even count, as the benches' medians
+    Some(a.iter().zip(&b).map(|(a, b)| a / b).collect())
 }
 
 /// A whole run: its results and what describes it.

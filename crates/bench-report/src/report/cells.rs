@@ -2,7 +2,7 @@
 //! private rest), ratio cells, and the note that explains them; and [`PlotLink`], how a section
 //! shows a plot.
 
-use crate::run::{paired_ratio, Record};
+use crate::run::{paired_ratio, round_ratios, Record};
 
 /// `12,345` for rates; two significant decimals below 10.
 pub fn format_rate(value: f64) -> String {
@@ -43,6 +43,14 @@ pub(super) fn ratio_cell(a: Option<&Record>, b: Option<&Record>) -> String {
         Some(paired) => format!("{of_medians} ({})", times(paired)),
         None => of_medians,
     }
+}
+
+/// Each round's ratio of `a` to `b`, in round order (`0.93 · 1.02 · 0.88`), or `–`.
+pub(super) fn round_ratios_cell(a: Option<&Record>, b: Option<&Record>) -> String {
+    round_ratios(a, b).map_or_else(
+        || "–".to_owned(),
+        |ratios| ratios.into_iter().map(times).collect::<Vec<_>>().join(" · "),
+    )
 }
 
 pub(super) const RATIO_CELLS: &str =

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use super::cells::{
-    cell, cpu_pair, cycle_cells, format_rate, ratio_cell, remade_pair, times, PlotLink, RATIO_CELLS,
+    cell, cpu_pair, cycle_cells, format_rate, ratio_cell, remade_pair, round_ratios_cell, times, PlotLink,
+    RATIO_CELLS,
 };
 use crate::run::{Record, Run};
 
@@ -126,10 +127,11 @@ pub(super) fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         let _ = writeln!(
             out,
             "| locks | untimed cycles per lock first | cycles per lock | ours cycles/s | Curator cycles/s | floor cycles/s | \
-             ours / floor | ours / Curator | Curator / floor | Curator threads | CPU µs per cycle, ours / floor | \
-             ours / floor, interleaved passes | CPU µs per cycle, interleaved, ours / floor | \
+             ours / floor | ours / floor, each round | ours / Curator | Curator / floor | Curator threads | \
+             CPU µs per cycle, ours / floor | ours / floor, interleaved passes | \
+             CPU µs per cycle, interleaved, ours / floor | \
              ours' cycles that made a reaped directory again, back to back / interleaved |\n\
-             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         );
         for value in locks {
             let rate = |client: &str| ops("distinct", client, Some(value));
@@ -144,7 +146,7 @@ pub(super) fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 format_rate(value),
                 cell(per_lock("warm_up_each"), format_rate),
                 cell(per_lock("cycles_each"), format_rate),
@@ -152,6 +154,7 @@ pub(super) fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
                 cell(rate("curator"), format_rate),
                 cell(rate("floor"), format_rate),
                 ratio_cell(found("ours"), found("floor")),
+                round_ratios_cell(found("ours"), found("floor")),
                 ratio_cell(found("ours"), found("curator")),
                 ratio_cell(found("curator"), found("floor")),
                 cell(threads, format_rate),
@@ -163,15 +166,18 @@ pub(super) fn locks_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         }
         let _ = writeln!(
             out,
-            "\nOurs: a task per lock on one session, which sends its many creates and releases together as \
-             multis (`FrameworkBuilder::batch_writes`, on by default; docs/framework.md). Curator: a thread per lock on one client (JVM `-Xss256k`), as \
+            "\nOurs: a task per lock on one session; with many locks at once it sends its creates and releases \
+             together as multis (`FrameworkBuilder::batch_writes`, on by default; docs/framework.md), with a few \
+             (10) each as a request of its own, as the floor does. Curator: a thread per lock on one client (JVM `-Xss256k`), as \
              many as the driver was allowed (the Curator threads column). The floor: the same create + list + delete on bare \
              calls at the same concurrency, each a request of its own (the protocol as Curator and a single lock of ours send it). CPU: our process's user + system time over the timed part, per \
              cycle (the server and Curator's driver are processes of their own). Each client first cycles the same locks untimed: their directories exist, \
              Curator's threads run and its JVM has compiled its hot paths before the clock starts (a run without that \
              column timed Curator's start-up too). Interleaved passes: ours and the floor on locks of their own, \
              warmed up alike, then timed in alternating passes (every lock cycled once per pass, which client goes \
-             first alternating), so that a drift of the machine falls on both alike. Our lock directories are \
+             first alternating), so that a drift of the machine falls on both alike: where the back-to-back ratios \
+             of the rounds (the each-round column) spread wider than a row's distance from a target, the machine \
+             bounds that row's back-to-back figure, and the interleaved passes are the comparison. Our lock directories are \
              containers, as Curator's are: the server reaps one found empty (`znode.container.checkIntervalMs`, \
              60 s by default, up to 10,000 a minute), and the lock's next create fails and makes it again — a failed \
              create and listing and one round trip more. The floor's directories are persistent and never reaped; \
