@@ -11,7 +11,10 @@
 //! is also appended as a JSON line (`bench` = `queues`; scenario `put`, `put-batch`, `take`,
 //! `take-lock-safe`, `end-to-end`, `end-to-end-lock-safe`; client `ours`, `floor`, `floor-1` or
 //! `curator`). Each round runs ours, the floor's and Curator's scenarios, the three taking turns
-//! going first.
+//! going first. A take is timed until every item is done: at most once, until the last handler
+//! ran (its item was deleted before); lock-safe, until the queue holds no item (the last acks, each
+//! a multi deleting an item and its lock node after its handler, done), as the floor's take ends
+//! with its last finish multi.
 //!
 //! The floor (JSON client `floor`): our queue's protocol on bare zookeeper-client calls, at the same
 //! concurrency (4 producers / 4 consumers, one session each), with nothing else (no channel to a
@@ -174,6 +177,12 @@ async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool
     for _ in 0..WORKERS {
         frameworks.push(connect(connect_string).await);
     }
+    // Lock-safe, an item's ack (one multi deleting it and its lock node) follows its handler: the
+    // take ends when the last ack is done, as the floor's ends with its last finish multi.
+    let acks_client = match lock_safe {
+        true => Some(support::bare_client(&frameworks[0]).await),
+        false => None,
+    };
     let done = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -187,6 +196,12 @@ async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool
     }
     while done.load(Ordering::Relaxed) < items {
         tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    if let Some(client) = acks_client {
+        until_no_items(&client, path).await;
+        // Dropped before the frameworks close (closed with a clone of its client alive, a
+        // framework takes seconds).
+        drop(client);
     }
     let elapsed = started.elapsed();
     for framework in &frameworks {
@@ -438,6 +453,17 @@ impl<'a> RawConsumer<'a> {
 }
 
 /// The floor's consumers, taking up to `batch` items per round trip (ours: [`DEFAULT_PREFETCH`]).
+/// Waits until the queue at `path` holds no item (a children watch, listed again on each change).
+async fn until_no_items(client: &Client, path: &str) {
+    loop {
+        let (children, _, watcher) = client.get_and_watch_children(path).await.expect("list");
+        if !children.iter().any(|child| child.starts_with(ITEM_PREFIX)) {
+            return;
+        }
+        watcher.changed().await;
+    }
+}
+
 async fn floor_consume(
     connect_string: &str,
     path: &str,

@@ -31,7 +31,9 @@ pub(super) fn queues_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
          of up to 16 items per round trip as our consumer's default prefetch (at most once: the reads and one \
          multi deleting them; lock-safe: one multi creating the lock nodes and the reads, then one finish multi). \
          Where ours batches, the floor batches the same way; the floor that does not (one item per round trip) \
-         is shown beside it.\n"
+         is shown beside it. A take is timed until every item is done: at most once, until the last \
+         handler ran (its item was deleted before); lock-safe, until the last item's finish multi (ours: until \
+         the queue holds no item, its last acks done).\n"
     );
     let _ = writeln!(
         out,
