@@ -518,3 +518,50 @@ async fn lock_safe_an_ack_that_never_reached_the_server_before_its_session_expir
     drop(consumer);
     within("close", framework.close()).await;
 }
+
+#[tokio::test]
+async fn an_id_queue_remove_cancelled_with_its_finish_in_flight_holds_no_item_back() {
+    const QUEUE: &str = "/faults-remove/queue";
+    const LOCKS: &str = "/faults-remove/locks";
+    let (server, observer) = server_and_framework().await;
+    // A session that outlives the test: a lock left behind would stay for all of it.
+    let (proxy, framework) = proxied(&server, Duration::from_secs(60)).await;
+    let session = session_id(&framework).await;
+    let id_queue = |framework: &Framework| {
+        DistributedQueue::builder(framework, QUEUE)
+            .serializer(Utf8Serializer)
+            .lock_path(LOCKS)
+            .build_id()
+            .expect("queue")
+    };
+    let (remover, producer) = (id_queue(&framework), id_queue(&observer));
+    let item = within("put", producer.put(&"kept".to_string(), "kept")).await.expect("put");
+
+    // The remove locks the item, then its finish multi {check lock, delete item, delete lock}
+    // never reaches the server: the remove is dropped right then, with its lock node made.
+    let held =
+        proxy.black_hole_at_next_request(RequestMatch::multi().under(LOCKS), Duration::from_millis(500));
+    tokio::select! {
+        removed = within("remove", remover.remove("kept")) => panic!("the remove returned: {removed:?}"),
+        held = within("the held finish", held) => {
+            let held = held.expect("the proxy held the remove's finish multi");
+            assert_eq!(held.ops.first(), Some(&(CHECK, format!("{LOCKS}/{item}"))), "{held:?}");
+        }
+    }
+
+    // On the same session (it outlives the test), the lock goes, and the item is delivered.
+    within("the lock released", async {
+        while !children(&observer, LOCKS).await.is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert_eq!(session_id(&framework).await, session, "the same session throughout");
+    let mut consumer = producer.consumer().prefetch(1);
+    let delivery = next_delivery(&mut consumer).await;
+    assert_eq!((delivery.name(), delivery.items()), (item.as_str(), &["kept".to_string()][..]));
+    within("ack", delivery.ack()).await.expect("ack");
+    drained(&observer, QUEUE, LOCKS).await;
+    drop(consumer);
+    within("close", framework.close()).await;
+}

@@ -276,26 +276,25 @@ pub(crate) async fn remove_item<T>(inner: &Inner<T>, name: &str) -> Result<bool>
     if !register_lock(claim.session_id, &claim.lock_node) {
         return Ok(false);
     }
+    let cancelled = ReleaseIfCancelled { inner, claim: Some(claim.clone()) };
     let options = session.create_options_for(&claim.lock_node, CreateMode::Ephemeral);
     let created = session.client().create(&claim.lock_node, &inner.data, &options).await;
     drop(session);
     match created {
         Ok(_) => {}
         Err(zookeeper_client::Error::NodeExists | zookeeper_client::Error::NoNode) => {
+            cancelled.disarm();
             unregister_lock(claim.session_id, &claim.lock_node);
             return Ok(false);
         }
         Err(err) => {
-            inner.submit(Job::ReleaseLock {
-                lock_node: claim.lock_node.clone(),
-                generation: claim.generation,
-                session_id: claim.session_id,
-                verify_owner: true,
-            });
+            cancelled.disarm();
+            inner.submit(release_job(&claim, true));
             return Err(FrameworkError::from(err).into());
         }
     }
     let outcome = commit(inner, name, &claim, &[], Finish::Delete, false).await;
+    cancelled.disarm();
     match outcome {
         Ok(Committed::Done(_)) => {
             unregister_lock(claim.session_id, &claim.lock_node);
@@ -318,6 +317,31 @@ pub(crate) async fn remove_item<T>(inner: &Inner<T>, name: &str) -> Result<bool>
                 verify_owner: false,
             });
             outcome.map(|_| false).map_err(QueueError::from)
+        }
+    }
+}
+
+/// The lock [`remove_item`] is taking or holds, handed to the background task if the call is
+/// dropped before it settled the lock itself: a cancelled remove holds no item back from the
+/// consumers until its session ends. The lock node may or may not have been made, or deleted by a
+/// commit sent before: the background task deletes it only if our session owns it (this call
+/// made it: the lock registry lets one call of this process at a time claim it on a session).
+struct ReleaseIfCancelled<'a, T> {
+    inner: &'a Inner<T>,
+    claim: Option<LockClaim>,
+}
+
+impl<T> ReleaseIfCancelled<'_, T> {
+    /// The call settles the lock itself from here on.
+    fn disarm(mut self) {
+        self.claim = None;
+    }
+}
+
+impl<T> Drop for ReleaseIfCancelled<'_, T> {
+    fn drop(&mut self) {
+        if let Some(claim) = self.claim.take() {
+            self.inner.submit(release_job(&claim, true));
         }
     }
 }

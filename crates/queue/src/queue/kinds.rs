@@ -276,8 +276,9 @@ impl<T: Send + 'static> DistributedIdQueue<T> {
     ///
     /// # Cancel safety
     /// Not cancel safe: a cancelled call may have removed some of the items, and their count is
-    /// lost. With a lock path, a call cancelled while it holds an item's lock leaves that lock node
-    /// in place until the session ends: the item is held back from consumers meanwhile.
+    /// lost. With a lock path, a call cancelled while it locks or holds an item's lock hands that
+    /// lock to the queue's background task, which deletes it on the session that made it: the
+    /// item goes back to the consumers (unless the removal sent before the cancel took it).
     ///
     /// [`Framework::retry`]: zk_recipes_framework::Framework::retry
     pub async fn remove(&self, id: &str) -> Result<usize> {
