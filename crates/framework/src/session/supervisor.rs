@@ -20,7 +20,7 @@ use super::handle::{Core, Framework};
 use super::live_session::Session;
 use super::retry::Backoff;
 use super::snapshot::Snapshot;
-use super::state::ConnectionState;
+use super::state::{earliest_expiry_after_suspended, ConnectionState};
 use super::upper::Upper;
 
 impl Framework {
@@ -171,11 +171,13 @@ async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Recei
     // new one (under the same handle) once it reaches a read-write server.
     let mut served_read_only = session.client().session().is_readonly();
     loop {
-        let lost_at = suspended_since.map(|since| since + session.timeout());
+        // Not a whole session timeout after `Suspended`: zookeeper-client reports a silent
+        // connection well after the server last heard from us, and the server's clock runs from then.
+        let lost_at = suspended_since.map(|since| since + earliest_expiry_after_suspended(session.timeout()));
         tokio::select! {
             _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
             _ = sleep_until_some(lost_at) => {
-                warn!(session = %session_id, timeout = %ReadableDuration(session.timeout()), "suspended for the session timeout: session lost");
+                warn!(session = %session_id, timeout = %ReadableDuration(session.timeout()), "suspended until the server may have expired the session: session lost");
                 return SessionEnd::Lost;
             }
             state = states.changed() => match state {

@@ -1,0 +1,82 @@
+//! When the framework declares a cut-off session `Lost`, against a real ZooKeeper: no later than
+//! the server expires it. Under `ErrorPolicy::SessionOnly` a hold is trusted until `Lost`, so a
+//! `Lost` that comes after the server's expiry (which lets the next holder in) is a double holder.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use zk_recipes_framework::zookeeper_client::{CreateMode, EventType};
+use zk_recipes_framework::{ConnectionState, ConnectionUpdate, ErrorPolicy};
+use zk_recipes_test_support::*;
+use zk_recipes_testing::{FaultProxy, TestingServer};
+
+/// Short, so the test waits for an expiry; long against the server's 200 ms tick.
+const SHORT_SESSION: Duration = Duration::from_secs(4);
+/// How much later than the observer seeing the expiry `Lost` may come: one round trip on this
+/// machine and the scheduling of two tasks. `Lost` comes `earliest_expiry_after_suspended` (7/20
+/// of the session timeout) after `Suspended`, no later than the server can expire the session.
+/// When the framework counted a whole session timeout from `Suspended`, `Lost` came 1.58 s after
+/// the expiry here: the client notices the silence only 40–45 % of the session timeout after the
+/// last contact.
+const LATE_TOLERANCE: Duration = Duration::from_millis(150);
+
+/// A session cut off by a black hole is declared `Lost` no later than the server expires it (its
+/// ephemeral node deleted, as another session sees), and not much earlier either: at most the
+/// bound's allowance for the client's last ping (4/20 of the session timeout), its detection tick
+/// (1/20), the server's expiry rounding (one 200 ms server tick) and slack before it.
+#[tokio::test]
+async fn a_cut_off_session_is_lost_no_later_than_the_server_expires_it() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let observer = builder(&server.connect_string(), Duration::from_secs(10)).start().expect("observer");
+    let holder = builder(&proxy.connect_string(), SHORT_SESSION)
+        .error_policy(ErrorPolicy::SessionOnly)
+        .start()
+        .expect("holder");
+    let path = "/lost-clock-holder";
+    within("create", holder.create(path).mode(CreateMode::Ephemeral).deadline(step())).await.expect("create");
+    let negotiated = holder.current().session_timeout.expect("a session");
+    let session = within("observer session", observer.session(step())).await.expect("session");
+    let (stat, deleted) = within("watch", session.client().check_and_watch_stat(path)).await.expect("watch");
+    assert!(stat.is_some(), "the holder's node is there");
+    drop(session);
+    let mut events = holder.connection_events();
+
+    proxy.black_hole(negotiated * 3);
+    let expired = async {
+        let event = deleted.changed().await;
+        assert_eq!(event.event_type, EventType::NodeDeleted, "{event:?}");
+        Instant::now()
+    };
+    let lost = async {
+        while let Some(update) = events.next().await {
+            match update {
+                ConnectionUpdate::Changed(event) if event.state == ConnectionState::Lost => return event.at,
+                ConnectionUpdate::Changed(_) => {}
+                ConnectionUpdate::Lagged { .. } => panic!("the subscriber fell behind"),
+            }
+        }
+        panic!("the framework closed");
+    };
+    // The expiry comes a session timeout after the cut, and Lost before or after it.
+    let (expired_at, lost_at) =
+        within_for(negotiated * 3, "expiry and Lost", async { tokio::join!(expired, lost) }).await;
+
+    let margin = expired_at.checked_duration_since(lost_at);
+    eprintln!("Lost came {margin:?} before the observer saw the expiry (None: after it)");
+    assert!(
+        lost_at <= expired_at + LATE_TOLERANCE,
+        "Lost came {:?} after the server expired the session (negotiated {negotiated:?})",
+        lost_at - expired_at
+    );
+    let early_bound = negotiated * 5 / 20 + Duration::from_millis(200) + Duration::from_millis(300);
+    assert!(
+        expired_at <= lost_at + early_bound,
+        "Lost came {:?} before the server expired the session: more than {early_bound:?} early",
+        expired_at - lost_at
+    );
+
+    proxy.heal();
+    close_all([holder, observer]).await;
+}
