@@ -729,12 +729,14 @@ impl Phase<'_> {
             } else {
                 Fault::pick(rng)
             };
+            let injected_at = crate::events::epoch_micros();
             let detail = self.inject(fault, rng, cluster, &mut slots, &log_dir, &mut killed).await?;
             println!(
                 "[{:>6.1}s] fault {}: {detail}",
                 (duration - end.saturating_duration_since(Instant::now())).as_secs_f64(),
                 fault.name()
             );
+            record_fault(&log_dir, injected_at, fault.name(), &detail);
             *faults.entry(fault.name().to_owned()).or_default() += 1;
         }
         if report_every.is_some() {
@@ -2291,6 +2293,21 @@ fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
 fn last_event_micros(log: &Path) -> Option<i64> {
     let text = std::fs::read_to_string(log).ok()?;
     text.lines().rev().find_map(|line| line.split_whitespace().nth(3)?.parse().ok())
+}
+
+/// Appends a fault to `faults.log` beside the contenders' logs, on their clock (`<epoch µs when
+/// its injection began> <kind> <detail>`), so that an event in a log can be traced to a fault after
+/// the run. Best effort: a fault that cannot be written is still printed.
+fn record_fault(log_dir: &std::path::Path, injected_at: i64, kind: &str, detail: &str) {
+    use std::io::Write as _;
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_dir.join("faults.log"))
+        .and_then(|mut file| writeln!(file, "{injected_at} {kind} {detail}"));
+    if let Err(err) = written {
+        eprintln!("faults.log: {err}");
+    }
 }
 
 #[cfg(test)]
