@@ -38,8 +38,7 @@
 //!
 //! ## Connection loss and session expiry
 //! `Suspended` means the connection broke and the session may still live; `Lost` means it is gone
-//! (the server expired it, or the connection stayed suspended until the server may have expired
-//! it: [`earliest_expiry_after_suspended`], 7/20 of the session timeout). After
+//! (the server expired it, or the connection stayed suspended for the session timeout). After
 //! `Lost` the framework opens a new session, announced as `Reconnected` with a new session id and
 //! a bumped generation. Recipes treat `Suspended` as an error too under [`ErrorPolicy::Standard`].
 //!
@@ -96,8 +95,7 @@ pub use session::live_session::Session;
 pub use session::metrics;
 pub use session::retry;
 pub use session::state::{
-    earliest_expiry_after_suspended, ConnectionEvent, ConnectionSnapshot, ConnectionState, ConnectionUpdate,
-    ErrorPolicy,
+    ConnectionEvent, ConnectionSnapshot, ConnectionState, ConnectionUpdate, ErrorPolicy,
 };
 pub use zookeeper_client;
 

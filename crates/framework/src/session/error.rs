@@ -75,8 +75,7 @@ pub enum Error {
     Closed,
 
     /// The session the operation belonged to is gone (expired, or declared lost after being
-    /// suspended until the server may have expired it). Ephemeral nodes of that session are gone
-    /// or will be.
+    /// suspended for the session timeout). Ephemeral nodes of that session are gone or will be.
     #[error("the ZooKeeper session was lost")]
     SessionLost,
 

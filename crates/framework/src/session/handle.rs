@@ -25,10 +25,9 @@ use super::upper::Upper;
 /// (Curator's `CuratorFramework`).
 ///
 /// A background task owns the session. When the session is lost (the server expired it, or the
-/// connection stayed suspended until the server may have expired it, see
-/// [`earliest_expiry_after_suspended`](crate::earliest_expiry_after_suspended)) that session is
-/// abandoned for good and a new one is opened, once, however many callers notice. Every
-/// transition is published to [`connection_events`](Self::connection_events) subscribers in order.
+/// connection stayed suspended for the session timeout) that session is abandoned for good and a
+/// new one is opened, once, however many callers notice. Every transition is published to
+/// [`connection_events`](Self::connection_events) subscribers in order.
 ///
 /// Dropping the last handle (or [`close`](Self::close)) closes the session.
 ///

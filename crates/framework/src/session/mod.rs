@@ -3,7 +3,7 @@
 //!
 //! - [`handle`]: the handle, the core its clones share, the connection as it is now;
 //! - [`supervisor`]: the task that connects, publishes every transition, declares a session lost
-//!   and opens the next;
+//!   (under `SessionOnly` by the [`expiry_clock`]) and opens the next;
 //! - [`waiting`] and [`calls`]: waiting for a session, and running a call on one with retries
 //!   ([`Framework::retry`], [`Framework::retry_across_sessions`], [`Framework::retry_on_session`]);
 //! - [`builder`], [`state`], [`live_session`], [`retry`], [`deadline`], [`error`], [`close`]: the
@@ -27,6 +27,7 @@ pub(crate) mod duration;
 pub(crate) mod ensemble;
 pub(crate) mod error;
 pub(crate) mod events;
+pub(crate) mod expiry_clock;
 pub(crate) mod features;
 pub(crate) mod handle;
 pub(crate) mod host;

@@ -23,10 +23,12 @@ pub enum ConnectionState {
     /// Connected again after [`Suspended`](Self::Suspended) or [`Lost`](Self::Lost). After `Lost`
     /// this is a new session: new session id, bumped generation.
     Reconnected,
-    /// The session is gone: the server expired it, or the connection stayed suspended until the
-    /// server may have expired it ([`earliest_expiry_after_suspended`] after `Suspended`, never
-    /// later than the server can). Its ephemeral nodes are gone (or will be), and that session
-    /// never comes back; the framework opens a new one.
+    /// The session is gone: the server expired it, or may have. Under [`ErrorPolicy::Standard`]
+    /// that is a connection suspended for the negotiated session timeout (Curator's rule); under
+    /// [`ErrorPolicy::SessionOnly`], where holds are trusted until `Lost`, a tenth of the session
+    /// timeout before the server may expire it (counted from the send time of the latest request
+    /// it answered, asked every tenth of the timeout), suspended or not. Its ephemeral nodes are
+    /// gone (or will be), and that session never comes back; the framework opens a new one.
     Lost,
     /// Connected to a read-only server (only when read-only mode is allowed).
     ReadOnly,
@@ -72,7 +74,12 @@ pub enum ErrorPolicy {
     /// default: while suspended, the session may expire at any moment.
     #[default]
     Standard,
-    /// Only `Lost` is an error (Curator's `SessionConnectionStateErrorPolicy`).
+    /// Only `Lost` is an error (Curator's `SessionConnectionStateErrorPolicy`). The framework then
+    /// asks the server something cheap (`exists` of the root) every tenth of the session timeout,
+    /// and declares the session `Lost` a tenth of the timeout before the server may expire it:
+    /// counted from the send time of the latest answered request, so never after the server can
+    /// expire it, however slowly it answers. (Curator counts a whole timeout from `Suspended`,
+    /// which its client reports two thirds of a timeout into the silence.)
     SessionOnly,
 }
 
@@ -84,30 +91,6 @@ impl ErrorPolicy {
             Self::SessionOnly => state == ConnectionState::Lost,
         }
     }
-}
-
-/// How long after the framework reports [`ConnectionState::Suspended`] the server may, at the
-/// earliest, expire a session whose negotiated timeout is `session_timeout`: 7/20 of it. The
-/// framework declares a session still suspended then [`ConnectionState::Lost`].
-///
-/// The server expires a session a session timeout `T` after it last heard from the client (the
-/// moment rounded up to its tick, never earlier). zookeeper-client does not say when it last heard
-/// from the server, so this works back from `Suspended`: zookeeper-client gives a connection up at
-/// its first look (one every `T/20`) at least `2/5 × T` after the last byte from the server, so it
-/// last heard the server at most `9/20 × T` before `Suspended`; and it pings the server once it has
-/// sent nothing for `3/20 × T` (looked at every `T/20`), so before that last byte (a watch event,
-/// say) the server last heard from it at most `4/20 × T` earlier. The server can therefore not
-/// expire the session before `Suspended + T − 13/20 × T`. A connection reset is reported at once,
-/// after no silence: then this errs early, never late.
-///
-/// ```
-/// use std::time::Duration;
-/// use zk_recipes_framework::earliest_expiry_after_suspended;
-///
-/// assert_eq!(earliest_expiry_after_suspended(Duration::from_secs(20)), Duration::from_secs(7));
-/// ```
-pub fn earliest_expiry_after_suspended(session_timeout: Duration) -> Duration {
-    session_timeout * 7 / 20
 }
 
 /// One transition of the connection.

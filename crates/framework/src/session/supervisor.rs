@@ -16,11 +16,12 @@ use super::builder::FrameworkBuilder;
 use super::diagnose::{diagnose, FailureWarnings};
 use super::duration::ReadableDuration;
 use super::error::{Error, Result};
+use super::expiry_clock::ExpiryClock;
 use super::handle::{Core, Framework};
 use super::live_session::Session;
 use super::retry::Backoff;
 use super::snapshot::Snapshot;
-use super::state::{earliest_expiry_after_suspended, ConnectionState};
+use super::state::{ConnectionState, ErrorPolicy};
 use super::upper::Upper;
 
 impl Framework {
@@ -62,6 +63,7 @@ async fn supervise(core: Arc<Core>) {
     let mut backoff = Backoff::default();
     let mut warnings = FailureWarnings::default();
     loop {
+        let connecting_since = Instant::now();
         let connected = tokio::select! {
             _ = closed.wait_for(|snapshot| snapshot.closed) => return,
             connected = connect(&core) => connected,
@@ -112,7 +114,7 @@ async fn supervise(core: Arc<Core>) {
         let session_id = session.id();
         core.publish(first_state, session_id, generation, Some(session.clone()));
         let end = tokio::select! {
-            end = watch_session(&core, &session, &mut closed) => end,
+            end = watch_session(&core, &session, connecting_since, &mut closed) => end,
             never = super::ensemble::follow(&core, &session) => match never {},
         };
         let mut state_watcher = session.client().state_watcher();
@@ -161,8 +163,19 @@ async fn connect(core: &Core) -> Result<Client> {
     client.chroot(root).map_err(|_| Error::InvalidArgument(format!("bad namespace {namespace:?}")))
 }
 
-/// Follows one session's states until it is lost or the framework is closed.
-async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Receiver<Snapshot>) -> SessionEnd {
+/// Follows one session's states until it is lost or the framework is closed. The session's
+/// handshake was sent no earlier than `connecting_since`.
+///
+/// When a session is declared lost: under [`ErrorPolicy::Standard`] after a whole session timeout
+/// suspended (Curator's rule; recipes already treat `Suspended` as the end of every hold); under
+/// [`ErrorPolicy::SessionOnly`], where a hold is trusted until `Lost`, a margin before the server
+/// may expire it, by the [`ExpiryClock`], suspended or not.
+async fn watch_session(
+    core: &Core,
+    session: &Session,
+    connecting_since: Instant,
+    closed: &mut watch::Receiver<Snapshot>,
+) -> SessionEnd {
     let mut states = session.client().state_watcher();
     let session_id = session.id();
     let generation = session.generation();
@@ -170,14 +183,33 @@ async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Recei
     // Whether the session was ever served read-only: zookeeper-client leaves such a session for a
     // new one (under the same handle) once it reaches a read-write server.
     let mut served_read_only = session.client().session().is_readonly();
+    let expiry = (core.config.error_policy == ErrorPolicy::SessionOnly)
+        .then(|| Mutex::new(ExpiryClock::new(session, connecting_since)));
+    let heartbeat = async {
+        match &expiry {
+            Some(clock) => ExpiryClock::keep(clock, session).await,
+            None => std::future::pending().await,
+        }
+    };
+    let mut heartbeat = std::pin::pin!(heartbeat);
     loop {
-        // Not a whole session timeout after `Suspended`: zookeeper-client reports a silent
-        // connection well after the server last heard from us, and the server's clock runs from then.
-        let lost_at = suspended_since.map(|since| since + earliest_expiry_after_suspended(session.timeout()));
+        let lost_at = match &expiry {
+            Some(clock) => Some(clock.lock().lost_at()),
+            None => suspended_since.map(|since| since + session.timeout()),
+        };
         tokio::select! {
             _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
+            () = &mut heartbeat => unreachable!("the heartbeat runs for ever"),
             _ = sleep_until_some(lost_at) => {
-                warn!(session = %session_id, timeout = %ReadableDuration(session.timeout()), "suspended until the server may have expired the session: session lost");
+                if expiry.as_ref().is_some_and(|clock| clock.lock().lost_at() > Instant::now()) {
+                    continue; // heard from the server meanwhile
+                }
+                warn!(
+                    session = %session_id,
+                    timeout = %ReadableDuration(session.timeout()),
+                    policy = ?core.config.error_policy,
+                    "the server may expire the session now: session lost"
+                );
                 return SessionEnd::Lost;
             }
             state = states.changed() => match state {

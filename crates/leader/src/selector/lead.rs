@@ -9,7 +9,7 @@ use futures::FutureExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, warn};
-use zk_recipes_framework::{earliest_expiry_after_suspended, ConnectionState, DEFAULT_SESSION_TIMEOUT};
+use zk_recipes_framework::{ConnectionState, DEFAULT_SESSION_TIMEOUT};
 use zk_recipes_mutex::{Hold, MutexGuard};
 
 use super::election::wait_closed;
@@ -18,11 +18,11 @@ use super::{CancelReason, Leadership};
 use crate::handle::{Lifecycle, Status};
 
 /// How the selector's expiry bound is computed ([`LeaderSelector::grace_after_suspension`]):
-/// the server may expire our session no earlier than [`earliest_expiry_after_suspended`]
-/// (`7/20 × T`) after the framework reports `Suspended`; less the margin (default `T / 10`).
+/// the server may expire our session no earlier than `7/20 × T` after the framework reports
+/// `Suspended` (see the type's docs); less the margin (default `T / 10`).
 pub(super) fn grace_after_suspension(session_timeout: Duration, margin: Option<Duration>) -> Duration {
     let margin = margin.unwrap_or(session_timeout / 10);
-    earliest_expiry_after_suspended(session_timeout).saturating_sub(margin)
+    (session_timeout * 7 / 20).saturating_sub(margin)
 }
 
 /// How a leadership ended.

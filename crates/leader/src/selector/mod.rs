@@ -61,11 +61,15 @@ pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// A `take_leadership` that panics ends its leadership as if it returned (the panic is logged),
 /// as Curator carries on after `takeLeadership` throws.
 ///
-/// The bound after `Suspended`: the server can not expire the session before `Suspended + 7/20 × T`
-/// (`T` the negotiated session timeout; the framework's
-/// [`earliest_expiry_after_suspended`](zk_recipes_framework::earliest_expiry_after_suspended) says
-/// why, and declares the session `Lost` then); the selector drops the future a margin earlier
-/// (default `T/10`, so at `Suspended + T/4`).
+/// The bound after `Suspended`: the server expires a session `T` (the negotiated session timeout)
+/// after it last heard from the client. zookeeper-client does not say when it last heard from
+/// the server, so the selector takes the moment the framework reports `Suspended` and works back:
+/// zookeeper-client declares a connection dead after `2/5 × T` without a byte from the server,
+/// checked every `T/20` (so it last heard the server at most `9/20 × T` before `Suspended`), and
+/// it sends the server a ping at least every `4/20 × T` (so the server last heard from us at most
+/// `4/20 × T` before that). The server can therefore not expire the session before
+/// `Suspended + 7/20 × T`; the selector drops the future a margin earlier (default `T/10`, so at
+/// `Suspended + T/4`).
 ///
 /// Under `SessionOnly` a `Suspended` does not cancel (Curator's session policy): leadership goes
 /// on if the connection comes back in time. If it is still suspended at the same bound, the token
