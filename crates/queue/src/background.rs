@@ -85,6 +85,10 @@ impl Background {
         self.pending.count.fetch_add(1, Ordering::AcqRel);
         if let Err(err) = sender.send(job) {
             self.pending.count.fetch_sub(1, Ordering::AcqRel);
+            if let Job::ReleaseLock { lock_node, session_id, .. } = &err.0 {
+                // Nobody will release it here: its session ends it; forget it meanwhile.
+                unregister_lock(*session_id, lock_node);
+            }
             warn!(job = ?err.0, "queue background task is gone; job dropped");
         }
     }

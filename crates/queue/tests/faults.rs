@@ -549,7 +549,8 @@ async fn an_id_queue_remove_cancelled_with_its_finish_in_flight_holds_no_item_ba
         }
     }
 
-    // On the same session (it outlives the test), the lock goes, and the item is delivered.
+    // On the same session (it outlives the test), the lock goes, and the item is delivered, to a
+    // consumer on that session too (nothing of the cancelled remove's is left in this process).
     within("the lock released", async {
         while !children(&observer, LOCKS).await.is_empty() {
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -557,7 +558,7 @@ async fn an_id_queue_remove_cancelled_with_its_finish_in_flight_holds_no_item_ba
     })
     .await;
     assert_eq!(session_id(&framework).await, session, "the same session throughout");
-    let mut consumer = producer.consumer().prefetch(1);
+    let mut consumer = remover.consumer().prefetch(1);
     let delivery = next_delivery(&mut consumer).await;
     assert_eq!((delivery.name(), delivery.items()), (item.as_str(), &["kept".to_string()][..]));
     within("ack", delivery.ack()).await.expect("ack");

@@ -310,12 +310,9 @@ pub(crate) async fn remove_item<T>(inner: &Inner<T>, name: &str) -> Result<bool>
             Ok(false)
         }
         Ok(Committed::ItemGone) | Err(_) => {
-            inner.submit(Job::ReleaseLock {
-                lock_node: claim.lock_node.clone(),
-                generation: claim.generation,
-                session_id: claim.session_id,
-                verify_owner: false,
-            });
+            // After an error the commit may have applied and the lock node be gone, and another
+            // one made since: only one our session owns is deleted.
+            inner.submit(release_job(&claim, outcome.is_err()));
             outcome.map(|_| false).map_err(QueueError::from)
         }
     }
