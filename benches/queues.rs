@@ -13,8 +13,9 @@
 //! `curator`). Each round runs ours, the floor's and Curator's scenarios, the three taking turns
 //! going first. A take is timed until every item is done: at most once, until the last handler
 //! ran (its item was deleted before); lock-safe, until the queue holds no item (the last acks, each
-//! a multi deleting an item and its lock node after its handler, done), as the floor's take ends
-//! with its last finish multi.
+//! a multi deleting an item and its lock node after its handler, done; looked at from a session of
+//! its own), as the floor's take ends with its last finish multi. Both clocks stop when the last
+//! item is done (a notification, not a poll; the floor's idle consumers stop waiting then too).
 //!
 //! The floor (JSON client `floor`): our queue's protocol on bare zookeeper-client calls, at the same
 //! concurrency (4 producers / 4 consumers, one session each), with nothing else (no channel to a
@@ -44,6 +45,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use tokio::sync::watch;
 use zk_recipes::framework::zookeeper_client::{self, Client, CreateMode, MultiWriteError};
 use zk_recipes::framework::Framework;
 use zk_recipes::queue::{DistributedQueue, Utf8Serializer, DEFAULT_PREFETCH};
@@ -178,25 +180,31 @@ async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool
         frameworks.push(connect(connect_string).await);
     }
     // Lock-safe, an item's ack (one multi deleting it and its lock node) follows its handler: the
-    // take ends when the last ack is done, as the floor's ends with its last finish multi.
-    let acks_client = match lock_safe {
-        true => Some(support::bare_client(&frameworks[0]).await),
+    // take ends when the last ack is done, as the floor's ends with its last finish multi. Looked
+    // at from a session of its own, whose listings queue behind no consumer's requests.
+    let acks_watcher = match lock_safe {
+        true => Some(connect(connect_string).await),
         false => None,
     };
+    let acks_client = match &acks_watcher {
+        Some(framework) => Some(support::bare_client(framework).await),
+        None => None,
+    };
     let done = Arc::new(AtomicUsize::new(0));
+    let all_handled = Arc::new(tokio::sync::Notify::new());
     let started = Instant::now();
     let mut tasks = Vec::new();
     for framework in &frameworks {
         let consumer = queue(framework, path, lock_safe).consumer();
-        let done = done.clone();
+        let (done, all_handled) = (done.clone(), all_handled.clone());
         tasks.push(tokio::spawn(consumer.run(move |_item: String| {
-            done.fetch_add(1, Ordering::Relaxed);
+            if done.fetch_add(1, Ordering::Relaxed) + 1 == items {
+                all_handled.notify_one();
+            }
             async { Ok::<(), std::convert::Infallible>(()) }
         })));
     }
-    while done.load(Ordering::Relaxed) < items {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    all_handled.notified().await;
     if let Some(client) = acks_client {
         until_no_items(&client, path).await;
         // Dropped before the frameworks close (closed with a clone of its client alive, a
@@ -204,7 +212,7 @@ async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool
         drop(client);
     }
     let elapsed = started.elapsed();
-    for framework in &frameworks {
+    for framework in frameworks.iter().chain(&acks_watcher) {
         framework.close().await;
     }
     for task in tasks {
@@ -277,7 +285,7 @@ struct RawConsumer<'a> {
 
 impl<'a> RawConsumer<'a> {
     /// Takes items until `done` reaches `items` (counting its own in it).
-    async fn run(mut self, done: &AtomicUsize, items: usize) {
+    async fn run(mut self, done: &AtomicUsize, items: usize, all_taken: &watch::Sender<bool>) {
         while done.load(Ordering::Relaxed) < items {
             if self.must_relist || self.pending.is_empty() {
                 let (children, _, watcher) =
@@ -294,8 +302,14 @@ impl<'a> RawConsumer<'a> {
                 }
                 self.must_relist = false;
                 if names.is_empty() {
-                    // Wait on the watch, looking now and then whether the others took the rest.
-                    let _ = tokio::time::timeout(Duration::from_millis(20), watcher.changed()).await;
+                    // Wait on the watch, looking now and then whether the others took the rest,
+                    // or until one of them took the last item (the take ends without us).
+                    let mut taken = all_taken.subscribe();
+                    tokio::select! {
+                        _ = watcher.changed() => {}
+                        _ = taken.wait_for(|taken| *taken) => {}
+                        () = tokio::time::sleep(Duration::from_millis(20)) => {}
+                    }
                     continue;
                 }
                 self.pending = names.into();
@@ -309,7 +323,9 @@ impl<'a> RawConsumer<'a> {
                     self.take_locked(&batch, &locks).await
                 }
             };
-            done.fetch_add(won, Ordering::Relaxed);
+            if done.fetch_add(won, Ordering::Relaxed) + won >= items {
+                all_taken.send_replace(true);
+            }
             self.contended = lost > 0;
             if lost > 0 && lost >= won {
                 self.must_relist = true;
@@ -452,7 +468,6 @@ impl<'a> RawConsumer<'a> {
     }
 }
 
-/// The floor's consumers, taking up to `batch` items per round trip (ours: [`DEFAULT_PREFETCH`]).
 /// Waits until the queue at `path` holds no item (a children watch, listed again on each change).
 async fn until_no_items(client: &Client, path: &str) {
     loop {
@@ -460,10 +475,11 @@ async fn until_no_items(client: &Client, path: &str) {
         if !children.iter().any(|child| child.starts_with(ITEM_PREFIX)) {
             return;
         }
-        watcher.changed().await;
+        tokio::time::timeout(Duration::from_secs(60), watcher.changed()).await.expect("the queue drains");
     }
 }
 
+/// The floor's consumers, taking up to `batch` items per round trip (ours: [`DEFAULT_PREFETCH`]).
 async fn floor_consume(
     connect_string: &str,
     path: &str,
@@ -481,10 +497,12 @@ async fn floor_consume(
         support::ensure_dir(&sessions[0].1, locks).await;
     }
     let done = Arc::new(AtomicUsize::new(0));
+    let all_taken = Arc::new(watch::channel(false).0);
     let started = Instant::now();
     let mut tasks = Vec::new();
     for (index, (_, client)) in sessions.iter().enumerate() {
         let (client, dir, locks, done) = (client.clone(), path.to_owned(), locks.clone(), done.clone());
+        let all_taken = all_taken.clone();
         tasks.push(tokio::spawn(async move {
             let consumer = RawConsumer {
                 client: &client,
@@ -498,7 +516,7 @@ async fn floor_consume(
                 finishing_names: Vec::new(),
                 random: 0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1),
             };
-            consumer.run(&done, items).await;
+            consumer.run(&done, items, &all_taken).await;
         }));
     }
     for task in tasks {
