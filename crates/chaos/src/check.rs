@@ -470,7 +470,31 @@ mod tests {
             &["A mutex r0-0-1 10 5", "A mutex r1-0-1 1000 6", "L mutex r0-0-1 1050", "R mutex r1-0-1 2000"],
             None,
         );
+        assert_eq!(late.total_violations(), 0, "{late:?}");
         assert_eq!(late.max_late_lost_ms, 0.05, "{late:?}");
+    }
+
+    #[test]
+    fn a_read_lock_lost_late_is_late_for_a_writer_only() {
+        // Holders whose last number is a multiple of 4 write (`is_writer`); the others read.
+        let lines = |second: &str| {
+            [
+                "A rwlock r0-0-1 10 5".to_owned(),
+                format!("A rwlock {second} 300 6"),
+                "L rwlock r0-0-1 500".to_owned(),
+            ]
+            .into_iter()
+            .chain([format!("R rwlock {second} 1000")])
+            .collect::<Vec<_>>()
+        };
+        let check_rwlock = |lines: Vec<String>| {
+            let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
+            check_recipe(Recipe::RwLock, &events, &HashMap::new(), 10_000, 1_000, None)
+        };
+        let reader = check_rwlock(lines("r1-0-2"));
+        assert_eq!((reader.total_violations(), reader.max_late_lost_ms), (0, 0.0), "{reader:?}");
+        let writer = check_rwlock(lines("r1-0-4"));
+        assert_eq!((writer.total_violations(), writer.max_late_lost_ms), (0, 0.2), "{writer:?}");
     }
 
     /// A semaphore of two leases, the tolerance 1 ms: `lines` checked.
