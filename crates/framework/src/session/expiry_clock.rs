@@ -6,7 +6,8 @@
 //! earlier than when we sent it, so the send time of the latest answered request bounds the
 //! server's last contact from below, however slowly the server replied and whatever came after it
 //! (watch events, replies to older requests). zookeeper-client's own pings are invisible to us, so
-//! a heartbeat, an `exists` of the root every `T/10`, keeps that send time fresh.
+//! a heartbeat, an `exists` of the root every `T/10`, keeps that send time fresh. An answer from a
+//! read-only server does not count: it speaks for itself, not for the quorum that expires sessions.
 //!
 //! Counting from when zookeeper-client *reports* the silence instead, as Curator does, is late: it
 //! gives a connection up only 8–9 of its ticks (`T/20` each) after the last byte from the server,
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::time::Instant;
+use zookeeper_client::SessionState;
 
 use super::live_session::Session;
 
@@ -51,10 +53,12 @@ impl ExpiryClock {
     /// time of each answered request. Poll it beside the session's other work.
     pub(super) async fn keep(clock: &Mutex<Self>, session: &Session) {
         let every = session.timeout() / BEATS_PER_TIMEOUT;
+        // A read-only server answers for itself alone: the quorum may expire the session meanwhile.
+        let read_write = || session.client().state() == SessionState::SyncConnected;
         loop {
             let sent = Instant::now();
             // Any answer will do (the root exists, or the namespace's root under a chroot).
-            if session.client().check_stat("/").await.is_ok() {
+            if read_write() && session.client().check_stat("/").await.is_ok() && read_write() {
                 let mut clock = clock.lock();
                 clock.heard_by = clock.heard_by.max(sent);
             }

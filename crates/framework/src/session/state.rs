@@ -77,8 +77,8 @@ pub enum ErrorPolicy {
     /// Only `Lost` is an error (Curator's `SessionConnectionStateErrorPolicy`). The framework then
     /// asks the server something cheap (`exists` of the root) every tenth of the session timeout,
     /// and declares the session `Lost` a tenth of the timeout before the server may expire it:
-    /// counted from the send time of the latest answered request, so never after the server can
-    /// expire it, however slowly it answers. (Curator counts a whole timeout from `Suspended`,
+    /// counted from the send time of the latest answered request (a read-only server's answers do
+    /// not count), so never after the server can expire it, however slowly it answers. (Curator counts a whole timeout from `Suspended`,
     /// which its client reports two thirds of a timeout into the silence.)
     SessionOnly,
 }
