@@ -6,8 +6,7 @@
 //! earlier than when we sent it, so the send time of the latest answered request bounds the
 //! server's last contact from below, however slowly the server replied and whatever came after it
 //! (watch events, replies to older requests). zookeeper-client's own pings are invisible to us, so
-//! a heartbeat, an `exists` of the root every `T/10`, keeps that send time fresh. An answer from a
-//! read-only server does not count: it speaks for itself, not for the quorum that expires sessions.
+//! a heartbeat, an `exists` of the root every `T/10`, keeps that send time fresh.
 //!
 //! Counting from when zookeeper-client *reports* the silence instead, as Curator does, is late: it
 //! gives a connection up only 8–9 of its ticks (`T/20` each) after the last byte from the server,
@@ -15,8 +14,16 @@
 //! after the server's expiry with a 4 s session: under `SessionOnly`, where a hold is trusted until
 //! `Lost`, a second holder.
 //!
+//! The bound is the server's: a standalone server, or an ensemble member in its quorum. A follower
+//! cut off from its leader goes on answering its clients until it notices (`syncLimit × tickTime`),
+//! while the leader, which alone expires sessions, no longer hears of them: no client can tell,
+//! Curator's and ZooKeeper's own included. The fencing token of a hold (its node's `czxid`) is
+//! what protects a resource then. A read-only session (served by a member without a quorum) gets
+//! no clock: it is the server's own, never expired by a quorum, and holds nothing.
+//!
 //! [`ErrorPolicy::SessionOnly`]: crate::ErrorPolicy::SessionOnly
 
+use std::convert::Infallible;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -39,9 +46,15 @@ pub(super) struct ExpiryClock {
 }
 
 impl ExpiryClock {
-    /// A clock for `session`, whose handshake was sent no earlier than `connecting_since`.
-    pub(super) fn new(session: &Session, connecting_since: Instant) -> Self {
-        ExpiryClock { heard_by: connecting_since, timeout: session.timeout() }
+    /// A clock for `session`: asks the server once and starts from that request's send time (or
+    /// from `connecting_since`, before the session's handshake was sent, if it gets no answer).
+    pub(super) async fn start(session: &Session, connecting_since: Instant) -> Self {
+        let sent = Instant::now();
+        let heard_by = match session.client().check_stat("/").await {
+            Ok(_) => sent,
+            Err(_) => connecting_since,
+        };
+        ExpiryClock { heard_by, timeout: session.timeout() }
     }
 
     /// When to declare the session lost: a margin before the server may expire it.
@@ -51,14 +64,14 @@ impl ExpiryClock {
 
     /// Asks the server something cheap every `T/10`, forever, and moves the clock to the send
     /// time of each answered request. Poll it beside the session's other work.
-    pub(super) async fn keep(clock: &Mutex<Self>, session: &Session) {
+    pub(super) async fn keep(clock: &Mutex<Self>, session: &Session) -> Infallible {
         let every = session.timeout() / BEATS_PER_TIMEOUT;
-        // A read-only server answers for itself alone: the quorum may expire the session meanwhile.
-        let read_write = || session.client().state() == SessionState::SyncConnected;
+        // Not while disconnected: the request would wait for the next connection.
+        let connected = || session.client().state() == SessionState::SyncConnected;
         loop {
             let sent = Instant::now();
             // Any answer will do (the root exists, or the namespace's root under a chroot).
-            if read_write() && session.client().check_stat("/").await.is_ok() && read_write() {
+            if connected() && session.client().check_stat("/").await.is_ok() {
                 let mut clock = clock.lock();
                 clock.heard_by = clock.heard_by.max(sent);
             }

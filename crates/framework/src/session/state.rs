@@ -77,8 +77,9 @@ pub enum ErrorPolicy {
     /// Only `Lost` is an error (Curator's `SessionConnectionStateErrorPolicy`). The framework then
     /// asks the server something cheap (`exists` of the root) every tenth of the session timeout,
     /// and declares the session `Lost` a tenth of the timeout before the server may expire it:
-    /// counted from the send time of the latest answered request (a read-only server's answers do
-    /// not count), so never after the server can expire it, however slowly it answers. (Curator counts a whole timeout from `Suspended`,
+    /// counted from the send time of the latest answered request, so never after the server can
+    /// expire it, however slowly it answers (a member cut off from its quorum answers for a while
+    /// after the quorum may have expired it; no client can see that: see `docs/framework.md`). (Curator counts a whole timeout from `Suspended`,
     /// which its client reports two thirds of a timeout into the silence.)
     SessionOnly,
 }

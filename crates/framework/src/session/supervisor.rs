@@ -183,8 +183,13 @@ async fn watch_session(
     // Whether the session was ever served read-only: zookeeper-client leaves such a session for a
     // new one (under the same handle) once it reaches a read-write server.
     let mut served_read_only = session.client().session().is_readonly();
-    let expiry = (core.config.error_policy == ErrorPolicy::SessionOnly)
-        .then(|| Mutex::new(ExpiryClock::new(session, connecting_since)));
+    let expiry = match core.config.error_policy == ErrorPolicy::SessionOnly && !served_read_only {
+        true => tokio::select! {
+            _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
+            clock = ExpiryClock::start(session, connecting_since) => Some(Mutex::new(clock)),
+        },
+        false => None,
+    };
     let heartbeat = async {
         match &expiry {
             Some(clock) => ExpiryClock::keep(clock, session).await,
@@ -199,7 +204,7 @@ async fn watch_session(
         };
         tokio::select! {
             _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
-            () = &mut heartbeat => unreachable!("the heartbeat runs for ever"),
+            never = &mut heartbeat => match never {},
             _ = sleep_until_some(lost_at) => {
                 if expiry.as_ref().is_some_and(|clock| clock.lock().lost_at() > Instant::now()) {
                     continue; // heard from the server meanwhile

@@ -67,9 +67,12 @@ pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// zookeeper-client declares a connection dead after `2/5 × T` without a byte from the server,
 /// checked every `T/20` (so it last heard the server at most `9/20 × T` before `Suspended`), and
 /// it sends the server a ping at least every `4/20 × T` (so the server last heard from us at most
-/// `4/20 × T` before that). The server can therefore not expire the session before
-/// `Suspended + 7/20 × T`; the selector drops the future a margin earlier (default `T/10`, so at
-/// `Suspended + T/4`).
+/// `4/20 × T` before that). So, as long as the server answers pings within `3/20 × T`, it can
+/// not expire the session before `Suspended + 7/20 × T`; the selector drops the future a margin
+/// earlier (default `T/10`, so at `Suspended + T/4`). That is an early stop for the common case;
+/// the bound that holds however slowly the server answers is the framework's `Lost` under
+/// `ErrorPolicy::SessionOnly` (counted from the send time of its latest answered request, see
+/// `docs/framework.md`), on which the selector drops the future at once.
 ///
 /// Under `SessionOnly` a `Suspended` does not cancel (Curator's session policy): leadership goes
 /// on if the connection comes back in time. If it is still suspended at the same bound, the token
