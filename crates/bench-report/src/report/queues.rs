@@ -33,7 +33,7 @@ pub(super) fn queues_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
          Where ours batches, the floor batches the same way; the floor that does not (one item per round trip) \
          is shown beside it. A take is timed until every item is done: at most once, until the last \
          handler ran (its item was deleted before); lock-safe, until the last item's finish multi (ours: until \
-         the queue holds no item, its last acks done).\n"
+         the queue holds no item, its last acks done). One untimed round of every side comes first.\n"
     );
     let _ = writeln!(
         out,
