@@ -11,11 +11,12 @@
 //! is also appended as a JSON line (`bench` = `queues`; scenario `put`, `put-batch`, `take`,
 //! `take-lock-safe`, `end-to-end`, `end-to-end-lock-safe`; client `ours`, `floor`, `floor-1` or
 //! `curator`). Each round runs ours, the floor's and Curator's scenarios, the three taking turns
-//! going first, after one untimed round of all of them. A take is timed until every item is done: at most once, until the last handler
-//! ran (its item was deleted before); lock-safe, until the queue holds no item (the last acks, each
-//! a multi deleting an item and its lock node after its handler, done; looked at from a session of
-//! its own), as the floor's take ends with its last finish multi. Both clocks stop when the last
-//! item is done (a notification, not a poll; the floor's idle consumers stop waiting then too).
+//! going first, after one untimed round of all of them. A take is timed until every item is
+//! done: at most once, until the last handler ran (its item was deleted before); lock-safe, until
+//! the queue holds no item (the last acks, each a multi deleting an item and its lock node after
+//! its handler, done; looked at from a session of its own), as the floor's take ends with its last
+//! finish multi. Both clocks stop when the last item is done (a notification, not a poll; the
+//! floor's idle consumers stop waiting then too).
 //!
 //! The floor (JSON client `floor`): our queue's protocol on bare zookeeper-client calls, at the same
 //! concurrency (4 producers / 4 consumers, one session each), with nothing else (no channel to a

@@ -10,7 +10,7 @@
 //!
 //! Counting from when zookeeper-client *reports* the silence instead, as Curator does, is late: it
 //! gives a connection up only 8–9 of its ticks (`T/20` each) after the last byte from the server,
-//! and that byte may answer a request sent long before. A whole `T` from `Suspended` came 1.6 s
+//! and that byte may answer a request sent long before. A whole `T` from `Suspended` came 1.7 s
 //! after the server's expiry with a 4 s session: under `SessionOnly`, where a hold is trusted until
 //! `Lost`, a second holder.
 //!

@@ -79,8 +79,9 @@ pub enum ErrorPolicy {
     /// and declares the session `Lost` a tenth of the timeout before the server may expire it:
     /// counted from the send time of the latest answered request, so never after the server can
     /// expire it, however slowly it answers (a member cut off from its quorum answers for a while
-    /// after the quorum may have expired it; no client can see that: see `docs/framework.md`). (Curator counts a whole timeout from `Suspended`,
-    /// which its client reports two thirds of a timeout into the silence.)
+    /// after the quorum may have expired it; no client can see that: see `docs/framework.md`).
+    /// Curator counts a whole timeout from `Suspended`, which its client reports two thirds of a
+    /// timeout into the silence.
     SessionOnly,
 }
 
