@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::cells::{cell, format_rate, ratio_cell, PlotLink, RATIO_CELLS};
+use super::cells::{cell, format_rate, ratio_cell, round_ratios_cell, PlotLink, RATIO_CELLS};
 use crate::run::{Record, Run};
 
 /// Queue scenarios in report order: (scenario, label).
@@ -37,8 +37,9 @@ pub(super) fn queues_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
     );
     let _ = writeln!(
         out,
-        "| mode | ours items/s | floor items/s | Curator items/s | ours / floor | ours / Curator | floor without \
-         batching, items/s | ours / that floor | Curator's way |\n|---|---:|---:|---:|---:|---:|---:|---:|---|"
+        "| mode | ours items/s | floor items/s | Curator items/s | ours / floor | ours / floor, each round | \
+         ours / Curator | floor without batching, items/s | ours / that floor | Curator's way |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     for (scenario, label) in QUEUE_MODES {
         let found = |client: &str| run.find("queues", scenario, client, None);
@@ -51,11 +52,12 @@ pub(super) fn queues_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         let unbatched = found("floor-1");
         let _ = writeln!(
             out,
-            "| {label} | {} | {} | {} | {} | {} | {} | {} | {how} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {how} |",
             rate("ours"),
             rate("floor"),
             rate("curator"),
             ratio_cell(found("ours"), found("floor")),
+            round_ratios_cell(found("ours"), found("floor")),
             ratio_cell(found("ours"), found("curator")),
             rate("floor-1"),
             if unbatched.is_some() { ratio_cell(found("ours"), unbatched) } else { "–".to_owned() },
@@ -91,10 +93,10 @@ mod tests {
             line("put", "ours", 500.0, "[500]"),
         ]);
         assert!(
-            out.contains("| take, at most once | 900 | 1,000 | 300 | 0.90 (0.90) | 3.00 (3.00) | 300 | 3.00 (4.00) | its way |"),
+            out.contains("| take, at most once | 900 | 1,000 | 300 | 0.90 (0.90) | 0.90 · 0.80 | 3.00 (3.00) | 300 | 3.00 (4.00) | its way |"),
             "{out}"
         );
-        assert!(out.contains("| put, one per item | 500 | – | – | – | – | – | – | – |"), "{out}");
+        assert!(out.contains("| put, one per item | 500 | – | – | – | – | – | – | – | – |"), "{out}");
         assert!(!out.contains("put, batched"), "{out}");
     }
 
