@@ -10,7 +10,8 @@
 //! and the median of the per-round ratios). With `--json PATH` (or `ZKR_BENCH_JSON`) each scenario
 //! is also appended as a JSON line (`bench` = `queues`; scenario `put`, `put-batch`, `take`,
 //! `take-lock-safe`, `end-to-end`, `end-to-end-lock-safe`; client `ours`, `floor`, `floor-1` or
-//! `curator`). Each round runs ours, the floor's and Curator's scenarios, the three taking turns
+//! `curator`; for ours and the floor also `cpu_us_per_item`, this process's CPU time per item over
+//! the timed part, and for takes `packets_per_item`, the server's packets per item). Each round runs ours, the floor's and Curator's scenarios, the three taking turns
 //! going first, after one untimed round of all of them. A take is timed until every item is
 //! done: at most once, until the last handler ran (its item was deleted before); lock-safe, until
 //! the queue holds no item (the last acks, each a multi deleting an item and its lock node after
@@ -119,13 +120,37 @@ impl std::fmt::Display for Side {
 async fn counting_packets(
     connect: &str,
     items: usize,
-    scenario: impl std::future::Future<Output = Duration>,
-) -> (Duration, f64) {
+    scenario: impl std::future::Future<Output = Measured>,
+) -> (Measured, f64) {
     let before = support::server_packets(connect).await;
-    let elapsed = scenario.await;
+    let measured = scenario.await;
     let after = support::server_packets(connect).await;
     // The two `mntr` calls themselves count a few packets: nothing next to thousands of items.
-    (elapsed, after.saturating_sub(before) as f64 / items as f64)
+    (measured, after.saturating_sub(before) as f64 / items as f64)
+}
+
+/// A timed part's wall time, and the CPU time this process spent meanwhile (user + system: the
+/// server and Curator's driver are processes of their own).
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// Measures from its start to each [`stop`](Stopwatch::stop).
+struct Stopwatch {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Stopwatch {
+    fn start() -> Self {
+        Stopwatch { wall: Instant::now(), cpu: support::cpu_time() }
+    }
+
+    fn stop(&self) -> Measured {
+        Measured { wall: self.wall.elapsed(), cpu: support::cpu_time().saturating_sub(self.cpu) }
+    }
 }
 
 async fn connect(connect_string: &str) -> Framework {
@@ -141,12 +166,12 @@ fn queue(framework: &Framework, path: &str, lock_safe: bool) -> DistributedQueue
 }
 
 /// Puts `items` with `WORKERS` producers; `batch` 1 means one `put` per item.
-async fn produce(connect_string: &str, path: &str, items: usize, batch: usize) -> Duration {
+async fn produce(connect_string: &str, path: &str, items: usize, batch: usize) -> Measured {
     let mut frameworks = Vec::new();
     for _ in 0..WORKERS {
         frameworks.push(connect(connect_string).await);
     }
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let mut tasks = Vec::new();
     for (producer, framework) in frameworks.iter().enumerate() {
         let queue = queue(framework, path, false);
@@ -167,15 +192,15 @@ async fn produce(connect_string: &str, path: &str, items: usize, batch: usize) -
     for task in tasks {
         task.await.expect("producer");
     }
-    let elapsed = started.elapsed();
+    let measured = started.stop();
     for framework in frameworks {
         framework.close().await;
     }
-    elapsed
+    measured
 }
 
 /// Takes `items` with `WORKERS` consumers (handler API, default prefetch).
-async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool) -> Duration {
+async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool) -> Measured {
     let mut frameworks = Vec::new();
     for _ in 0..WORKERS {
         frameworks.push(connect(connect_string).await);
@@ -193,7 +218,7 @@ async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool
     };
     let done = Arc::new(AtomicUsize::new(0));
     let all_handled = Arc::new(tokio::sync::Notify::new());
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let mut tasks = Vec::new();
     for framework in &frameworks {
         let consumer = queue(framework, path, lock_safe).consumer();
@@ -212,24 +237,24 @@ async fn consume(connect_string: &str, path: &str, items: usize, lock_safe: bool
         // framework takes seconds).
         drop(client);
     }
-    let elapsed = started.elapsed();
+    let measured = started.stop();
     for framework in frameworks.iter().chain(&acks_watcher) {
         framework.close().await;
     }
     for task in tasks {
         task.await.expect("consumer").expect("run");
     }
-    elapsed
+    measured
 }
 
 /// The floor's producers: `batch` 1 creates one node per item, more creates `batch` per multi.
-async fn floor_produce(connect_string: &str, path: &str, items: usize, batch: usize) -> Duration {
+async fn floor_produce(connect_string: &str, path: &str, items: usize, batch: usize) -> Measured {
     let mut sessions = Vec::new();
     for _ in 0..WORKERS {
         sessions.push(support::raw_client(connect_string).await);
     }
     support::ensure_dir(&sessions[0].1, path).await;
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let mut tasks = Vec::new();
     for (producer, (_, client)) in sessions.iter().enumerate() {
         let (client, prefix) = (client.clone(), format!("{path}/{ITEM_PREFIX}"));
@@ -255,13 +280,13 @@ async fn floor_produce(connect_string: &str, path: &str, items: usize, batch: us
     for task in tasks {
         task.await.expect("producer");
     }
-    let elapsed = started.elapsed();
+    let measured = started.stop();
     for (framework, client) in sessions {
         // The bare client first: closed with a clone of it alive, a framework took seconds here.
         drop(client);
         framework.close().await;
     }
-    elapsed
+    measured
 }
 
 /// A finish multi in flight (lock-safe), awaited before the next one is sent.
@@ -487,7 +512,7 @@ async fn floor_consume(
     items: usize,
     lock_safe: bool,
     batch: usize,
-) -> Duration {
+) -> Measured {
     let mut sessions = Vec::new();
     for _ in 0..WORKERS {
         sessions.push(support::raw_client(connect_string).await);
@@ -499,7 +524,7 @@ async fn floor_consume(
     }
     let done = Arc::new(AtomicUsize::new(0));
     let all_taken = Arc::new(watch::channel(false).0);
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let mut tasks = Vec::new();
     for (index, (_, client)) in sessions.iter().enumerate() {
         let (client, dir, locks, done) = (client.clone(), path.to_owned(), locks.clone(), done.clone());
@@ -523,13 +548,13 @@ async fn floor_consume(
     for task in tasks {
         task.await.expect("consumer");
     }
-    let elapsed = started.elapsed();
+    let measured = started.stop();
     for (framework, client) in sessions {
         // The bare client first: closed with a clone of it alive, a framework took seconds here.
         drop(client);
         framework.close().await;
     }
-    elapsed
+    measured
 }
 
 /// Runs a Curator driver command and returns the `ops=` of its `RESULT` line (items/s).
@@ -591,6 +616,18 @@ const FLOOR_END_TO_END_LOCKED: usize = 17;
 /// The sides, in the order they take turns going first.
 const SIDES: [Side; 3] = [Side::Ours, Side::Floor, Side::Curator];
 
+/// Notes one round of the scenario at `index`: its items/s, and our process's CPU µs per item.
+fn note(
+    results: &mut [(&str, Vec<f64>)],
+    cpu_us: &mut [Vec<f64>],
+    index: usize,
+    items: usize,
+    measured: Measured,
+) {
+    results[index].1.push(items as f64 / measured.wall.as_secs_f64());
+    cpu_us[index].push(measured.cpu.as_secs_f64() * 1e6 / items as f64);
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     runtime.block_on(async {
@@ -622,7 +659,8 @@ fn main() {
         ];
         // The server's packets (sent + received) per item of each take, by results index.
         let mut packets: Vec<Vec<f64>> = vec![Vec::new(); results.len()];
-        let rate = |elapsed: Duration| items as f64 / elapsed.as_secs_f64();
+        // Our process's CPU µs per item (ours and the floor's), by results index.
+        let mut cpu_us: Vec<Vec<f64>> = vec![Vec::new(); results.len()];
         let modes: Vec<(&str, bool)> = [("plain", Mode::Plain), ("locked", Mode::LockSafe)]
             .into_iter()
             .filter(|(_, mode)| args.modes.contains(mode))
@@ -640,6 +678,7 @@ fn main() {
                 if round == warm_up_rounds {
                     results.iter_mut().for_each(|(_, rates)| rates.clear());
                     packets.iter_mut().for_each(Vec::clear);
+                    cpu_us.iter_mut().for_each(Vec::clear);
                 }
                 eprintln!("round {} of {rounds}", round - warm_up_rounds + 1);
             }
@@ -673,28 +712,28 @@ fn main() {
                                 (FLOOR_TAKE, FLOOR_TAKE_1, FLOOR_END_TO_END)
                             };
                             let path = format!("/bench/floor-{mode}-{round}");
-                            results[put_index].1.push(rate(floor_produce(&connect, &path, items, batch).await));
+                            note(&mut results, &mut cpu_us, put_index, items, floor_produce(&connect, &path, items, batch).await);
                             let take = floor_consume(&connect, &path, items, lock_safe, DEFAULT_PREFETCH);
                             let (take, per_item) = counting_packets(&connect, items, take).await;
-                            results[take_index].1.push(rate(take));
+                            note(&mut results, &mut cpu_us, take_index, items, take);
                             packets[take_index].push(per_item);
                             let path = format!("/bench/floor-{mode}-1-{round}");
                             floor_produce(&connect, &path, items, batch).await;
                             let take = floor_consume(&connect, &path, items, lock_safe, 1);
                             let (take, per_item) = counting_packets(&connect, items, take).await;
-                            results[take_1_index].1.push(rate(take));
+                            note(&mut results, &mut cpu_us, take_1_index, items, take);
                             packets[take_1_index].push(per_item);
                             let path = format!("/bench/floor-{mode}-mixed-{round}");
                             let end_to_end = async {
-                                let started = Instant::now();
+                                let started = Stopwatch::start();
                                 tokio::join!(
                                     floor_produce(&connect, &path, items, 1),
                                     floor_consume(&connect, &path, items, lock_safe, DEFAULT_PREFETCH)
                                 );
-                                started.elapsed()
+                                started.stop()
                             };
-                            let (elapsed, per_item) = counting_packets(&connect, items, end_to_end).await;
-                            results[end_to_end_index].1.push(rate(elapsed));
+                            let (measured, per_item) = counting_packets(&connect, items, end_to_end).await;
+                            note(&mut results, &mut cpu_us, end_to_end_index, items, measured);
                             packets[end_to_end_index].push(per_item);
                         }
                     }
@@ -703,26 +742,26 @@ fn main() {
                             let path = format!("/bench/{mode}-{round}");
                             let batch = if lock_safe { PUT_BATCH } else { 1 };
                             let put = produce(&connect, &path, items, batch).await;
-                            results[if lock_safe { OURS_PUT_BATCH } else { OURS_PUT }].1.push(rate(put));
+                            note(&mut results, &mut cpu_us, if lock_safe { OURS_PUT_BATCH } else { OURS_PUT }, items, put);
                             let take_index = if lock_safe { OURS_TAKE_LOCKED } else { OURS_TAKE };
                             let take = consume(&connect, &path, items, lock_safe);
                             let (take, per_item) = counting_packets(&connect, items, take).await;
-                            results[take_index].1.push(rate(take));
+                            note(&mut results, &mut cpu_us, take_index, items, take);
                             packets[take_index].push(per_item);
                             // Producers (one put per item) and consumers at the same time.
                             let path = format!("/bench/{mode}-mixed-{round}");
                             let end_to_end = async {
-                                let started = Instant::now();
+                                let started = Stopwatch::start();
                                 let (_, _) = tokio::join!(
                                     produce(&connect, &path, items, 1),
                                     consume(&connect, &path, items, lock_safe)
                                 );
-                                started.elapsed()
+                                started.stop()
                             };
-                            let (elapsed, per_item) = counting_packets(&connect, items, end_to_end).await;
+                            let (measured, per_item) = counting_packets(&connect, items, end_to_end).await;
                             let end_to_end_index =
                                 if lock_safe { OURS_END_TO_END_LOCKED } else { OURS_END_TO_END };
-                            results[end_to_end_index].1.push(rate(elapsed));
+                            note(&mut results, &mut cpu_us, end_to_end_index, items, measured);
                             packets[end_to_end_index].push(per_item);
                         }
                     }
@@ -741,6 +780,12 @@ fn main() {
         for ((what, rates), median) in results.iter().zip(&medians) {
             if !rates.is_empty() {
                 println!("  {what:<48} {median:>8.0} items/s   (rounds: {rates:.0?})");
+            }
+        }
+        println!("our process's CPU µs per item (user + system), median of the rounds:");
+        for ((what, _), per_item) in results.iter().zip(&cpu_us) {
+            if !per_item.is_empty() {
+                println!("  {what:<48} {:>8.1}   (rounds: {per_item:.1?})", support::median(per_item));
             }
         }
         println!("server packets (sent + received) per item, median of the rounds (the sessions' connects too):");
@@ -787,6 +832,8 @@ fn main() {
                     "workers": WORKERS,
                     // Server packets per item (takes and end to end), the median of the rounds.
                     "packets_per_item": (!packets[index].is_empty()).then(|| support::median(&packets[index])),
+                    // Our process's CPU per item (ours and the floor's), the median of the rounds.
+                    "cpu_us_per_item": (!cpu_us[index].is_empty()).then(|| support::median(&cpu_us[index])),
                 }),
             );
         }

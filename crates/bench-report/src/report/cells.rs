@@ -79,9 +79,20 @@ pub(super) fn cpu_us(value: f64) -> String {
 
 /// A cell of CPU µs per operation, ours / the floor's, from their records.
 pub(super) fn cpu_pair(ours: Option<&Record>, floor: Option<&Record>) -> String {
-    let cpu_of = |found: Option<&Record>| found.and_then(|found| found.number("cpu_us_per_op"));
-    match (cpu_of(ours), cpu_of(floor)) {
-        (Some(ours), Some(floor)) => format!("{} / {}", cpu_us(ours), cpu_us(floor)),
+    field_pair(ours, floor, "cpu_us_per_op", cpu_us)
+}
+
+/// A cell of one numeric `field` of two records, `a / b` (`12.5 / 10.1`), or `–` unless both
+/// have it.
+pub(super) fn field_pair(
+    a: Option<&Record>,
+    b: Option<&Record>,
+    field: &str,
+    format: impl Fn(f64) -> String,
+) -> String {
+    let of = |found: Option<&Record>| found.and_then(|found| found.number(field));
+    match (of(a), of(b)) {
+        (Some(a), Some(b)) => format!("{} / {}", format(a), format(b)),
         _ => "–".to_owned(),
     }
 }

@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::cells::{cell, format_rate, ratio_cell, round_ratios_cell, PlotLink, RATIO_CELLS};
+use super::cells::{
+    cell, cpu_us, field_pair, format_rate, ratio_cell, round_ratios_cell, times, PlotLink, RATIO_CELLS,
+};
 use crate::run::{Record, Run};
 
 /// Queue scenarios in report order: (scenario, label).
@@ -33,13 +35,18 @@ pub(super) fn queues_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
          Where ours batches, the floor batches the same way; the floor that does not (one item per round trip) \
          is shown beside it. A take is timed until every item is done: at most once, until the last \
          handler ran (its item was deleted before); lock-safe, until the last item's finish multi (ours: until \
-         the queue holds no item, its last acks done). One untimed round of every side comes first.\n"
+         the queue holds no item, its last acks done). One untimed round of every side comes first. CPU: our \
+         process's user + system time over the timed part, per item (the server and Curator's driver are \
+         processes of their own); packets: the server's packets sent + received per item (`mntr`; takes and end \
+         to end). Where ours costs more of either per item than the floor, that work is what the row's ratio \
+         pays for: the clients and the server share this machine's cores.\n"
     );
     let _ = writeln!(
         out,
         "| mode | ours items/s | floor items/s | Curator items/s | ours / floor | ours / floor, each round | \
-         ours / Curator | floor without batching, items/s | ours / that floor | Curator's way |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+         ours / Curator | floor without batching, items/s | ours / that floor | CPU µs per item, ours / floor | \
+         server packets per item, ours / floor | Curator's way |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     );
     for (scenario, label) in QUEUE_MODES {
         let found = |client: &str| run.find("queues", scenario, client, None);
@@ -52,7 +59,7 @@ pub(super) fn queues_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
         let unbatched = found("floor-1");
         let _ = writeln!(
             out,
-            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {how} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {how} |",
             rate("ours"),
             rate("floor"),
             rate("curator"),
@@ -61,6 +68,8 @@ pub(super) fn queues_section(run: &Run, out: &mut String, plot: &PlotLink<'_>) {
             ratio_cell(found("ours"), found("curator")),
             rate("floor-1"),
             if unbatched.is_some() { ratio_cell(found("ours"), unbatched) } else { "–".to_owned() },
+            field_pair(found("ours"), found("floor"), "cpu_us_per_item", cpu_us),
+            field_pair(found("ours"), found("floor"), "packets_per_item", times),
         );
     }
     let _ = writeln!(out, "\n{RATIO_CELLS}\n");
@@ -79,7 +88,9 @@ mod tests {
 
     fn line(scenario: &str, client: &str, median: f64, rounds: &str) -> String {
         format!(
-            r#"{{"bench":"queues","scenario":"{scenario}","client":"{client}","ops":{median},"per_round":{rounds},"how":"its way"}}"#
+            r#"{{"bench":"queues","scenario":"{scenario}","client":"{client}","ops":{median},"per_round":{rounds},"how":"its way","cpu_us_per_item":{},"packets_per_item":{}}}"#,
+            median / 100.0,
+            median / 1000.0,
         )
     }
 
@@ -93,10 +104,10 @@ mod tests {
             line("put", "ours", 500.0, "[500]"),
         ]);
         assert!(
-            out.contains("| take, at most once | 900 | 1,000 | 300 | 0.90 (0.90) | 0.90 · 0.80 | 3.00 (3.00) | 300 | 3.00 (4.00) | its way |"),
+            out.contains("| take, at most once | 900 | 1,000 | 300 | 0.90 (0.90) | 0.90 · 0.80 | 3.00 (3.00) | 300 | 3.00 (4.00) | 9.0 / 10.0 | 0.90 / 1.00 | its way |"),
             "{out}"
         );
-        assert!(out.contains("| put, one per item | 500 | – | – | – | – | – | – | – | – |"), "{out}");
+        assert!(out.contains("| put, one per item | 500 | – | – | – | – | – | – | – | – | – | – |"), "{out}");
         assert!(!out.contains("put, batched"), "{out}");
     }
 
