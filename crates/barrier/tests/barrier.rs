@@ -124,13 +124,13 @@ async fn a_wait_goes_through_a_removal_made_while_its_connection_was_cut() {
 }
 
 #[tokio::test]
-async fn bad_input_is_refused_with_a_typed_error_before_anything_is_sent() {
+async fn bad_input_is_refused_with_a_typed_error_before_anything_is_written() {
     init_tracing();
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
     let framework = builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
     within("connected", framework.block_until_connected(STEP)).await.expect("connected");
-    let before = proxy.stats().bytes_to_server;
+    let before = proxy.stats().writes_to_server;
 
     for bad in ["no-slash", "/trailing/", "/double//slash", ""] {
         let err = DistributedBarrier::new(&framework, bad).expect_err(bad);
@@ -146,6 +146,6 @@ async fn bad_input_is_refused_with_a_typed_error_before_anything_is_sent() {
     assert!(matches!(err, BarrierError::InvalidMemberCount(0)), "{err:?}");
     assert!(!err.is_retryable());
 
-    assert_eq!(proxy.stats().bytes_to_server, before, "bad input sent something");
+    assert_eq!(proxy.stats().writes_to_server, before, "bad input wrote something");
     within("close", framework.close()).await;
 }

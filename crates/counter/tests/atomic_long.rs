@@ -124,13 +124,13 @@ async fn empty_data_is_zero_short_data_is_corrupt_and_long_data_is_truncated() {
 }
 
 #[tokio::test]
-async fn bad_input_fails_with_a_typed_error_before_anything_is_sent() {
+async fn bad_input_fails_with_a_typed_error_before_anything_is_written() {
     init_tracing();
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
     let framework = builder(&proxy.connect_string(), Duration::from_secs(20)).start().expect("framework");
     within("connected", framework.block_until_connected(STEP)).await.expect("connected");
-    let before = proxy.stats().bytes_to_server;
+    let before = proxy.stats().writes_to_server;
 
     let invalid = DistributedAtomicLong::new(&framework, "/atomic//x", NoRetry);
     assert!(
@@ -157,7 +157,7 @@ async fn bad_input_fails_with_a_typed_error_before_anything_is_sent() {
     let cas = value.compare_and_set(b"a", &huge, step()).await;
     assert!(matches!(cas, Err(CounterError::Framework(FrameworkError::DataTooLarge { .. }))), "{cas:?}");
 
-    assert_eq!(proxy.stats().bytes_to_server, before, "nothing was sent");
+    assert_eq!(proxy.stats().writes_to_server, before, "bad input wrote something");
     within("close", framework.close()).await;
 }
 

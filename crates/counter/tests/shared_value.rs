@@ -71,14 +71,14 @@ async fn a_deleted_node_created_again_is_followed() {
 }
 
 #[tokio::test]
-async fn bad_input_fails_with_a_typed_error_before_anything_is_sent() {
+async fn bad_input_fails_with_a_typed_error_before_anything_is_written() {
     init_tracing();
     let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
     let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
     let framework = builder(&proxy.connect_string(), Duration::from_secs(20)).start().expect("framework");
     let value =
         within("start", SharedValue::start(&framework, "/shared/c", b"x", step())).await.expect("start");
-    let before = proxy.stats().bytes_to_server;
+    let before = proxy.stats().writes_to_server;
 
     let invalid = SharedValue::start(&framework, "/shared/c/", b"x", step()).await;
     assert!(
@@ -105,7 +105,7 @@ async fn bad_input_fails_with_a_typed_error_before_anything_is_sent() {
     let any_version = value.try_set(-1, b"y", step()).await;
     assert!(matches!(any_version, Err(CounterError::InvalidArgument(_))), "{any_version:?}");
 
-    assert_eq!(proxy.stats().bytes_to_server, before, "nothing was sent");
+    assert_eq!(proxy.stats().writes_to_server, before, "bad input wrote something");
     assert_eq!(on_server(&framework, "/shared/c").await, Some((b"x".to_vec(), 0)));
     assert_eq!(on_server(&framework, "/shared/huge").await, None);
     within("close", framework.close()).await;

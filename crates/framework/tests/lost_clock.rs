@@ -77,3 +77,52 @@ async fn a_cut_off_session_is_lost_no_later_than_the_server_expires_it() {
     proxy.heal();
     close_all([holder, observer]).await;
 }
+
+/// A session whose connect took most of the session timeout is not declared `Lost` at once: the
+/// clock starts from a request answered once the session is up, not from when the connect began
+/// (that alone would put the earliest expiry in the past). Every reply is held back 0.8 s while
+/// the framework connects (the handshake, then five creates making a three-level namespace:
+/// about 4.8 s of a 4 s session); once connected, replies are prompt again.
+#[tokio::test]
+async fn a_slow_connect_is_not_taken_for_a_lost_session() {
+    init_tracing();
+    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
+    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    proxy.delay_replies(Duration::from_millis(800));
+    let connecting_since = Instant::now();
+    let holder = builder(&proxy.connect_string(), SHORT_SESSION)
+        .namespace("lost-clock/slow/connect")
+        .error_policy(ErrorPolicy::SessionOnly)
+        .start()
+        .expect("holder");
+    let mut events = holder.connection_events();
+    within_for(Duration::from_secs(15), "connected", holder.block_until_connected(Duration::from_secs(15)))
+        .await
+        .expect("connected");
+    proxy.delay_replies(Duration::ZERO);
+    let connected = holder.current();
+    let negotiated = connected.session_timeout.expect("a session");
+    assert!(
+        connecting_since.elapsed() + negotiated / 10 >= negotiated,
+        "the connect took {:?}: not most of the {negotiated:?} session",
+        connecting_since.elapsed()
+    );
+    // The clock's first answer: the earliest expiry is then well ahead of the connect's start.
+    let moved_on = async {
+        loop {
+            let expiry = holder.earliest_session_expiry(connected.generation);
+            if expiry.is_some_and(|expiry| expiry > connecting_since + negotiated + negotiated / 2) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    within_for(Duration::from_secs(5), "the clock's first answer", moved_on).await;
+    while let Some(Some(update)) = futures::FutureExt::now_or_never(events.next()) {
+        if let ConnectionUpdate::Changed(event) = update {
+            assert_ne!(event.state, ConnectionState::Lost, "a slow connect was taken for a lost session");
+        }
+    }
+    assert_eq!(holder.current().generation, connected.generation, "still the first session");
+    close_all([holder]).await;
+}

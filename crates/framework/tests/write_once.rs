@@ -50,13 +50,13 @@ async fn a_conditional_write_is_applied_once_or_refused_with_nothing_changed() {
 }
 
 #[tokio::test]
-async fn bad_input_fails_with_a_typed_error_before_anything_is_sent() {
+async fn bad_input_fails_with_a_typed_error_before_anything_is_written() {
     init_tracing();
     let (_server, proxy, framework, observer) = proxied(Duration::from_secs(10)).await;
     let create = observer.create("/write-once/b").data(&b"v"[..]).creating_parents(ParentMode::Container);
     within("create", create.deadline(step())).await.expect("created");
     let read = within("read", framework.get_data("/write-once/b", step())).await.expect("read");
-    let before = proxy.stats().bytes_to_server;
+    let before = proxy.stats().writes_to_server;
 
     let invalid =
         within("invalid path", framework.write_once("/write-once/b/", ConditionalWrite::create(b""), step()))
@@ -72,7 +72,7 @@ async fn bad_input_fails_with_a_typed_error_before_anything_is_sent() {
         framework.write_once("/write-once/b", ConditionalWrite::set_if_unchanged(&huge, &read.stat), step());
     assert!(matches!(within("too large", too_large).await, Err(Error::DataTooLarge { .. })));
 
-    assert_eq!(proxy.stats().bytes_to_server, before, "nothing was sent");
+    assert_eq!(proxy.stats().writes_to_server, before, "bad input wrote something");
     assert_eq!(on_server(&observer, "/write-once/b").await, Some((b"v".to_vec(), 0)));
     let closed = builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
     within("close", closed.close()).await;

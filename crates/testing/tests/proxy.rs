@@ -33,6 +33,23 @@ async fn cut_now_disconnects_and_the_client_reconnects_with_the_same_session() {
 }
 
 #[tokio::test]
+async fn writes_to_the_server_count_writes_only() {
+    let server = within_for(SERVER_START, "starting", TestingServer::start()).await.expect("start");
+    let proxy = within("starting the proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let client = connect(&proxy.connect_string(), Duration::from_secs(10)).await;
+    let before = proxy.stats().writes_to_server;
+    within("read", client.check_stat("/")).await.expect("exists");
+    within("read", client.list_children("/")).await.expect("list");
+    assert_eq!(proxy.stats().writes_to_server, before, "reads are not writes");
+    create(&client, "/written", b"").await;
+    within("set", client.set_data("/written", b"x", None)).await.expect("set");
+    let mut multi = client.new_multi_writer();
+    multi.add_delete("/written", None).expect("valid path");
+    within("multi", multi.commit()).await.expect("multi");
+    assert_eq!(proxy.stats().writes_to_server, before + 3, "a create, a set and a multi");
+}
+
+#[tokio::test]
 async fn black_hole_past_the_session_timeout_expires_only_that_session() {
     let server = within_for(SERVER_START, "starting", TestingServer::start()).await.expect("start");
     let proxy = within("starting the proxy", FaultProxy::start(server.address())).await.expect("proxy");

@@ -143,6 +143,45 @@ impl Framework {
         }
     }
 
+    /// The earliest moment the server may expire session `generation` (a session's generation is
+    /// in [`current`](Self::current), and in every node built on it), by the framework's expiry
+    /// clock: the send time of the latest request the server answered on that session, plus the
+    /// negotiated session timeout. The server expires a session no earlier than a session timeout
+    /// after it last heard from it, and it heard such a request no earlier than it was sent, so
+    /// this holds however slowly the server answers. It moves forward while the server answers
+    /// (a heartbeat, an `exists` of the root, asks every tenth of the timeout while connected),
+    /// and stays put while it does not, connected or not.
+    ///
+    /// `None` when `generation` is not the current session (before the first one, once it is
+    /// lost, after a newer one opened: never another session's bound), until the session's first
+    /// request is answered (a round trip after it opens), for a read-only session (it has no
+    /// clock), and once the framework is closed. Subtract a margin of your own for a
+    /// timer that fires late: under `ErrorPolicy::SessionOnly` the framework declares the session
+    /// `Lost` a tenth of the timeout before this moment, under `ErrorPolicy::Standard` only after
+    /// a whole timeout suspended, which may come after it.
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) {
+    /// use std::time::Duration;
+    ///
+    /// // The generation of the session a hold of ours stands on.
+    /// let generation = framework.current().generation;
+    /// let margin = Duration::from_millis(400);
+    /// if let Some(expiry) = framework.earliest_session_expiry(generation) {
+    ///     // Work that relies on the hold stops by then, whatever the connection says.
+    ///     let _ = tokio::time::timeout_at(expiry - margin, std::future::pending::<()>()).await;
+    /// }
+    /// # }
+    /// ```
+    pub fn earliest_session_expiry(&self, generation: u64) -> Option<Instant> {
+        let snapshot = self.core().snapshot.borrow();
+        if snapshot.closed {
+            return None;
+        }
+        let session = snapshot.session.as_ref().filter(|session| session.generation() == generation)?;
+        session.earliest_expiry()
+    }
+
     /// Subscribes to every connection transition from now on, in order.
     pub fn connection_events(&self) -> ConnectionEvents {
         ConnectionEvents::new(self.core().events.subscribe(), self.core().snapshot.subscribe())

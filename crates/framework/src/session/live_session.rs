@@ -4,9 +4,11 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, SessionId};
 
 use super::acl::AclProvider;
+use super::expiry_clock::ExpiryClock;
 use super::features::FeatureProbe;
 use super::upper::UpperParts;
 
@@ -41,6 +43,8 @@ struct SessionParts {
     features: Arc<FeatureProbe>,
     /// What the floor above keeps beside this session ([`super::upper`]).
     upper: UpperParts,
+    /// When the server may expire this session ([`super::expiry_clock`]), started by the supervisor.
+    expiry_clock: ExpiryClock,
 }
 
 impl Session {
@@ -51,7 +55,19 @@ impl Session {
         features: Arc<FeatureProbe>,
         upper: UpperParts,
     ) -> Self {
-        Self { inner: Arc::new(SessionParts { client, generation, acl, features, upper }) }
+        let expiry_clock = ExpiryClock::default();
+        Self { inner: Arc::new(SessionParts { client, generation, acl, features, upper, expiry_clock }) }
+    }
+
+    /// This session's expiry clock.
+    pub(crate) fn expiry_clock(&self) -> &ExpiryClock {
+        &self.inner.expiry_clock
+    }
+
+    /// The earliest moment the server may expire this session, by its expiry clock; `None` while
+    /// the clock does not run (a read-only session).
+    pub(crate) fn earliest_expiry(&self) -> Option<Instant> {
+        self.inner.expiry_clock.earliest_expiry(self.timeout())
     }
 
     /// The floor above's part of type `T` beside this session ([`super::upper`]).
@@ -70,6 +86,11 @@ impl Session {
     }
 
     /// The zookeeper-client handle (paths are relative to the framework's namespace).
+    ///
+    /// zookeeper-client ends a session only when its last handle is dropped: a clone of this one
+    /// kept past [`Framework::close`](crate::Framework::close) keeps the session open (and its
+    /// ephemeral nodes on the server) until that clone is dropped, and `close` gives up waiting
+    /// for the session's end after 2 s. Drop clones before closing.
     pub fn client(&self) -> &Client {
         &self.inner.client
     }

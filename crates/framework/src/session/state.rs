@@ -75,8 +75,9 @@ pub enum ErrorPolicy {
     #[default]
     Standard,
     /// Only `Lost` is an error (Curator's `SessionConnectionStateErrorPolicy`). The framework then
-    /// asks the server something cheap (`exists` of the root) every tenth of the session timeout,
-    /// and declares the session `Lost` a tenth of the timeout before the server may expire it:
+    /// declares the session `Lost` a tenth of the timeout before the server may expire it, by its
+    /// expiry clock (which runs under either policy: an `exists` of the root every tenth of the
+    /// session timeout; see [`Framework::earliest_session_expiry`](crate::Framework::earliest_session_expiry)):
     /// counted from the send time of the latest answered request, so never after the server can
     /// expire it, however slowly it answers (a member cut off from its quorum answers for a while
     /// after the quorum may have expired it; no client can see that: see `docs/framework.md`).

@@ -16,7 +16,6 @@ use super::builder::FrameworkBuilder;
 use super::diagnose::{diagnose, FailureWarnings};
 use super::duration::ReadableDuration;
 use super::error::{Error, Result};
-use super::expiry_clock::ExpiryClock;
 use super::handle::{Core, Framework};
 use super::live_session::Session;
 use super::retry::Backoff;
@@ -166,10 +165,13 @@ async fn connect(core: &Core) -> Result<Client> {
 /// Follows one session's states until it is lost or the framework is closed. The session's
 /// handshake was sent no earlier than `connecting_since`.
 ///
-/// When a session is declared lost: under [`ErrorPolicy::Standard`] after a whole session timeout
-/// suspended (Curator's rule; recipes already treat `Suspended` as the end of every hold); under
-/// [`ErrorPolicy::SessionOnly`], where a hold is trusted until `Lost`, a margin before the server
-/// may expire it, by the [`ExpiryClock`], suspended or not.
+/// Every session but a read-only one runs its expiry clock ([`super::expiry_clock`], a heartbeat
+/// every `T/10`), under either policy, so that recipes can read when the server may expire it
+/// ([`Framework::earliest_session_expiry`]). When a session is declared lost: under
+/// [`ErrorPolicy::Standard`] after a whole session timeout suspended (Curator's rule; recipes
+/// already treat `Suspended` as the end of every hold); under [`ErrorPolicy::SessionOnly`], where
+/// a hold is trusted until `Lost`, a margin before the server may expire it, by the clock,
+/// suspended or not.
 async fn watch_session(
     core: &Core,
     session: &Session,
@@ -179,39 +181,42 @@ async fn watch_session(
     let mut states = session.client().state_watcher();
     let session_id = session.id();
     let generation = session.generation();
+    let timeout = session.timeout();
     let mut suspended_since: Option<Instant> = None;
     // Whether the session was ever served read-only: zookeeper-client leaves such a session for a
     // new one (under the same handle) once it reaches a read-write server.
     let mut served_read_only = session.client().session().is_readonly();
-    let expiry = match core.config.error_policy == ErrorPolicy::SessionOnly && !served_read_only {
-        true => tokio::select! {
+    let clock = session.expiry_clock();
+    let clock_runs = !served_read_only;
+    if clock_runs {
+        tokio::select! {
             _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
-            clock = ExpiryClock::start(session, connecting_since) => Some(Mutex::new(clock)),
-        },
-        false => None,
-    };
+            () = clock.start(session, connecting_since) => {}
+        }
+    }
+    let lost_by_clock = core.config.error_policy == ErrorPolicy::SessionOnly;
     let heartbeat = async {
-        match &expiry {
-            Some(clock) => ExpiryClock::keep(clock, session).await,
-            None => std::future::pending().await,
+        match clock_runs {
+            true => clock.keep(session).await,
+            false => std::future::pending().await,
         }
     };
     let mut heartbeat = std::pin::pin!(heartbeat);
     loop {
-        let lost_at = match &expiry {
-            Some(clock) => Some(clock.lock().lost_at()),
-            None => suspended_since.map(|since| since + session.timeout()),
+        let lost_at = match lost_by_clock.then(|| clock.lost_at(timeout)).flatten() {
+            Some(at) => Some(at),
+            None => suspended_since.map(|since| since + timeout),
         };
         tokio::select! {
             _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
             never = &mut heartbeat => match never {},
             _ = sleep_until_some(lost_at) => {
-                if expiry.as_ref().is_some_and(|clock| clock.lock().lost_at() > Instant::now()) {
+                if lost_by_clock && clock.lost_at(timeout).is_some_and(|at| at > Instant::now()) {
                     continue; // heard from the server meanwhile
                 }
                 warn!(
                     session = %session_id,
-                    timeout = %ReadableDuration(session.timeout()),
+                    timeout = %ReadableDuration(timeout),
                     policy = ?core.config.error_policy,
                     "the server may expire the session now: session lost"
                 );

@@ -61,8 +61,9 @@ impl LeaderSelectorBuilder {
     }
 
     /// Subtracted from the earliest moment the server may expire our session, to fix when a
-    /// suspended leadership's future is dropped. Defaults to a tenth of the negotiated session
-    /// timeout.
+    /// leadership's future is dropped: after a `Suspended` by the early bound, and by the
+    /// framework's expiry clock whatever the connection says (see [`LeaderSelector`]). Defaults
+    /// to a tenth of the negotiated session timeout.
     pub fn expiry_margin(mut self, margin: Duration) -> Self {
         self.expiry_margin = Some(margin);
         self

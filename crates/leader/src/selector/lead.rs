@@ -1,5 +1,7 @@
 //! One leadership: `take_leadership` runs while the selector follows the connection, cancels the
-//! token when it must, and drops the future no later than the server may expire the session.
+//! token when it must, and drops the future no later than the server may expire the session: by
+//! the framework's expiry clock under either policy, and after `Suspended` by the early bound
+//! ([`grace_after_suspension`]) when that comes first.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -17,12 +19,20 @@ use super::state::Shared;
 use super::{CancelReason, Leadership};
 use crate::handle::{Lifecycle, Status};
 
-/// How the selector's expiry bound is computed ([`LeaderSelector::grace_after_suspension`]):
-/// the server may expire our session no earlier than `7/20 × T` after the framework reports
-/// `Suspended` (see the type's docs); less the margin (default `T / 10`).
+/// The selector's early bound after `Suspended` ([`LeaderSelector::grace_after_suspension`]):
+/// the server expires our session no earlier than `7/20 × T` after the framework reports
+/// `Suspended` *if it answers pings within `3/20 × T`* (see the type's docs); less the margin.
+/// The expiry clock's bound ([`Shared::clock_bound`]) holds however slowly it answers.
+///
+/// [`LeaderSelector::grace_after_suspension`]: super::LeaderSelector::grace_after_suspension
 pub(super) fn grace_after_suspension(session_timeout: Duration, margin: Option<Duration>) -> Duration {
-    let margin = margin.unwrap_or(session_timeout / 10);
-    (session_timeout * 7 / 20).saturating_sub(margin)
+    (session_timeout * 7 / 20).saturating_sub(expiry_margin(session_timeout, margin))
+}
+
+/// How long before the server may expire our session the future is dropped: `margin`, or by
+/// default a tenth of the session timeout.
+fn expiry_margin(session_timeout: Duration, margin: Option<Duration>) -> Duration {
+    margin.unwrap_or(session_timeout / 10)
 }
 
 /// How a leadership ended.
@@ -69,9 +79,9 @@ impl Shared {
         // The leadership stands on the session that owns our lock node: its timer starts from the
         // state of that session now, whatever was published between the grant and the
         // subscription above (a Suspended, under SessionOnly, reaches us no other way).
+        let generation = guard.session_generation();
         let now = self.framework.current();
-        let hold_gone =
-            now.generation != guard.session_generation() || now.state == Some(ConnectionState::Lost);
+        let hold_gone = now.generation != generation || now.state == Some(ConnectionState::Lost);
         let suspended_since = match (now.state, now.since) {
             (Some(ConnectionState::Suspended), Some(since)) => Some(since),
             _ => None,
@@ -85,8 +95,8 @@ impl Shared {
             let mut lost_seen = false;
             let mut events_ended = false;
             let mut cancelled = false;
-            // When the server may expire our session (set on Suspended), and when a close's grace
-            // ends: the future is dropped at the earlier one.
+            // The early bound after a Suspended (set on it), and when a close's grace ends: the
+            // future is dropped at the earliest of them and of the expiry clock's bound.
             let mut expiry_at: Option<Instant> =
                 suspended_since.map(|since| since + self.grace_after_suspension());
             let mut close_at: Option<Instant> = None;
@@ -97,19 +107,25 @@ impl Shared {
                 expiry_at = Some(Instant::now());
             }
             loop {
-                let drop_at = match (expiry_at, close_at) {
-                    (Some(expiry), Some(close)) => Some(expiry.min(close)),
-                    (expiry, close) => expiry.or(close),
-                };
+                // Read again at each turn: the clock moves on while the server answers. Connected
+                // or not: a server whose answers come late keeps the connection up past it.
+                let clock_at = self.clock_bound(generation);
+                let drop_at = [expiry_at, close_at, clock_at].into_iter().flatten().min();
                 tokio::select! {
                     biased;
                     () = sleep_until_some(drop_at) => {
-                        let reason = if close_at == drop_at {
+                        let now = Instant::now();
+                        let reason = if close_at.is_some_and(|close| close <= now) {
                             CancelReason::Closed
                         } else if hold_gone {
                             CancelReason::Connection(ConnectionState::Lost)
-                        } else {
+                        } else if expiry_at.is_some_and(|expiry| expiry <= now) {
                             CancelReason::Connection(ConnectionState::Suspended)
+                        } else if self.clock_bound(generation).is_some_and(|clock| clock > now) {
+                            continue; // a late answer moved the clock on
+                        } else {
+                            // The server may expire the session from now on: as good as lost.
+                            CancelReason::Connection(ConnectionState::Lost)
                         };
                         self.cancel(&cancel, reason);
                         break End::Dropped(reason);
@@ -201,6 +217,18 @@ impl Shared {
     pub(super) fn grace_after_suspension(&self) -> Duration {
         let timeout = self.framework.current().session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT);
         grace_after_suspension(timeout, self.expiry_margin)
+    }
+
+    /// When the expiry clock says a leadership on session `generation` must end: the earliest
+    /// moment the server may expire that session (the send time of the latest request it
+    /// answered, plus `T`), less the margin. `None` while there is no such bound: a read-only
+    /// session (the selector drops the future on `ReadOnly`), or a session no longer current
+    /// (dropped on `Lost`).
+    pub(super) fn clock_bound(&self, generation: u64) -> Option<Instant> {
+        let expiry = self.framework.earliest_session_expiry(generation)?;
+        let timeout = self.framework.current().session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT);
+        let margin = expiry_margin(timeout, self.expiry_margin);
+        Some(expiry.checked_sub(margin).unwrap_or_else(Instant::now))
     }
 }
 

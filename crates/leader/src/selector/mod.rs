@@ -55,24 +55,40 @@ pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(5);
 ///   node is deleted. `take_leadership` should return promptly.
 /// - It **drops** the future (no further poll) if it has not returned by the time the server may
 ///   have expired our session and elected someone else: at once when the session is lost, our
-///   node deleted, or the connection goes read-only (no quorum); after
-///   [`grace_after_suspension`](Self::grace_after_suspension) following a `Suspended`.
+///   node deleted, or the connection goes read-only (no quorum); otherwise at the earlier of the
+///   framework's expiry clock's bound and, after a `Suspended`,
+///   [`grace_after_suspension`](Self::grace_after_suspension).
 ///
 /// A `take_leadership` that panics ends its leadership as if it returned (the panic is logged),
 /// as Curator carries on after `takeLeadership` throws.
 ///
-/// The bound after `Suspended`: the server expires a session `T` (the negotiated session timeout)
-/// after it last heard from the client. zookeeper-client does not say when it last heard from
-/// the server, so the selector takes the moment the framework reports `Suspended` and works back:
-/// zookeeper-client declares a connection dead after `2/5 × T` without a byte from the server,
-/// checked every `T/20` (so it last heard the server at most `9/20 × T` before `Suspended`), and
-/// it sends the server a ping at least every `4/20 × T` (so the server last heard from us at most
-/// `4/20 × T` before that). So, as long as the server answers pings within `3/20 × T`, it can
-/// not expire the session before `Suspended + 7/20 × T`; the selector drops the future a margin
-/// earlier (default `T/10`, so at `Suspended + T/4`). That is an early stop for the common case;
-/// the bound that holds however slowly the server answers is the framework's `Lost` under
-/// `ErrorPolicy::SessionOnly` (counted from the send time of its latest answered request, see
-/// `docs/framework.md`), on which the selector drops the future at once.
+/// The bound that holds, under either error policy: the server expires a session `T` (the
+/// negotiated session timeout) after it last heard from the client, and it heard a request it
+/// answered no earlier than we sent it. The framework keeps the send time of the latest answered
+/// request of the session (a heartbeat asks every `T/10`;
+/// [`Framework::earliest_session_expiry`]), and the selector drops the future at that time plus
+/// `T`, less the margin ([`expiry_margin`](LeaderSelectorBuilder::expiry_margin), default `T/10`),
+/// connected or not, re-reading the clock when its timer fires (a late answer moves it on). This
+/// holds however slowly the server answers: replies that come late, or watch notifications, keep
+/// zookeeper-client's connection up, and its `Suspended` late, while the server no longer hears
+/// us (tested with replies 2 s late on a 4 s session: the early bound below alone dropped the
+/// future 0.7 s after the server expired the session; and with notifications every 100 ms, when
+/// `Suspended` came only with the expiry). A server whose answers take longer than `T` less twice
+/// the margin ends leaderships on a live session: it cannot be told from one that stopped hearing
+/// us.
+///
+/// The early stop for the common case, after `Suspended`: zookeeper-client does not say when it
+/// last heard from the server, so the selector takes the moment the framework reports
+/// `Suspended` and works back: zookeeper-client declares a connection dead after `2/5 × T`
+/// without a byte from the server, checked every `T/20` (so it last heard the server at most
+/// `9/20 × T` before `Suspended`), and it sends the server a ping at least every `4/20 × T` (so
+/// the server last heard from us at most `4/20 × T` before that). So, *as long as the server
+/// answers pings within `3/20 × T`*, it can not expire the session before `Suspended + 7/20 × T`;
+/// the selector drops the future a margin earlier (default `T/10`, so at `Suspended + T/4`) when
+/// that comes before the clock's bound. Under `ErrorPolicy::SessionOnly` the framework declares
+/// `Lost` at the clock's bound with its own margin of `T/10` (see `docs/framework.md`), on which
+/// the selector drops the future at once; under `ErrorPolicy::Standard` `Lost` comes a whole `T`
+/// after `Suspended`, later than either bound.
 ///
 /// Under `SessionOnly` a `Suspended` does not cancel (Curator's session policy): leadership goes
 /// on if the connection comes back in time. If it is still suspended at the same bound, the token
@@ -219,9 +235,10 @@ impl LeaderSelector {
         }
     }
 
-    /// How long a leadership may run on after the framework reports `Suspended` (standard error
-    /// policy) before its future is dropped, for the current session: `7/20 × T − margin` (see the
-    /// type's docs).
+    /// How long a leadership may run on after the framework reports `Suspended` before its future
+    /// is dropped, for the current session: `7/20 × T − margin`, the early stop for the common
+    /// case. The future is dropped sooner if the framework's expiry clock says the server may
+    /// expire the session sooner (see the type's docs).
     pub fn grace_after_suspension(&self) -> Duration {
         let timeout = self.shared.framework.current().session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT);
         grace_after_suspension(timeout, self.shared.expiry_margin)

@@ -1,6 +1,7 @@
 //! The proxy's connections: the accept loop, and per connection the pump that forwards both ways,
 //! parses what passes, and applies the faults armed for it (and drops watch notifications).
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use super::reports::CutReply;
 use super::state::{ArmedCut, Shared};
@@ -108,22 +110,37 @@ async fn pump(
     let mut pending: Option<PendingCut<'_>> = None;
     let mut up = vec![0u8; 64 * 1024];
     let mut down = vec![0u8; 64 * 1024];
+    // The server's bytes held by `delay_replies`, each with when it is due, in the order read.
+    let mut delayed: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
     loop {
         if *black_hole.borrow_and_update() {
             // Forward nothing; the end of the black hole closes this connection.
             std::future::pending::<()>().await;
         }
+        let next_due = delayed.front().map(|(due, _)| *due);
         tokio::select! {
             changed = black_hole.changed() => {
                 if changed.is_err() {
                     return None;
                 }
             }
+            () = sleep_until_some(next_due), if next_due.is_some() => {
+                let (_, bytes) = delayed.pop_front().expect("a held chunk is due");
+                if client_write.write_all(&bytes).await.is_err() {
+                    return None;
+                }
+                shared.bytes_to_client.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            }
             read = client_read.read(&mut up) => {
                 let count = match read {
                     Ok(0) | Err(_) => return None,
                     Ok(count) => count,
                 };
+                if shared.state.lock().requests_black_holed {
+                    // A one-way black hole: the server never hears it (the connection is closed
+                    // when the black hole ends, so the dropped bytes never split a frame it reads).
+                    continue;
+                }
                 requests.feed(&up[..count]);
                 let mut out = Vec::with_capacity(count);
                 let mut held = false;
@@ -144,6 +161,9 @@ async fn pump(
                                 held = true;
                                 break;
                             }
+                        }
+                        if request.as_ref().is_some_and(Request::is_write) {
+                            shared.writes_to_server.fetch_add(1, Ordering::Relaxed);
                         }
                         if pending.is_none() {
                             if let Some(request) = request {
@@ -204,7 +224,11 @@ async fn pump(
                     }
                     out.extend_from_slice(piece.bytes());
                 }
-                if !out.is_empty() {
+                let delay = shared.reply_delay();
+                if !out.is_empty() && (!delay.is_zero() || !delayed.is_empty()) {
+                    // Held, behind what is held already (lost if the connection closes first).
+                    delayed.push_back((Instant::now() + delay, out));
+                } else if !out.is_empty() {
                     if client_write.write_all(&out).await.is_err() {
                         return None;
                     }
@@ -215,5 +239,12 @@ async fn pump(
                 }
             }
         }
+    }
+}
+
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

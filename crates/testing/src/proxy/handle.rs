@@ -39,6 +39,11 @@ use crate::error::{Result, TestingError};
 /// * [`black_hole_at_next_request`](Self::black_hole_at_next_request): start a black hole the
 ///   moment the next request that matches arrives, before it reaches the server — the client's
 ///   request is in flight, and stays so, while the partition lasts.
+/// * [`black_hole_requests`](Self::black_hole_requests): a one-way black hole: drop what the
+///   client sends, forward what the server sends — the server stops hearing a client that still
+///   hears it.
+/// * [`delay_replies`](Self::delay_replies): hold what the server sends for a while before
+///   forwarding it, in order — late answers, a slow link back.
 /// * [`drop_watch_events`](Self::drop_watch_events): drop the server's watch notifications (all,
 ///   or each with a probability) and keep the connection: the client's watchers never fire and
 ///   nothing tells it so — a follower that drifts from the server without a reset.
@@ -95,9 +100,11 @@ impl FaultProxy {
             accepted: AtomicU64::new(0),
             cut: AtomicU64::new(0),
             bytes_to_server: AtomicU64::new(0),
+            writes_to_server: AtomicU64::new(0),
             bytes_to_client: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             watch_events: WatchEventDrop::default(),
+            reply_delay_nanos: AtomicU64::new(0),
         });
         let accept_task = tokio::spawn(accept_loop(shared.clone(), listener));
         tracing::debug!(%local_address, %target, "fault proxy listening");
@@ -126,6 +133,7 @@ impl FaultProxy {
             open: self.shared.state.lock().connections.len(),
             cut: self.shared.cut.load(Ordering::Relaxed),
             bytes_to_server: self.shared.bytes_to_server.load(Ordering::Relaxed),
+            writes_to_server: self.shared.writes_to_server.load(Ordering::Relaxed),
             bytes_to_client: self.shared.bytes_to_client.load(Ordering::Relaxed),
             refused: self.shared.refused.load(Ordering::Relaxed),
             watch_events_dropped: self.shared.watch_events.dropped.load(Ordering::Relaxed),
@@ -149,9 +157,70 @@ impl FaultProxy {
         self.shared.start_black_hole(&mut state, duration);
     }
 
-    /// Ends a black hole early (closing its connections, as at its normal end).
+    /// Ends a black hole, and a [`black_hole_requests`](Self::black_hole_requests), early
+    /// (closing their connections, as at their normal end). A reply delay stays.
     pub fn heal(&self) {
         self.shared.end_black_hole(None);
+        self.shared.end_requests_black_hole(None);
+    }
+
+    /// Starts a one-way black hole of `duration` and returns at once: what clients send (on open
+    /// connections and on new ones) is read and dropped, so the server hears nothing more from
+    /// them, while what the server sends is still forwarded (replies to requests it had, pings'
+    /// answers, watch notifications, late under [`delay_replies`](Self::delay_replies)). The
+    /// client goes on hearing a server that no longer hears it — the server's last contact from
+    /// the client is earlier than the client's last byte from the server. When it ends (or at
+    /// [`heal`](Self::heal)), every connection open then is closed (its requests lost bytes) and
+    /// traffic flows again on new connections. A new call while one is active replaces its end
+    /// time. Black hole and one-way black hole are independent: either silences the requests.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # fn demo(proxy: &zk_recipes_testing::FaultProxy) {
+    /// use std::time::Duration;
+    ///
+    /// proxy.delay_replies(Duration::from_millis(500));
+    /// // The server stops hearing the client now; the client hears replies for 500 ms more.
+    /// proxy.black_hole_requests(Duration::from_secs(10));
+    /// # }
+    /// ```
+    pub fn black_hole_requests(&self, duration: Duration) {
+        let _runtime = self.runtime.enter();
+        self.shared.start_requests_black_hole(duration);
+    }
+
+    /// True during a [`black_hole_requests`](Self::black_hole_requests).
+    pub fn is_requests_black_holed(&self) -> bool {
+        self.shared.state.lock().requests_black_holed
+    }
+
+    /// From now on, holds every byte the server sends (on any connection) for `delay` after the
+    /// proxy reads it, then forwards it, in order: a server whose answers come late (a slow
+    /// disk, a backlog) or a slow link from server to client. Requests are forwarded at once.
+    /// `Duration::ZERO` turns it off (the default); bytes already held still wait their turn, so
+    /// nothing is reordered. What is held when its connection closes (a cut, the server closing)
+    /// is lost, as on a reset; a [`black_hole`](Self::black_hole) holds it until its end closes
+    /// the connection.
+    ///
+    /// Raising the delay by `d` leaves the client `d` without a byte from the server (plus the
+    /// usual gap between two replies): zookeeper-client gives a connection up after `2/5` of the
+    /// session timeout without one, so raise a long delay in steps shorter than that.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # fn demo(proxy: &zk_recipes_testing::FaultProxy) {
+    /// use std::time::Duration;
+    ///
+    /// proxy.delay_replies(Duration::from_millis(800));
+    /// // ... once a delayed reply has reached the client ...
+    /// proxy.delay_replies(Duration::from_millis(1600));
+    /// proxy.delay_replies(Duration::ZERO); // on time again, after what is held
+    /// # }
+    /// ```
+    pub fn delay_replies(&self, delay: Duration) {
+        let nanos = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+        self.shared.reply_delay_nanos.store(nanos, Ordering::Relaxed);
+        tracing::debug!(local_address = %self.local_address, ?delay, "fault proxy delays replies");
     }
 
     /// True during a [`black_hole`](Self::black_hole).

@@ -33,6 +33,10 @@ pub struct ProxyStats {
     pub cut: u64,
     /// Bytes forwarded from clients to the server.
     pub bytes_to_server: u64,
+    /// Requests forwarded to the server that may change its data (creates, deletes, `setData`,
+    /// `setACL`, multis, `reconfig`): what a test of "bad input changes nothing" counts, where
+    /// bytes would count the framework's heartbeat and zookeeper-client's pings too.
+    pub writes_to_server: u64,
     /// Bytes forwarded from the server to clients.
     pub bytes_to_client: u64,
     /// Requests refused ([`FaultProxy::refuse_requests`]), each closing its connection.

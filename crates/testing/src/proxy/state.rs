@@ -23,9 +23,13 @@ pub(super) struct Shared {
     pub(super) accepted: AtomicU64,
     pub(super) cut: AtomicU64,
     pub(super) bytes_to_server: AtomicU64,
+    pub(super) writes_to_server: AtomicU64,
     pub(super) bytes_to_client: AtomicU64,
     pub(super) refused: AtomicU64,
     pub(super) watch_events: WatchEventDrop,
+    /// [`FaultProxy::delay_replies`](crate::FaultProxy::delay_replies): how long the server's
+    /// bytes are held before they are forwarded, in nanoseconds; 0 is off.
+    pub(super) reply_delay_nanos: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -35,6 +39,10 @@ pub(super) struct State {
     pub(super) connections: HashMap<u64, oneshot::Sender<()>>,
     pub(super) black_holed: bool,
     pub(super) black_hole_generation: u64,
+    /// [`FaultProxy::black_hole_requests`](crate::FaultProxy::black_hole_requests): what clients
+    /// send is dropped, what the server sends still forwarded.
+    pub(super) requests_black_holed: bool,
+    pub(super) requests_black_hole_generation: u64,
     /// In the order armed; each waits for the next request it matches.
     pub(super) armed_cuts: VecDeque<ArmedCut>,
     /// In the order armed; each starts a black hole at the next request it matches.
@@ -154,6 +162,40 @@ impl Shared {
             ops: request.ops.clone(),
         });
         true
+    }
+
+    /// Starts a one-way black hole (requests dropped, replies forwarded) that ends, closing every
+    /// connection open then, after `duration`, unless a later one replaced it.
+    pub(super) fn start_requests_black_hole(self: &Arc<Self>, duration: Duration) {
+        let generation = {
+            let mut state = self.state.lock();
+            state.requests_black_holed = true;
+            state.requests_black_hole_generation += 1;
+            state.requests_black_hole_generation
+        };
+        let shared = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(duration).await;
+            shared.end_requests_black_hole(Some(generation));
+        });
+    }
+
+    /// Ends the one-way black hole (the one of `generation`, or any): every connection open now
+    /// lost requests during it, and is closed.
+    pub(super) fn end_requests_black_hole(&self, generation: Option<u64>) {
+        let mut state = self.state.lock();
+        if !state.requests_black_holed
+            || generation.is_some_and(|generation| generation != state.requests_black_hole_generation)
+        {
+            return;
+        }
+        state.requests_black_holed = false;
+        self.cut_all(&mut state);
+    }
+
+    /// How long the server's bytes are held before they are forwarded (zero: not at all).
+    pub(super) fn reply_delay(&self) -> Duration {
+        Duration::from_nanos(self.reply_delay_nanos.load(Ordering::Relaxed))
     }
 
     pub(super) fn cut_all(&self, state: &mut State) -> usize {

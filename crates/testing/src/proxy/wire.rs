@@ -13,6 +13,9 @@ pub(super) const CREATE_OP_CODES: [i32; 4] = [1, 15, 19, 21];
 pub(super) const DELETE_OP_CODES: [i32; 2] = [2, 20];
 pub(super) const SET_DATA_OP_CODE: i32 = 5;
 pub(super) const MULTI_OP_CODE: i32 = 14;
+/// Requests that may change the server's data: creates, deletes, `setData`, `setACL`, multi,
+/// `reconfig`.
+const WRITE_OP_CODES: [i32; 10] = [1, 15, 19, 21, 2, 20, SET_DATA_OP_CODE, 7, MULTI_OP_CODE, 16];
 const MULTI_READ_OP_CODE: i32 = 22;
 /// The reply-header xid of a watch notification (`WatcherEvent`), `ClientCnxn.NOTIFICATION_XID`.
 const NOTIFICATION_XID: i32 = -1;
@@ -91,6 +94,13 @@ pub(super) struct Request {
     pub(super) path: String,
     /// A multi's operations, (op code, path), as far as they parse.
     pub(super) ops: Vec<(i32, String)>,
+}
+
+impl Request {
+    /// Whether it may change the server's data (reads, pings, `sync`, watches and the like do not).
+    pub(super) fn is_write(&self) -> bool {
+        WRITE_OP_CODES.contains(&self.op_code)
+    }
 }
 
 /// Parses a request frame (length prefix included): RequestHeader { xid: i32, type: i32 }, then
