@@ -50,47 +50,62 @@ const BEATS_PER_TIMEOUT: u32 = 10;
 const MARGIN_PER_TIMEOUT: u32 = 10;
 
 /// The send time of the latest request the server answered on one session. Each session has one
-/// (it lives in the [`Session`]); it runs once the supervisor starts it.
+/// (it lives in the [`Session`]); it runs once the supervisor begins it.
 #[derive(Debug, Default)]
 pub(crate) struct ExpiryClock {
-    /// `None` until started (and for ever on a read-only session).
-    heard_by: Mutex<Option<Instant>>,
+    times: Mutex<Times>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Times {
+    /// A moment before the session's handshake was sent: the server heard nothing of it earlier.
+    /// `None` until begun (and for ever on a read-only session).
+    connecting_since: Option<Instant>,
+    /// The send time of the latest answered request; `None` until the first answer.
+    heard_by: Option<Instant>,
 }
 
 impl ExpiryClock {
-    /// Starts the clock from the send time of one request asked now, once answered; if it gets no
-    /// answer, from `connecting_since`, a moment before the session's handshake was sent (the
-    /// server heard nothing of this session earlier). Not from `connecting_since` first: after a
-    /// connect that took most of `T`, that alone would make a healthy session look lost at once.
-    /// The heartbeat ([`keep`](Self::keep)) moves it on from there.
-    pub(super) async fn start(&self, session: &Session, connecting_since: Instant) {
-        let sent = Instant::now();
-        match session.client().check_stat("/").await {
-            Ok(_) => self.heard(sent),
-            Err(_) => self.start_from(connecting_since),
-        }
+    /// Begins the clock: until a request is answered, the server may expire the session no
+    /// earlier than `T` after `connecting_since`, a moment before its handshake was sent.
+    pub(super) fn begin(&self, connecting_since: Instant) {
+        self.times.lock().connecting_since.get_or_insert(connecting_since);
     }
 
-    fn start_from(&self, connecting_since: Instant) {
-        self.heard_by.lock().get_or_insert(connecting_since);
+    /// Asks the server once, and starts counting from that request's send time once answered; if
+    /// it gets no answer, from when the connect began. [`lost_at`](Self::lost_at) waits for this
+    /// while the connection lasts: after a connect that took most of `T`, the connect's start
+    /// alone would make a healthy session look lost at once. The heartbeat
+    /// ([`keep`](Self::keep)) moves it on from there.
+    pub(super) async fn start(&self, session: &Session) {
+        let sent = Instant::now();
+        let answered = session.client().check_stat("/").await.is_ok();
+        let mut times = self.times.lock();
+        let heard_by = if answered { Some(sent) } else { times.connecting_since };
+        times.heard_by = times.heard_by.max(heard_by);
     }
 
     /// The earliest moment the server may expire a session of `timeout`; `None` before the clock
-    /// was started.
+    /// was begun.
     pub(crate) fn earliest_expiry(&self, timeout: Duration) -> Option<Instant> {
-        self.heard_by.lock().map(|heard_by| heard_by + timeout)
+        let times = *self.times.lock();
+        times.heard_by.or(times.connecting_since).map(|heard_by| heard_by + timeout)
     }
 
     /// When to declare a session of `timeout` lost (under `SessionOnly`): a margin before the
-    /// server may expire it; `None` before the clock was started.
-    pub(super) fn lost_at(&self, timeout: Duration) -> Option<Instant> {
-        self.earliest_expiry(timeout).map(|expiry| expiry - timeout / MARGIN_PER_TIMEOUT)
+    /// server may expire it. Before the first answer ([`start`](Self::start)): only if
+    /// `suspended`, and counted from the connect's start (nothing proves a later contact); not
+    /// otherwise (the answer is on its way on a live connection).
+    pub(super) fn lost_at(&self, timeout: Duration, suspended: bool) -> Option<Instant> {
+        let times = *self.times.lock();
+        let heard_by = times.heard_by.or(times.connecting_since.filter(|_| suspended))?;
+        Some(heard_by + timeout - timeout / MARGIN_PER_TIMEOUT)
     }
 
     /// The server answered a request sent at `sent`.
     fn heard(&self, sent: Instant) {
-        let mut heard_by = self.heard_by.lock();
-        *heard_by = Some(heard_by.map_or(sent, |heard_by| heard_by.max(sent)));
+        let mut times = self.times.lock();
+        times.heard_by = times.heard_by.max(Some(sent));
     }
 
     /// Asks the server something cheap every `T/10` (while connected), forever, and moves the
@@ -128,27 +143,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn before_an_answer_the_expiry_counts_from_the_connect_and_loss_only_once_suspended() {
+        let connecting_since = Instant::now();
+        let clock = ExpiryClock::default();
+        let timeout = Duration::from_secs(10);
+        assert_eq!(clock.earliest_expiry(timeout), None, "not begun");
+        clock.begin(connecting_since);
+        assert_eq!(clock.earliest_expiry(timeout), Some(connecting_since + timeout));
+        assert_eq!(clock.lost_at(timeout, false), None, "no loss before the first answer");
+        let from_the_connect = connecting_since + Duration::from_secs(9);
+        assert_eq!(clock.lost_at(timeout, true), Some(from_the_connect), "unless suspended");
+    }
+
+    #[test]
     fn lost_comes_a_tenth_of_the_timeout_before_the_earliest_expiry() {
         let connecting_since = Instant::now();
         let clock = ExpiryClock::default();
         let timeout = Duration::from_secs(10);
-        assert_eq!(clock.lost_at(timeout), None, "not started");
-        clock.start_from(connecting_since);
-        assert_eq!(clock.earliest_expiry(timeout), Some(connecting_since + timeout));
-        assert_eq!(clock.lost_at(timeout), Some(connecting_since + Duration::from_secs(9)));
+        clock.begin(connecting_since);
+        let sent = connecting_since + Duration::from_secs(3);
+        clock.heard(sent);
+        assert_eq!(clock.earliest_expiry(timeout), Some(sent + timeout));
+        assert_eq!(clock.lost_at(timeout, false), Some(sent + Duration::from_secs(9)));
+        assert_eq!(clock.lost_at(timeout, true), Some(sent + Duration::from_secs(9)));
     }
 
     #[test]
     fn a_late_answer_to_an_older_request_never_moves_the_clock_back() {
         let connecting_since = Instant::now();
         let clock = ExpiryClock::default();
-        clock.start_from(connecting_since);
+        clock.begin(connecting_since);
         let newer = connecting_since + Duration::from_secs(2);
         clock.heard(newer);
         clock.heard(connecting_since + Duration::from_secs(1));
         assert_eq!(clock.earliest_expiry(Duration::from_secs(10)), Some(newer + Duration::from_secs(10)));
-        // A second start (never done, but harmless) does not move it either.
-        clock.start_from(connecting_since);
+        // A second begin (never done, but harmless) does not move it either.
+        clock.begin(connecting_since);
         assert_eq!(clock.earliest_expiry(Duration::from_secs(10)), Some(newer + Duration::from_secs(10)));
     }
 }

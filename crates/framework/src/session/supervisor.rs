@@ -111,9 +111,13 @@ async fn supervise(core: Arc<Core>) {
             _ => ConnectionState::Reconnected,
         };
         let session_id = session.id();
+        if first_state != ConnectionState::ReadOnly {
+            // Before anyone can see the session: its expiry is bounded from the start.
+            session.expiry_clock().begin(connecting_since);
+        }
         core.publish(first_state, session_id, generation, Some(session.clone()));
         let end = tokio::select! {
-            end = watch_session(&core, &session, connecting_since, &mut closed) => end,
+            end = watch_session(&core, &session, &mut closed) => end,
             never = super::ensemble::follow(&core, &session) => match never {},
         };
         let mut state_watcher = session.client().state_watcher();
@@ -162,8 +166,7 @@ async fn connect(core: &Core) -> Result<Client> {
     client.chroot(root).map_err(|_| Error::InvalidArgument(format!("bad namespace {namespace:?}")))
 }
 
-/// Follows one session's states until it is lost or the framework is closed. The session's
-/// handshake was sent no earlier than `connecting_since`.
+/// Follows one session's states until it is lost or the framework is closed.
 ///
 /// Every session but a read-only one runs its expiry clock ([`super::expiry_clock`], a heartbeat
 /// every `T/10`), under either policy, so that recipes can read when the server may expire it
@@ -172,47 +175,49 @@ async fn connect(core: &Core) -> Result<Client> {
 /// already treat `Suspended` as the end of every hold); under [`ErrorPolicy::SessionOnly`], where
 /// a hold is trusted until `Lost`, a margin before the server may expire it, by the clock,
 /// suspended or not.
-async fn watch_session(
-    core: &Core,
-    session: &Session,
-    connecting_since: Instant,
-    closed: &mut watch::Receiver<Snapshot>,
-) -> SessionEnd {
+async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Receiver<Snapshot>) -> SessionEnd {
     let mut states = session.client().state_watcher();
     let session_id = session.id();
     let generation = session.generation();
     let timeout = session.timeout();
     let mut suspended_since: Option<Instant> = None;
+    if states.peek_state() == SessionState::Disconnected {
+        // Disconnected before this watcher was made (it starts from the state it found): no change
+        // would report it until the next one.
+        suspended_since = Some(Instant::now());
+        core.publish(ConnectionState::Suspended, session_id, generation, Some(session.clone()));
+    }
     // Whether the session was ever served read-only: zookeeper-client leaves such a session for a
     // new one (under the same handle) once it reaches a read-write server.
     let mut served_read_only = session.client().session().is_readonly();
     let clock = session.expiry_clock();
     let clock_runs = !served_read_only;
-    if clock_runs {
-        tokio::select! {
-            _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
-            () = clock.start(session, connecting_since) => {}
-        }
-    }
     let lost_by_clock = core.config.error_policy == ErrorPolicy::SessionOnly;
     let heartbeat = async {
         match clock_runs {
-            true => clock.keep(session).await,
+            true => {
+                clock.start(session).await;
+                clock.keep(session).await
+            }
             false => std::future::pending().await,
         }
     };
     let mut heartbeat = std::pin::pin!(heartbeat);
+    let lost_at = |suspended_since: Option<Instant>| match lost_by_clock && clock_runs {
+        true => clock.lost_at(timeout, suspended_since.is_some()),
+        false => suspended_since.map(|since| since + timeout),
+    };
     loop {
-        let lost_at = match lost_by_clock.then(|| clock.lost_at(timeout)).flatten() {
-            Some(at) => Some(at),
-            None => suspended_since.map(|since| since + timeout),
-        };
+        // Before the clock's first answer there is no time to be lost at (unless suspended): look
+        // again every `T/20` until the answer gives one.
+        let look_at = lost_at(suspended_since)
+            .or_else(|| (lost_by_clock && clock_runs).then(|| Instant::now() + timeout / 20));
         tokio::select! {
             _ = closed.wait_for(|snapshot| snapshot.closed) => return SessionEnd::Closed,
             never = &mut heartbeat => match never {},
-            _ = sleep_until_some(lost_at) => {
-                if lost_by_clock && clock.lost_at(timeout).is_some_and(|at| at > Instant::now()) {
-                    continue; // heard from the server meanwhile
+            _ = sleep_until_some(look_at) => {
+                if lost_at(suspended_since).is_none_or(|at| at > Instant::now()) {
+                    continue; // heard from the server meanwhile, or not yet at all
                 }
                 warn!(
                     session = %session_id,

@@ -106,10 +106,14 @@ impl Shared {
                 self.cancel(&cancel, reason);
                 expiry_at = Some(Instant::now());
             }
+            // The clock's last bound: it never moves back, and still holds once the framework no
+            // longer gives it (closed).
+            let mut last_clock_at = None;
             loop {
                 // Read again at each turn: the clock moves on while the server answers. Connected
                 // or not: a server whose answers come late keeps the connection up past it.
-                let clock_at = self.clock_bound(generation);
+                let clock_at = self.clock_bound(generation).or(last_clock_at);
+                last_clock_at = clock_at;
                 let drop_at = [expiry_at, close_at, clock_at].into_iter().flatten().min();
                 tokio::select! {
                     biased;
@@ -221,12 +225,17 @@ impl Shared {
 
     /// When the expiry clock says a leadership on session `generation` must end: the earliest
     /// moment the server may expire that session (the send time of the latest request it
-    /// answered, plus `T`), less the margin. `None` while there is no such bound: a read-only
-    /// session (the selector drops the future on `ReadOnly`), or a session no longer current
-    /// (dropped on `Lost`).
+    /// answered, plus `T`; the connect's start plus `T` before the first answer), less the margin.
+    /// `None` while the framework gives no such bound: a read-only session (the selector drops
+    /// the future on `ReadOnly`), a session no longer current (dropped on `Lost`), a closed
+    /// framework (the last bound read still holds).
     pub(super) fn clock_bound(&self, generation: u64) -> Option<Instant> {
         let expiry = self.framework.earliest_session_expiry(generation)?;
-        let timeout = self.framework.current().session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT);
+        let current = self.framework.current();
+        if current.generation != generation {
+            return None;
+        }
+        let timeout = current.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT);
         let margin = expiry_margin(timeout, self.expiry_margin);
         Some(expiry.checked_sub(margin).unwrap_or_else(Instant::now))
     }

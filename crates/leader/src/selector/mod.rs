@@ -73,9 +73,9 @@ pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// zookeeper-client's connection up, and its `Suspended` late, while the server no longer hears
 /// us (tested with replies 2 s late on a 4 s session: the early bound below alone dropped the
 /// future 0.7 s after the server expired the session; and with notifications every 100 ms, when
-/// `Suspended` came only with the expiry). A server whose answers take longer than `T` less twice
-/// the margin ends leaderships on a live session: it cannot be told from one that stopped hearing
-/// us.
+/// `Suspended` came only with the expiry). A server whose answers take longer than `T` less the
+/// margin and a heartbeat interval (`T/10`) ends leaderships on a live session: it cannot be told
+/// from one that stopped hearing us.
 ///
 /// The early stop for the common case, after `Suspended`: zookeeper-client does not say when it
 /// last heard from the server, so the selector takes the moment the framework reports
