@@ -9,8 +9,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use zk_recipes_framework::zookeeper_client::EventType;
-use zk_recipes_framework::{ConnectionState, ConnectionUpdate, ErrorPolicy};
+use zk_recipes_framework::zookeeper_client::{EventType, OneshotWatcher};
+use zk_recipes_framework::{ConnectionEvents, ConnectionState, ConnectionUpdate, ErrorPolicy, Framework};
 use zk_recipes_leader::LeaderSelector;
 use zk_recipes_test_support::*;
 
@@ -31,6 +31,94 @@ impl Drop for RecordDrop {
     }
 }
 
+/// A started selector whose `take_leadership` never returns and ignores its token (only dropping
+/// it ends it), once it leads: the selector, its node, and when its future was dropped.
+async fn stuck_leader(
+    leader: &Framework,
+    path: &str,
+) -> (LeaderSelector, String, Arc<Mutex<Option<Instant>>>) {
+    let dropped_at = Arc::new(Mutex::new(None::<Instant>));
+    let (started, mut leading) = mpsc::unbounded_channel::<String>();
+    let on_drop = dropped_at.clone();
+    let selector = LeaderSelector::builder(leader, path)
+        .build(move |leadership| {
+            let recorder = RecordDrop(on_drop.clone());
+            let _ = started.send(leadership.node_path().to_owned());
+            async move {
+                let _recorder = recorder;
+                std::future::pending::<()>().await;
+            }
+        })
+        .expect("selector");
+    selector.start().expect("start");
+    let node = within("leadership", leading.recv()).await.expect("a leadership");
+    (selector, node, dropped_at)
+}
+
+/// What followed the cut: when the observer saw the leader's node deleted (the server's expiry),
+/// when the leader's framework reported `Suspended`, and when the leadership's future was dropped.
+struct AfterTheCut {
+    expired_at: Instant,
+    suspended_at: Instant,
+    dropped_at: Instant,
+}
+
+impl AfterTheCut {
+    async fn wait(
+        deleted: OneshotWatcher,
+        events: &mut ConnectionEvents,
+        dropped_at: &Mutex<Option<Instant>>,
+        negotiated: Duration,
+    ) -> Self {
+        let expired = async {
+            let event = deleted.changed().await;
+            assert_eq!(event.event_type, EventType::NodeDeleted, "{event:?}");
+            Instant::now()
+        };
+        let suspended = async {
+            while let Some(update) = events.next().await {
+                match update {
+                    ConnectionUpdate::Changed(event) if event.state == ConnectionState::Suspended => {
+                        return event.at;
+                    }
+                    ConnectionUpdate::Changed(_) => {}
+                    ConnectionUpdate::Lagged { .. } => panic!("the subscriber fell behind"),
+                }
+            }
+            panic!("the framework closed");
+        };
+        let (expired_at, suspended_at) =
+            within_for(negotiated * 3, "expiry and Suspended", async { tokio::join!(expired, suspended) })
+                .await;
+        within_for(negotiated * 2, "the leadership dropped", async {
+            while dropped_at.lock().is_none() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        let dropped_at = dropped_at.lock().expect("dropped");
+        AfterTheCut { expired_at, suspended_at, dropped_at }
+    }
+
+    /// Asserts the leadership was dropped before the expiry, with `T/40` to spare.
+    fn assert_dropped_before_the_expiry(&self, cut: Instant, negotiated: Duration) {
+        let since_cut = |at: Instant| at.saturating_duration_since(cut);
+        eprintln!(
+            "after the cut: dropped {:?}, Suspended {:?}, expiry seen {:?}",
+            since_cut(self.dropped_at),
+            since_cut(self.suspended_at),
+            since_cut(self.expired_at)
+        );
+        assert!(
+            self.dropped_at + negotiated / 40 <= self.expired_at,
+            "the leadership was dropped {:?} after the cut, the server expired its session {:?} after \
+             it: two leaders (negotiated {negotiated:?})",
+            since_cut(self.dropped_at),
+            since_cut(self.expired_at)
+        );
+    }
+}
+
 /// The server stops hearing the leader at `cut`, while the leader still hears the server (its
 /// replies come 2 s late) until `cut + 2 s`: zookeeper-client reports `Suspended` only 1.6–1.8 s
 /// after that, about when the server expires the session (`cut + 4 s`, a tick more at most). The
@@ -46,24 +134,7 @@ async fn a_leadership_is_dropped_before_the_expiry_when_the_server_answers_late(
     let (server, proxy, leader, observer) = proxied(SHORT_SESSION).await;
     assert_eq!(leader.error_policy(), ErrorPolicy::Standard);
     let negotiated = leader.current().session_timeout.expect("a session");
-    let path = "/expiry-bound-late/leader";
-    let dropped_at = Arc::new(Mutex::new(None::<Instant>));
-    let (started, mut leading) = mpsc::unbounded_channel::<String>();
-    let on_drop = dropped_at.clone();
-    let selector = LeaderSelector::builder(&leader, path)
-        .id("late")
-        .build(move |leadership| {
-            let recorder = RecordDrop(on_drop.clone());
-            let _ = started.send(leadership.node_path().to_owned());
-            async move {
-                let _recorder = recorder;
-                // Ignores its token: only dropping it ends it.
-                std::future::pending::<()>().await;
-            }
-        })
-        .expect("selector");
-    selector.start().expect("start");
-    let node = within("leadership", leading.recv()).await.expect("a leadership");
+    let (selector, node, dropped_at) = stuck_leader(&leader, "/expiry-bound-late/leader").await;
     let session = within("observer session", observer.session(step())).await.expect("session");
     let (stat, deleted) = within("watch", session.client().check_and_watch_stat(&node)).await.expect("watch");
     assert!(stat.is_some(), "the leader's node is there");
@@ -83,55 +154,17 @@ async fn a_leadership_is_dropped_before_the_expiry_when_the_server_answers_late(
 
     let cut = Instant::now();
     proxy.black_hole_requests(negotiated * 3);
-    let expired = async {
-        let event = deleted.changed().await;
-        assert_eq!(event.event_type, EventType::NodeDeleted, "{event:?}");
-        Instant::now()
-    };
-    let suspended = async {
-        while let Some(update) = events.next().await {
-            match update {
-                ConnectionUpdate::Changed(event) if event.state == ConnectionState::Suspended => {
-                    return event.at;
-                }
-                ConnectionUpdate::Changed(_) => {}
-                ConnectionUpdate::Lagged { .. } => panic!("the subscriber fell behind"),
-            }
-        }
-        panic!("the framework closed");
-    };
-    let (expired_at, suspended_at) =
-        within_for(negotiated * 3, "expiry and Suspended", async { tokio::join!(expired, suspended) }).await;
-    within_for(negotiated * 2, "the leadership dropped", async {
-        while dropped_at.lock().is_none() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    let dropped_at = dropped_at.lock().expect("dropped");
-    let since_cut = |at: Instant| at.saturating_duration_since(cut);
-    eprintln!(
-        "after the cut: dropped {:?}, Suspended {:?}, expiry seen {:?}",
-        since_cut(dropped_at),
-        since_cut(suspended_at),
-        since_cut(expired_at)
-    );
+    let after = AfterTheCut::wait(deleted, &mut events, &dropped_at, negotiated).await;
     // The scenario is the hard one: the early bound after Suspended alone comes too late.
     let grace = selector.grace_after_suspension();
     assert!(
-        suspended_at + grace + negotiated / 20 > expired_at,
+        after.suspended_at + grace + negotiated / 20 > after.expired_at,
         "Suspended came {:?} after the cut: its early bound ({grace:?}) ends before the expiry \
          ({:?}), the server's answers were not late enough to test the clock",
-        since_cut(suspended_at),
-        since_cut(expired_at)
+        after.suspended_at - cut,
+        after.expired_at - cut
     );
-    assert!(
-        dropped_at + negotiated / 40 <= expired_at,
-        "the leadership was dropped {:?} after the cut, the server expired its session {:?} after \
-         it: two leaders (negotiated {negotiated:?})",
-        since_cut(dropped_at),
-        since_cut(expired_at)
-    );
+    after.assert_dropped_before_the_expiry(cut, negotiated);
 
     proxy.heal();
     within("close", selector.close()).await.expect("close");
@@ -153,24 +186,10 @@ async fn a_leadership_is_dropped_before_the_expiry_while_watch_events_keep_the_c
     init_tracing();
     let (server, proxy, leader, observer) = proxied(SHORT_SESSION).await;
     let negotiated = leader.current().session_timeout.expect("a session");
-    let (path, busy) = ("/expiry-bound-events/leader", "/expiry-bound-events-busy");
+    let busy = "/expiry-bound-events-busy";
     within("busy node", observer.create(busy).deadline(step())).await.expect("busy node");
     let events_in = within("persistent watch", leader.watch(busy, false, step())).await.expect("watch");
-    let dropped_at = Arc::new(Mutex::new(None::<Instant>));
-    let (started, mut leading) = mpsc::unbounded_channel::<String>();
-    let on_drop = dropped_at.clone();
-    let selector = LeaderSelector::builder(&leader, path)
-        .build(move |leadership| {
-            let recorder = RecordDrop(on_drop.clone());
-            let _ = started.send(leadership.node_path().to_owned());
-            async move {
-                let _recorder = recorder;
-                std::future::pending::<()>().await;
-            }
-        })
-        .expect("selector");
-    selector.start().expect("start");
-    let node = within("leadership", leading.recv()).await.expect("a leadership");
+    let (selector, node, dropped_at) = stuck_leader(&leader, "/expiry-bound-events/leader").await;
     let session = within("observer session", observer.session(step())).await.expect("session");
     let (stat, deleted) = within("watch", session.client().check_and_watch_stat(&node)).await.expect("watch");
     assert!(stat.is_some(), "the leader's node is there");
@@ -184,55 +203,17 @@ async fn a_leadership_is_dropped_before_the_expiry_while_watch_events_keep_the_c
 
     let cut = Instant::now();
     proxy.black_hole_requests(negotiated * 3);
-    let expired = async {
-        let event = deleted.changed().await;
-        assert_eq!(event.event_type, EventType::NodeDeleted, "{event:?}");
-        Instant::now()
-    };
-    let suspended = async {
-        while let Some(update) = events.next().await {
-            match update {
-                ConnectionUpdate::Changed(event) if event.state == ConnectionState::Suspended => {
-                    return event.at;
-                }
-                ConnectionUpdate::Changed(_) => {}
-                ConnectionUpdate::Lagged { .. } => panic!("the subscriber fell behind"),
-            }
-        }
-        panic!("the framework closed");
-    };
-    let (expired_at, suspended_at) =
-        within_for(negotiated * 3, "expiry and Suspended", async { tokio::join!(expired, suspended) }).await;
+    let after = AfterTheCut::wait(deleted, &mut events, &dropped_at, negotiated).await;
     writer.abort();
-    within_for(negotiated * 2, "the leadership dropped", async {
-        while dropped_at.lock().is_none() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    let dropped_at = dropped_at.lock().expect("dropped");
-    let since_cut = |at: Instant| at.saturating_duration_since(cut);
-    eprintln!(
-        "after the cut: dropped {:?}, Suspended {:?}, expiry seen {:?}",
-        since_cut(dropped_at),
-        since_cut(suspended_at),
-        since_cut(expired_at)
-    );
     // The scenario: the connection stayed up until about the expiry.
     assert!(
-        suspended_at + negotiated / 20 > expired_at,
+        after.suspended_at + negotiated / 20 > after.expired_at,
         "Suspended came {:?} after the cut, well before the expiry ({:?}): the notifications did \
          not keep the connection up",
-        since_cut(suspended_at),
-        since_cut(expired_at)
+        after.suspended_at - cut,
+        after.expired_at - cut
     );
-    assert!(
-        dropped_at + negotiated / 40 <= expired_at,
-        "the leadership was dropped {:?} after the cut, the server expired its session {:?} after \
-         it: two leaders (negotiated {negotiated:?})",
-        since_cut(dropped_at),
-        since_cut(expired_at)
-    );
+    after.assert_dropped_before_the_expiry(cut, negotiated);
 
     drop(events_in);
     proxy.heal();
