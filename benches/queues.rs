@@ -2,22 +2,22 @@
 //! floor and Curator 5.4's `DistributedQueue` (through the Java driver in `crates/testing/java`) in
 //! the same run: 4 producers and 4 consumers, each with its own session, in both delivery modes.
 //!
-//! `cargo bench -p zk-recipes-benches --bench queues` (release build; both JVMs compile as in production,
-//! see `support`). Under `cargo test` it makes a
-//! smoke run of 200 items and one round. Environment:
-//! `QUEUE_BENCH_ITEMS` (default 10000), `QUEUE_BENCH_ROUNDS` (default 3), or `--items N` and
-//! `--rounds N`; medians are printed, with ours / floor and ours / Curator ratios (of the medians,
-//! and the median of the per-round ratios). With `--json PATH` (or `ZKR_BENCH_JSON`) each scenario
-//! is also appended as a JSON line (`bench` = `queues`; scenario `put`, `put-batch`, `take`,
-//! `take-lock-safe`, `end-to-end`, `end-to-end-lock-safe`; client `ours`, `floor`, `floor-1` or
-//! `curator`; for ours and the floor also `cpu_us_per_item`, this process's CPU time per item over
-//! the timed part, and for takes `packets_per_item`, the server's packets per item). Each round runs ours, the floor's and Curator's scenarios, the three taking turns
-//! going first, after one untimed round of all of them. A take is timed until every item is
-//! done: at most once, until the last handler ran (its item was deleted before); lock-safe, until
-//! the queue holds no item (the last acks, each a multi deleting an item and its lock node after
-//! its handler, done; looked at from a session of its own), as the floor's take ends with its last
-//! finish multi. Both clocks stop when the last item is done (a notification, not a poll; the
-//! floor's idle consumers stop waiting then too).
+//! `cargo bench -p zk-recipes-benches --bench queues` (release build; both JVMs compile as in
+//! production, see `support`). Under `cargo test` it makes a smoke run of 200 items and one round.
+//! Environment: `QUEUE_BENCH_ITEMS` (default 10000), `QUEUE_BENCH_ROUNDS` (default 3), or `--items
+//! N` and `--rounds N`; medians are printed, with ours / floor and ours / Curator ratios (of the
+//! medians, and the median of the per-round ratios). With `--json PATH` (or `ZKR_BENCH_JSON`) each
+//! scenario is also appended as a JSON line (`bench` = `queues`; scenario `put`, `put-batch`,
+//! `take`, `take-lock-safe`, `end-to-end`, `end-to-end-lock-safe`; client `ours`, `floor`,
+//! `floor-1` or `curator`; for ours and the floor also `cpu_us_per_item`, this process's CPU time
+//! per item over the timed part, and for takes `packets_per_item`, the server's packets per item).
+//! Each round runs ours, the floor's and Curator's scenarios, the three taking turns going first,
+//! after one untimed round of all of them. A take is timed until every item is done: at most once,
+//! until the last handler ran (its item was deleted before); lock-safe, until the queue holds no
+//! item (the last acks, each a multi deleting an item and its lock node after its handler, done;
+//! looked at from a session of its own), as the floor's take ends with its last finish multi. Both
+//! clocks stop when the last item is done (a notification, not a poll; the floor's idle consumers
+//! stop waiting then too).
 //!
 //! The floor (JSON client `floor`): our queue's protocol on bare zookeeper-client calls, at the same
 //! concurrency (4 producers / 4 consumers, one session each), with nothing else (no channel to a
@@ -712,7 +712,8 @@ fn main() {
                                 (FLOOR_TAKE, FLOOR_TAKE_1, FLOOR_END_TO_END)
                             };
                             let path = format!("/bench/floor-{mode}-{round}");
-                            note(&mut results, &mut cpu_us, put_index, items, floor_produce(&connect, &path, items, batch).await);
+                            let put = floor_produce(&connect, &path, items, batch).await;
+                            note(&mut results, &mut cpu_us, put_index, items, put);
                             let take = floor_consume(&connect, &path, items, lock_safe, DEFAULT_PREFETCH);
                             let (take, per_item) = counting_packets(&connect, items, take).await;
                             note(&mut results, &mut cpu_us, take_index, items, take);
@@ -742,7 +743,8 @@ fn main() {
                             let path = format!("/bench/{mode}-{round}");
                             let batch = if lock_safe { PUT_BATCH } else { 1 };
                             let put = produce(&connect, &path, items, batch).await;
-                            note(&mut results, &mut cpu_us, if lock_safe { OURS_PUT_BATCH } else { OURS_PUT }, items, put);
+                            let put_index = if lock_safe { OURS_PUT_BATCH } else { OURS_PUT };
+                            note(&mut results, &mut cpu_us, put_index, items, put);
                             let take_index = if lock_safe { OURS_TAKE_LOCKED } else { OURS_TAKE };
                             let take = consume(&connect, &path, items, lock_safe);
                             let (take, per_item) = counting_packets(&connect, items, take).await;
