@@ -126,8 +126,20 @@ final class CuratorBarriers {
                 return null;
             }));
         }
+        // A member that fails breaks `roundDone` for the others: report its failure, not theirs.
+        Exception failure = null;
         for (Future<Void> future : running) {
-            future.get();
+            try {
+                future.get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                boolean broken = e.getCause() instanceof java.util.concurrent.BrokenBarrierException;
+                if (failure == null || (!broken && failure.getCause() instanceof java.util.concurrent.BrokenBarrierException)) {
+                    failure = e;
+                }
+            }
+        }
+        if (failure != null) {
+            throw failure;
         }
         double seconds = (System.nanoTime() - started) / 1e9;
         pool.shutdown();

@@ -42,7 +42,8 @@ pub(super) fn barriers_section(run: &Run, out: &mut String) {
         if let (Some(failed), Some(reason)) =
             (curator_failed, found("curator").and_then(|record| record.fields.get("failure")?.as_str()))
         {
-            failures.push(format!("{members:.0} members: {failed:.0} runs, e.g. \"{reason}\""));
+            failures
+                .push(format!("{members:.0} members: {failed:.0} runs, e.g. \"{}\"", in_one_line(reason)));
         }
         let _ = writeln!(
             out,
@@ -56,12 +57,24 @@ pub(super) fn barriers_section(run: &Run, out: &mut String) {
     if !failures.is_empty() {
         let _ = writeln!(
             out,
-            "\nCurator's double barrier failed some runs (its driver's `leave` timed out; those runs are left out of \
-             its figure, and its rounds no longer pair up with ours): {}.",
+            "\nCurator's double barrier failed some runs (those runs are left out of its figure, and its rounds no \
+             longer pair up with ours; the bench's log has the driver's last lines): {}.",
             failures.join("; ")
         );
     }
     let _ = writeln!(out, "\n{RATIO_CELLS}\n");
+}
+
+/// A driver failure in one line: its first line, and the driver's own `failed:` line from the
+/// stderr lines quoted after it (without their stack traces).
+fn in_one_line(reason: &str) -> String {
+    let mut lines = reason.lines();
+    let first =
+        lines.next().unwrap_or_default().trim_end_matches(':').trim_end_matches("; last stderr lines");
+    match lines.find_map(|line| line.split_once("failed: ").map(|(_, what)| what)) {
+        Some(what) => format!("{first}: {what}"),
+        None => first.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -90,6 +103,20 @@ mod tests {
         assert!(out.contains("loop 30 rounds"), "{out}");
         assert!(out.contains("| 4 | 45.0 | 50.0 | 15.0 | 0.90 (0.90) | 3.00 (3.00) |"), "{out}");
         assert!(out.contains("| 16 | 12.5 | – | – | – | – |"), "{out}");
+    }
+
+    #[test]
+    fn a_driver_failure_is_quoted_in_one_line_without_its_stack_trace() {
+        let reason = "the Curator driver failed while we waited for `RESULT` (pid 9320); last stderr lines:\n\
+                      [CuratorDriver 2026-11-28T12:56:01Z] failed: java.lang.IllegalStateException: leave timed out\n\
+                      java.lang.IllegalStateException: leave timed out\n\
+                      \tat zkrecipes.interop.CuratorBarriers.run(CuratorBarriers.java:65)";
+        assert_eq!(
+            in_one_line(reason),
+            "the Curator driver failed while we waited for `RESULT` (pid 9320): \
+             java.lang.IllegalStateException: leave timed out"
+        );
+        assert_eq!(in_one_line("timed out after 300.0 s"), "timed out after 300.0 s");
     }
 
     #[test]
