@@ -21,7 +21,6 @@
 //! control (`--no-wait`) is a member that logs its entry as soon as it calls enter.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +30,7 @@ use zk_recipes_framework::{Deadline, Framework};
 
 use crate::events::{epoch_micros, EventLog};
 use crate::rng::Rng;
+use crate::setup::ProcessSetup;
 
 /// A round's length on the wall clock.
 pub const PERIOD: Duration = Duration::from_millis(3000);
@@ -46,28 +46,23 @@ const INSIDE: Duration = Duration::from_millis(20);
 /// What a barrier member process runs.
 #[derive(Debug, Clone)]
 pub struct BarrierConfig {
-    pub connect: String,
+    /// Where it connects, its name, its event log, its sessions' timeout.
+    pub setup: ProcessSetup,
     pub clients: usize,
-    pub tag: String,
-    pub log: PathBuf,
     pub root: String,
     pub member_count: usize,
-    pub session_timeout: Duration,
     /// The negative control: enter without waiting for the others.
     pub no_wait: bool,
 }
 
 /// Runs barrier members until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: BarrierConfig) -> std::io::Result<i32> {
-    let log = Arc::new(EventLog::open(&config.log)?);
+    let log = config.setup.open_log()?;
     let stop = crate::commands::listen().stop;
     let mut loops = Vec::new();
     for client in 0..config.clients {
-        let framework = Framework::builder(config.connect.clone())
-            .session_timeout(config.session_timeout)
-            .start()
-            .map_err(std::io::Error::other)?;
-        let holder = format!("{}-{client}", config.tag);
+        let framework = config.setup.framework()?;
+        let holder = config.setup.holder(client);
         loops.push(tokio::spawn(member(framework, holder, config.clone(), log.clone(), stop.clone())));
     }
     println!("READY");

@@ -32,6 +32,7 @@ use zk_recipes_framework::{Deadline, Framework, ParentMode};
 
 use crate::events::{epoch_micros, EventLog};
 use crate::rng::Rng;
+use crate::setup::ProcessSetup;
 
 /// How long after `check` every cache and replay must hold exactly the server's tree (the faults
 /// have stopped, the proxies healed and the writers frozen before). `CuratorMixChaos.java`'s
@@ -52,12 +53,10 @@ pub type Snapshot = BTreeMap<String, (i64, i64, Vec<u8>)>;
 /// What a cache process runs.
 #[derive(Debug, Clone)]
 pub struct CacheConfig {
-    pub connect: String,
+    /// Where it connects, its name, its event log, its sessions' timeout.
+    pub setup: ProcessSetup,
     pub clients: usize,
-    pub tag: String,
-    pub log: PathBuf,
     pub root: String,
-    pub session_timeout: Duration,
     /// The negative control: the run's proxies drop watch notifications; this process runs as in
     /// the real run.
     pub drop_events: bool,
@@ -117,21 +116,16 @@ fn entry(node: &CachedNode) -> (i64, i64, Vec<u8>) {
 
 /// Runs a cache process until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: CacheConfig) -> std::io::Result<i32> {
-    let log = Arc::new(EventLog::open(&config.log)?);
+    let log = config.setup.open_log()?;
     if config.drop_events {
-        tracing::info!(tag = %config.tag, "negative control: the run's proxies drop watch notifications");
+        tracing::info!(tag = %config.setup.tag, "negative control: the run's proxies drop watch notifications");
     }
     let crate::commands::Commands { freeze, check, stop } = crate::commands::listen();
-    let framework = |config: &CacheConfig| {
-        Framework::builder(config.connect.clone())
-            .session_timeout(config.session_timeout)
-            .start()
-            .map_err(std::io::Error::other)
-    };
+    let framework = |config: &CacheConfig| config.setup.framework();
     let mut tasks = Vec::new();
     tasks.push(tokio::spawn(writer(
         framework(&config)?,
-        format!("{}-w", config.tag),
+        config.setup.holder("w"),
         config.clone(),
         log.clone(),
         freeze,
@@ -140,7 +134,7 @@ pub async fn run(config: CacheConfig) -> std::io::Result<i32> {
     for client in 0..config.clients {
         tasks.push(tokio::spawn(follower(
             framework(&config)?,
-            format!("{}-{client}", config.tag),
+            config.setup.holder(client),
             config.clone(),
             log.clone(),
             check.clone(),

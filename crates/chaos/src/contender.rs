@@ -14,7 +14,6 @@
 //! run died) exits at once.
 
 use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +33,7 @@ use zk_recipes_semaphore::{Lease, Semaphore, SemaphoreMutex};
 use crate::events::{epoch_micros, EventLog};
 use crate::recipes::{is_writer, CounterValue, Recipe};
 use crate::rng::Rng;
+use crate::setup::ProcessSetup;
 use crate::tally::TALLY;
 
 /// How long one acquire may wait before the contender logs it and tries again.
@@ -58,18 +58,12 @@ const TALLY_EVERY: Duration = Duration::from_secs(2);
 /// What a contender process runs.
 #[derive(Debug, Clone)]
 pub struct ContenderConfig {
-    /// The connect string (the run's fault proxies for this process).
-    pub connect: String,
+    /// Where it connects, its name, its event log, its sessions' timeout.
+    pub setup: ProcessSetup,
     /// The recipes, each with `clients` sessions.
     pub recipes: Vec<Recipe>,
     /// Sessions per recipe.
     pub clients: usize,
-    /// This process's name in holder ids.
-    pub tag: String,
-    /// The event log.
-    pub log: PathBuf,
-    /// The session timeout asked for.
-    pub session_timeout: Duration,
     /// Whether to take the lock at all (off: the negative control).
     pub locking: bool,
     /// Root of the recipes' lock paths.
@@ -93,18 +87,15 @@ pub struct ContenderConfig {
 
 /// Runs a contender process until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
-    let log = Arc::new(EventLog::open(&config.log)?);
+    let log = config.setup.open_log()?;
     let stop = crate::commands::listen().stop;
     let mut loops = Vec::new();
     if config.loops == 0 {
         for recipe in config.recipes.iter().copied() {
             for client in 0..config.clients {
-                let framework = Framework::builder(config.connect.clone())
-                    .session_timeout(config.session_timeout)
-                    .start()
-                    .map_err(std::io::Error::other)?;
+                let framework = config.setup.framework()?;
                 let contender =
-                    Contender::new(&framework, recipe, format!("{}-{client}", config.tag), &config, &log);
+                    Contender::new(&framework, recipe, config.setup.holder(client), &config, &log);
                 let stop = stop.clone();
                 loops.push(tokio::spawn(async move {
                     contender.run(stop).await;
@@ -114,10 +105,7 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
         }
     } else {
         for client in 0..config.clients {
-            let framework = Framework::builder(config.connect.clone())
-                .session_timeout(config.session_timeout)
-                .start()
-                .map_err(std::io::Error::other)?;
+            let framework = config.setup.framework()?;
             let mut session_loops = Vec::new();
             for (index, recipe) in config
                 .recipes
@@ -129,7 +117,7 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
                 let mut contender = Contender::new(
                     &framework,
                     recipe,
-                    format!("{}-{client}-{index}", config.tag),
+                    format!("{}-{client}-{index}", config.setup.tag),
                     &config,
                     &log,
                 );
@@ -143,7 +131,7 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
             }));
         }
         if let Some(recipe) = config.recipes.first().copied() {
-            let (log, tag, mut stop) = (log.clone(), config.tag.clone(), stop.clone());
+            let (log, tag, mut stop) = (log.clone(), config.setup.tag.clone(), stop.clone());
             tokio::spawn(async move {
                 loop {
                     log.event('B', recipe, &tag, &TALLY.fields());
@@ -156,10 +144,7 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
         }
     }
     for queue in config.queues.iter().copied() {
-        let framework = Framework::builder(config.connect.clone())
-            .session_timeout(config.session_timeout)
-            .start()
-            .map_err(std::io::Error::other)?;
+        let framework = config.setup.framework()?;
         loops.push(tokio::spawn(consume(framework, queue, config.clone(), log.clone(), stop.clone())));
     }
     println!("READY");
@@ -180,7 +165,7 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
         Ok(()) => {
             if config.loops > 0 {
                 if let Some(recipe) = config.recipes.first().copied() {
-                    log.event('B', recipe, &config.tag, &TALLY.fields());
+                    log.event('B', recipe, &config.setup.tag, &TALLY.fields());
                 }
             }
             println!("DONE");
@@ -199,7 +184,7 @@ async fn consume(
     log: Arc<EventLog>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let consumer_name = format!("{}-q", config.tag);
+    let consumer_name = config.setup.holder("q");
     let path = queue.lock_path(&config.queue_root);
     let mut builder = DistributedQueue::builder(&framework, &path).serializer(Utf8Serializer);
     if config.locking {

@@ -19,7 +19,6 @@
 //! reported once, so the final value passes the upper bound.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +29,7 @@ use zk_recipes_framework::{Deadline, Framework};
 
 use crate::events::epoch_micros;
 use crate::rng::Rng;
+use crate::setup::ProcessSetup;
 
 /// The deadline of one increment.
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -98,27 +98,22 @@ pub fn promoted_lock_path(check_root: &str) -> String {
 /// What a counter contender process runs.
 #[derive(Debug, Clone)]
 pub struct CounterConfig {
-    pub connect: String,
+    /// Where it connects, its name, its event log, its sessions' timeout.
+    pub setup: ProcessSetup,
     pub clients: usize,
-    pub tag: String,
-    pub log: PathBuf,
     pub check_root: String,
-    pub session_timeout: Duration,
     /// The negative control: after one reply in [`BLIND_ONE_IN`], retry as if it were lost.
     pub blind: bool,
 }
 
 /// Runs a Rust counter contender until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: CounterConfig) -> std::io::Result<i32> {
-    let log = Arc::new(crate::events::EventLog::open(&config.log)?);
+    let log = config.setup.open_log()?;
     let stop = crate::commands::listen().stop;
     let mut loops = Vec::new();
     for client in 0..config.clients {
-        let framework = Framework::builder(config.connect.clone())
-            .session_timeout(config.session_timeout)
-            .start()
-            .map_err(std::io::Error::other)?;
-        let holder = format!("{}-{client}", config.tag);
+        let framework = config.setup.framework()?;
+        let holder = config.setup.holder(client);
         loops.push(tokio::spawn(client_loop(framework, holder, config.clone(), log.clone(), stop.clone())));
     }
     println!("READY");

@@ -28,6 +28,7 @@ mod partitions;
 mod recipes;
 mod rng;
 mod run;
+mod setup;
 mod tally;
 
 use std::path::PathBuf;
@@ -38,6 +39,7 @@ use clap::{Parser, Subcommand};
 use crate::contender::ContenderConfig;
 use crate::recipes::Recipe;
 use crate::run::RunConfig;
+use crate::setup::ProcessSetup;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -69,19 +71,13 @@ enum Commands {
 
 #[derive(Debug, clap::Args)]
 struct PartitionArgs {
-    #[arg(long)]
-    connect: String,
+    #[command(flatten)]
+    setup: ProcessSetup,
     /// Workers (each on its own session).
     #[arg(long, default_value_t = 2)]
     workers: usize,
     #[arg(long)]
-    tag: String,
-    #[arg(long)]
-    log: PathBuf,
-    #[arg(long)]
     root: String,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
     /// The negative control: work starts without waiting for the item's lock.
     #[arg(long)]
     no_lock: bool,
@@ -89,18 +85,12 @@ struct PartitionArgs {
 
 #[derive(Debug, clap::Args)]
 struct CacheArgs {
-    #[arg(long)]
-    connect: String,
+    #[command(flatten)]
+    setup: ProcessSetup,
     #[arg(long, default_value_t = 2)]
     clients: usize,
     #[arg(long)]
-    tag: String,
-    #[arg(long)]
-    log: PathBuf,
-    #[arg(long)]
     root: String,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
     /// The negative control: this process's followers are behind proxies the run set to drop
     /// watch notifications (the process itself only logs that it is the control).
     #[arg(long)]
@@ -109,21 +99,15 @@ struct CacheArgs {
 
 #[derive(Debug, clap::Args)]
 struct BarrierArgs {
-    #[arg(long)]
-    connect: String,
+    #[command(flatten)]
+    setup: ProcessSetup,
     #[arg(long, default_value_t = 2)]
     clients: usize,
-    #[arg(long)]
-    tag: String,
-    #[arg(long)]
-    log: PathBuf,
     #[arg(long)]
     root: String,
     /// How many members each round waits for (all processes').
     #[arg(long)]
     member_count: usize,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
     /// The negative control: enter without waiting for the others.
     #[arg(long)]
     no_wait: bool,
@@ -131,18 +115,12 @@ struct BarrierArgs {
 
 #[derive(Debug, clap::Args)]
 struct MembersArgs {
-    #[arg(long)]
-    connect: String,
+    #[command(flatten)]
+    setup: ProcessSetup,
     #[arg(long, default_value_t = 2)]
     clients: usize,
     #[arg(long)]
-    tag: String,
-    #[arg(long)]
-    log: PathBuf,
-    #[arg(long)]
     root: String,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
     /// The negative control: plain creates, never made again.
     #[arg(long)]
     no_recreate: bool,
@@ -150,18 +128,12 @@ struct MembersArgs {
 
 #[derive(Debug, clap::Args)]
 struct CountArgs {
-    #[arg(long)]
-    connect: String,
+    #[command(flatten)]
+    setup: ProcessSetup,
     #[arg(long, default_value_t = 2)]
     clients: usize,
     #[arg(long)]
-    tag: String,
-    #[arg(long)]
-    log: PathBuf,
-    #[arg(long)]
     check_root: String,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
     /// The negative control: retry blindly after a reply treated as lost.
     #[arg(long)]
     blind: bool,
@@ -216,18 +188,12 @@ struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 struct ContendArgs {
-    #[arg(long)]
-    connect: String,
+    #[command(flatten)]
+    setup: ProcessSetup,
     #[arg(long)]
     recipes: String,
     #[arg(long, default_value_t = 2)]
     clients: usize,
-    #[arg(long)]
-    tag: String,
-    #[arg(long)]
-    log: PathBuf,
-    #[arg(long, default_value_t = 4000)]
-    session_timeout_ms: u64,
     #[arg(long, default_value = "on")]
     locking: String,
     #[arg(long)]
@@ -275,10 +241,7 @@ fn main() {
 }
 
 async fn run_command(args: RunArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .try_init();
+    setup::init_logging();
     let recipes = match args.recipes.as_deref().map(recipes::parse_list).transpose() {
         Ok(recipes) => recipes.unwrap_or_else(|| Recipe::ALL.to_vec()),
         Err(err) => {
@@ -407,119 +370,59 @@ async fn run_command(args: RunArgs) -> i32 {
 }
 
 async fn partition_command(args: PartitionArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .try_init();
+    setup::init_logging();
     let config = partitions::PartitionConfig {
-        connect: args.connect,
+        setup: args.setup,
         workers: args.workers,
-        tag: args.tag,
-        log: args.log,
         root: args.root,
-        session_timeout: Duration::from_millis(args.session_timeout_ms),
         no_lock: args.no_lock,
     };
-    match partitions::run(config).await {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("zkr-chaos partition: {err}");
-            2
-        }
-    }
+    setup::exit_code("partition", partitions::run(config).await)
 }
 
 async fn cache_command(args: CacheArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .try_init();
+    setup::init_logging();
     let config = caches::CacheConfig {
-        connect: args.connect,
+        setup: args.setup,
         clients: args.clients,
-        tag: args.tag,
-        log: args.log,
         root: args.root,
-        session_timeout: Duration::from_millis(args.session_timeout_ms),
         drop_events: args.drop_events,
     };
-    match caches::run(config).await {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("zkr-chaos cache: {err}");
-            2
-        }
-    }
+    setup::exit_code("cache", caches::run(config).await)
 }
 
 async fn barrier_command(args: BarrierArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .try_init();
+    setup::init_logging();
     let config = barriers::BarrierConfig {
-        connect: args.connect,
+        setup: args.setup,
         clients: args.clients,
-        tag: args.tag,
-        log: args.log,
         root: args.root,
         member_count: args.member_count,
-        session_timeout: Duration::from_millis(args.session_timeout_ms),
         no_wait: args.no_wait,
     };
-    match barriers::run(config).await {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("zkr-chaos barrier: {err}");
-            2
-        }
-    }
+    setup::exit_code("barrier", barriers::run(config).await)
 }
 
 async fn members_command(args: MembersArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .try_init();
+    setup::init_logging();
     let config = members::MembersConfig {
-        connect: args.connect,
+        setup: args.setup,
         clients: args.clients,
-        tag: args.tag,
-        log: args.log,
         root: args.root,
-        session_timeout: Duration::from_millis(args.session_timeout_ms),
         no_recreate: args.no_recreate,
     };
-    match members::run(config).await {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("zkr-chaos members: {err}");
-            2
-        }
-    }
+    setup::exit_code("members", members::run(config).await)
 }
 
 async fn count_command(args: CountArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .try_init();
+    setup::init_logging();
     let config = counters::CounterConfig {
-        connect: args.connect,
+        setup: args.setup,
         clients: args.clients,
-        tag: args.tag,
-        log: args.log,
         check_root: args.check_root,
-        session_timeout: Duration::from_millis(args.session_timeout_ms),
         blind: args.blind,
     };
-    match counters::run(config).await {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("zkr-chaos count: {err}");
-            2
-        }
-    }
+    setup::exit_code("count", counters::run(config).await)
 }
 
 async fn contend_command(args: ContendArgs) -> i32 {
@@ -544,12 +447,9 @@ async fn contend_command(args: ContendArgs) -> i32 {
         }
     };
     let config = ContenderConfig {
-        connect: args.connect,
+        setup: args.setup,
         recipes,
         clients: args.clients,
-        tag: args.tag,
-        log: args.log,
-        session_timeout: Duration::from_millis(args.session_timeout_ms),
         locking: args.locking != "off",
         lock_root: args.lock_root,
         check_root: args.check_root,
@@ -566,11 +466,5 @@ async fn contend_command(args: ContendArgs) -> i32 {
         loops: args.loops,
         give_up_percent: args.give_up_percent,
     };
-    match contender::run(config).await {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("zkr-chaos contend: {err}");
-            2
-        }
-    }
+    setup::exit_code("contend", contender::run(config).await)
 }

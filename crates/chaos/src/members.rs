@@ -23,7 +23,6 @@
 //! control (`--no-recreate`) makes the same nodes with plain creates, never made again.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +32,7 @@ use zk_recipes_framework::{Deadline, Framework, ParentMode};
 use zk_recipes_nodes::{GroupMember, PersistentNode};
 
 use crate::events::{epoch_micros, EventLog};
+use crate::setup::ProcessSetup;
 
 /// The deadline of one step (a set, a create).
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -52,12 +52,10 @@ pub fn converge_bound(session_timeout: Duration) -> Duration {
 /// What a members contender process runs.
 #[derive(Debug, Clone)]
 pub struct MembersConfig {
-    pub connect: String,
+    /// Where it connects, its name, its event log, its sessions' timeout.
+    pub setup: ProcessSetup,
     pub clients: usize,
-    pub tag: String,
-    pub log: PathBuf,
     pub root: String,
-    pub session_timeout: Duration,
     /// The negative control: plain creates, never made again.
     pub no_recreate: bool,
 }
@@ -88,15 +86,12 @@ pub fn is_holders(dir: &str, name: &str, holder: &str) -> bool {
 
 /// Runs a members contender until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: MembersConfig) -> std::io::Result<i32> {
-    let log = Arc::new(EventLog::open(&config.log)?);
+    let log = config.setup.open_log()?;
     let crate::commands::Commands { freeze, stop, .. } = crate::commands::listen();
     let mut loops = Vec::new();
     for client in 0..config.clients {
-        let framework = Framework::builder(config.connect.clone())
-            .session_timeout(config.session_timeout)
-            .start()
-            .map_err(std::io::Error::other)?;
-        let holder = format!("{}-{client}", config.tag);
+        let framework = config.setup.framework()?;
+        let holder = config.setup.holder(client);
         loops.push(tokio::spawn(member(
             framework,
             holder,

@@ -41,7 +41,6 @@
 //! [`PartitionerBuilder::without_item_locks_for_chaos_control`]: zk_recipes_partition::PartitionerBuilder::without_item_locks_for_chaos_control
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +50,7 @@ use zk_recipes_partition::{PartitionEvent, Partitioner};
 
 use crate::check::tag_of;
 use crate::events::{epoch_micros, EventLog};
+use crate::setup::ProcessSetup;
 
 /// The items the workers share.
 pub const ITEMS: usize = 24;
@@ -85,27 +85,22 @@ pub fn converge_bound(session_timeout: Duration) -> Duration {
 /// What a partition process runs.
 #[derive(Debug, Clone)]
 pub struct PartitionConfig {
-    pub connect: String,
+    /// Where it connects, its name, its event log, its sessions' timeout.
+    pub setup: ProcessSetup,
     pub workers: usize,
-    pub tag: String,
-    pub log: PathBuf,
     pub root: String,
-    pub session_timeout: Duration,
     /// The negative control: work starts without waiting for the item's lock.
     pub no_lock: bool,
 }
 
 /// Runs a partition process until `stop` (exit 0) or EOF on stdin (exit 3).
 pub async fn run(config: PartitionConfig) -> std::io::Result<i32> {
-    let log = Arc::new(EventLog::open(&config.log)?);
+    let log = config.setup.open_log()?;
     let crate::commands::Commands { freeze, stop, .. } = crate::commands::listen();
     let mut workers = Vec::new();
     for worker_index in 0..config.workers {
-        let framework = Framework::builder(config.connect.clone())
-            .session_timeout(config.session_timeout)
-            .start()
-            .map_err(std::io::Error::other)?;
-        let name = format!("{}-{worker_index}", config.tag);
+        let framework = config.setup.framework()?;
+        let name = config.setup.holder(worker_index);
         let (settle, lifetime) = match (config.no_lock, worker_index % 2) {
             (false, _) => (SETTLE, Some(LIFETIME_MS)),
             (true, 0) => (SETTLE, None),
