@@ -10,7 +10,7 @@
 //! (Rust/Curator), `M` Curator's persistent nodes and group members, `p` work partitioner workers
 //! ([`crate::partitions`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -181,17 +181,18 @@ impl RunConfig {
     }
 }
 
-/// Whether a Rust consumer of `queue` holds an item it has not processed yet: delivered (`C`),
-/// with no ack sent (`W`) by the same consumer since. (A Curator consumer killed while it holds
-/// one proves nothing: Curator logs only after `consumeMessage` returned, so the checker cannot
-/// tell its loss from a delete that went through.)
-fn holding_an_item(events: &[Event], queue: Recipe) -> bool {
-    let mut held: HashSet<(&str, &str)> = HashSet::new();
+/// The Rust consumers of `queue` that hold an item they have not processed yet, delivered
+/// (`C`) at `since` (epoch µs) or later, with no ack sent (`W`) by the same consumer since. (A
+/// Curator consumer killed while it holds one proves nothing: Curator logs only after
+/// `consumeMessage` returned, so the checker cannot tell its loss from a delete that went
+/// through.)
+fn consumers_holding_an_item(events: &[Event], queue: Recipe, since: i64) -> Vec<&str> {
+    let mut held: HashMap<(&str, &str), i64> = HashMap::new();
     for event in events.iter().filter(|event| event.recipe == queue && is_rust(&event.holder)) {
         let Some(item) = event.rest.first() else { continue };
         match event.kind {
             'C' => {
-                held.insert((event.holder.as_str(), item.as_str()));
+                held.insert((event.holder.as_str(), item.as_str()), event.micros);
             }
             'W' => {
                 held.remove(&(event.holder.as_str(), item.as_str()));
@@ -199,7 +200,14 @@ fn holding_an_item(events: &[Event], queue: Recipe) -> bool {
             _ => {}
         }
     }
-    !held.is_empty()
+    let mut holders: Vec<&str> = held
+        .into_iter()
+        .filter(|(_, delivered)| *delivered >= since)
+        .map(|((holder, _), _)| holder)
+        .collect();
+    holders.sort_unstable();
+    holders.dedup();
+    holders
 }
 
 /// The rows of the negative control that no checker caught: a row without violations, or a
@@ -698,19 +706,35 @@ impl Phase<'_> {
                     // They crash once every queue has a consumer at work on an item (delivered,
                     // not yet processed: on a loaded machine the processes may take longer than
                     // half the phase to start, and a crash between two items loses nothing),
-                    // bounded by the phase's length.
+                    // bounded by the phase's length. An item counts only if it was delivered in
+                    // the last half of its processing time (an older one may be acked before its
+                    // process is killed: the kills take turns), and its process is killed first.
                     tokio::time::sleep(duration / 2).await;
-                    let working = |events: &[Event], queue: &Recipe| holding_an_item(events, *queue);
+                    let fresh = config.process.as_micros() as i64 / 2;
+                    let mut holding = Vec::new();
                     while Instant::now() < end + duration {
+                        let since = epoch_micros() - fresh;
                         let events = read_events(&log_dir);
-                        if config.queues.iter().all(|queue| working(&events, queue)) {
+                        let held: Vec<Vec<&str>> = config
+                            .queues
+                            .iter()
+                            .map(|queue| consumers_holding_an_item(&events, *queue, since))
+                            .collect();
+                        if held.iter().all(|holders| !holders.is_empty()) {
+                            holding = held.concat().into_iter().map(str::to_owned).collect();
                             break;
                         }
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
-                    for slot in slots.iter_mut().filter(|slot| !slot.kind.is_mix()) {
-                        self.kill(slot, &mut killed).await;
-                        self.spawn(slot, &log_dir)?;
+                    let hosts = |slot: &Slot| {
+                        holding.iter().any(|holder| holder.starts_with(&format!("{}-", slot.tag)))
+                    };
+                    let mut order: Vec<usize> =
+                        (0..slots.len()).filter(|index| !slots[*index].kind.is_mix()).collect();
+                    order.sort_by_key(|index| !hosts(&slots[*index]));
+                    for index in order {
+                        self.kill(&mut slots[index], &mut killed).await;
+                        self.spawn(&mut slots[index], &log_dir)?;
                     }
                 }
                 tokio::time::sleep(end.saturating_duration_since(Instant::now())).await;
@@ -2312,7 +2336,7 @@ fn record_fault(log_dir: &std::path::Path, injected_at: i64, kind: &str, detail:
 
 #[cfg(test)]
 mod tests {
-    use super::{holding_an_item, thread_states, Event, Recipe};
+    use super::{consumers_holding_an_item, thread_states, Event, Recipe};
 
     /// The soak's trend is the least-squares slope: flat is 0, a steady climb its rate.
     #[test]
@@ -2325,23 +2349,31 @@ mod tests {
         assert_eq!(slope(&[(1.0, 5.0), (1.0, 9.0)]), None, "no spread in time");
     }
 
-    /// The queue control crashes its consumers only while one holds an unprocessed item: a crash
-    /// between items loses nothing and the control would catch nothing.
+    /// The queue control crashes its consumers only while one holds an unprocessed item it took
+    /// recently: a crash between items, or just before an item's ack, loses nothing and the
+    /// control would catch nothing.
     #[test]
     fn a_consumer_holds_an_item_from_delivery_until_processed() {
         let events = |lines: &[&str]| -> Vec<Event> {
             lines.iter().map(|line| Event::parse(line).expect("event")).collect()
         };
-        assert!(!holding_an_item(&events(&[]), Recipe::Queue));
+        let holding = |lines: &[&str], queue: Recipe, since: i64| -> Vec<String> {
+            consumers_holding_an_item(&events(lines), queue, since).into_iter().map(str::to_owned).collect()
+        };
+        assert!(holding(&[], Recipe::Queue, 0).is_empty());
         let rust = ["C queue r0x1-q 10 q0", "W queue r0x1-q 11 q0", "K queue r0x1-q 12 q0"];
-        assert!(holding_an_item(&events(&rust[..1]), Recipe::Queue));
-        assert!(!holding_an_item(&events(&rust[..2]), Recipe::Queue), "its ack is sent");
-        assert!(!holding_an_item(&events(&rust), Recipe::Queue));
+        assert_eq!(holding(&rust[..1], Recipe::Queue, 0), ["r0x1-q"]);
+        assert_eq!(holding(&rust[..1], Recipe::Queue, 10), ["r0x1-q"], "delivered at `since`");
+        assert!(holding(&rust[..1], Recipe::Queue, 11).is_empty(), "delivered before `since`");
+        assert!(holding(&rust[..2], Recipe::Queue, 0).is_empty(), "its ack is sent");
+        assert!(holding(&rust, Recipe::Queue, 0).is_empty());
         let curator = ["C queue j0x1-q 10 q1"];
-        assert!(!holding_an_item(&events(&curator), Recipe::Queue), "a Curator consumer's proves nothing");
-        assert!(!holding_an_item(&events(&rust[..1]), Recipe::PriorityQueue), "another queue's");
+        assert!(holding(&curator, Recipe::Queue, 0).is_empty(), "a Curator consumer's proves nothing");
+        assert!(holding(&rust[..1], Recipe::PriorityQueue, 0).is_empty(), "another queue's");
         let other_consumer = ["C queue r0x1-q 10 q0", "W queue r1x1-q 11 q0"];
-        assert!(holding_an_item(&events(&other_consumer), Recipe::Queue));
+        assert_eq!(holding(&other_consumer, Recipe::Queue, 0), ["r0x1-q"]);
+        let two = ["C queue r1x1-q 10 q0", "C queue r0x1-q 11 q1", "C queue r0x1-q 12 q2"];
+        assert_eq!(holding(&two, Recipe::Queue, 0), ["r0x1-q", "r1x1-q"], "each consumer once");
     }
 
     /// The silent-contender report tells a process stopped by a signal (every thread `T`) from one
