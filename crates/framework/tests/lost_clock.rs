@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zk_recipes_framework::zookeeper_client::{CreateMode, EventType};
+use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{ConnectionState, ConnectionUpdate, ErrorPolicy};
 use zk_recipes_test_support::*;
 use zk_recipes_testing::{FaultProxy, TestingServer};
@@ -39,24 +39,11 @@ async fn a_cut_off_session_is_lost_no_later_than_the_server_expires_it() {
     let mut events = holder.connection_events();
 
     proxy.black_hole(negotiated * 3);
-    let expired = async {
-        let event = deleted.changed().await;
-        assert_eq!(event.event_type, EventType::NodeDeleted, "{event:?}");
-        Instant::now()
-    };
-    let lost = async {
-        while let Some(update) = events.next().await {
-            match update {
-                ConnectionUpdate::Changed(event) if event.state == ConnectionState::Lost => return event.at,
-                ConnectionUpdate::Changed(_) => {}
-                ConnectionUpdate::Lagged { .. } => panic!("the subscriber fell behind"),
-            }
-        }
-        panic!("the framework closed");
-    };
     // The expiry comes a session timeout after the cut, and Lost before or after it.
-    let (expired_at, lost_at) =
-        within_for(negotiated * 3, "expiry and Lost", async { tokio::join!(expired, lost) }).await;
+    let (expired_at, lost_at) = within_for(negotiated * 3, "expiry and Lost", async {
+        tokio::join!(when_deleted(deleted), when_state(&mut events, ConnectionState::Lost))
+    })
+    .await;
 
     let margin = expired_at.checked_duration_since(lost_at);
     eprintln!("Lost came {margin:?} before the observer saw the expiry (None: after it)");

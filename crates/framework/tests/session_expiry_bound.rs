@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zk_recipes_framework::zookeeper_client::{CreateMode, EventType};
+use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{ConnectionState, ConnectionUpdate, ErrorPolicy};
 use zk_recipes_test_support::*;
 
@@ -41,11 +41,7 @@ async fn the_clock_runs_under_standard_and_bounds_the_expiry_from_below() {
     let mut events = framework.connection_events();
     let cut = Instant::now();
     proxy.black_hole(negotiated * 3);
-    let expired = async {
-        let event = deleted.changed().await;
-        assert_eq!(event.event_type, EventType::NodeDeleted, "{event:?}");
-        Instant::now()
-    };
+    let expired = when_deleted(deleted);
     let states = async {
         let (mut suspended, mut bound_when_suspended) = (None, None);
         while let Some(update) = events.next().await {

@@ -9,8 +9,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use zk_recipes_framework::zookeeper_client::{EventType, OneshotWatcher};
-use zk_recipes_framework::{ConnectionEvents, ConnectionState, ConnectionUpdate, ErrorPolicy, Framework};
+use zk_recipes_framework::zookeeper_client::OneshotWatcher;
+use zk_recipes_framework::{ConnectionEvents, ConnectionState, ErrorPolicy, Framework};
 use zk_recipes_leader::LeaderSelector;
 use zk_recipes_test_support::*;
 
@@ -70,26 +70,10 @@ impl AfterTheCut {
         dropped_at: &Mutex<Option<Instant>>,
         negotiated: Duration,
     ) -> Self {
-        let expired = async {
-            let event = deleted.changed().await;
-            assert_eq!(event.event_type, EventType::NodeDeleted, "{event:?}");
-            Instant::now()
-        };
-        let suspended = async {
-            while let Some(update) = events.next().await {
-                match update {
-                    ConnectionUpdate::Changed(event) if event.state == ConnectionState::Suspended => {
-                        return event.at;
-                    }
-                    ConnectionUpdate::Changed(_) => {}
-                    ConnectionUpdate::Lagged { .. } => panic!("the subscriber fell behind"),
-                }
-            }
-            panic!("the framework closed");
-        };
-        let (expired_at, suspended_at) =
-            within_for(negotiated * 3, "expiry and Suspended", async { tokio::join!(expired, suspended) })
-                .await;
+        let (expired_at, suspended_at) = within_for(negotiated * 3, "expiry and Suspended", async {
+            tokio::join!(when_deleted(deleted), when_state(events, ConnectionState::Suspended))
+        })
+        .await;
         within_for(negotiated * 2, "the leadership dropped", async {
             while dropped_at.lock().is_none() {
                 tokio::time::sleep(Duration::from_millis(10)).await;

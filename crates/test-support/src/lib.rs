@@ -26,8 +26,9 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
 use zk_recipes_framework::retry::ExponentialBackoffRetry;
-use zk_recipes_framework::zookeeper_client::{self, Stat};
+use zk_recipes_framework::zookeeper_client::{self, EventType, OneshotWatcher, Stat};
 use zk_recipes_framework::{
     ConnectionEvent, ConnectionEvents, ConnectionState, ConnectionUpdate, Deadline, Framework,
     FrameworkBuilder,
@@ -155,6 +156,28 @@ pub async fn lost_then_reconnected(events: &mut ConnectionEvents) {
         panic!("the framework closed");
     })
     .await;
+}
+
+/// When `events` shows `state`: the moment the framework published it ([`ConnectionEvent::at`]).
+/// No deadline of its own (for timing a fault, wrap it in [`within_for`]); a lag or the
+/// framework's end fails the test.
+pub async fn when_state(events: &mut ConnectionEvents, state: ConnectionState) -> Instant {
+    while let Some(update) = events.next().await {
+        match update {
+            ConnectionUpdate::Changed(event) if event.state == state => return event.at,
+            ConnectionUpdate::Changed(_) => {}
+            ConnectionUpdate::Lagged { .. } => panic!("the subscriber fell behind"),
+        }
+    }
+    panic!("the framework closed");
+}
+
+/// When `watch` (a watch on a node: for an ephemeral node of another session, its expiry) saw
+/// the node deleted; any other event fails the test. No deadline of its own, as [`when_state`].
+pub async fn when_deleted(watch: OneshotWatcher) -> Instant {
+    let event = watch.changed().await;
+    assert_eq!(event.event_type, EventType::NodeDeleted, "{event:?}");
+    Instant::now()
 }
 
 /// The next connection transition, within [`STEP`]; a lag or the end fails the test.
