@@ -117,7 +117,7 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
                 let mut contender = Contender::new(
                     &framework,
                     recipe,
-                    format!("{}-{client}-{index}", config.setup.tag),
+                    config.setup.holder(format_args!("{client}-{index}")),
                     &config,
                     &log,
                 );

@@ -156,9 +156,10 @@ impl Framework {
     /// lost, after a newer one opened: never another session's bound), for a read-only session
     /// (it has no clock), and once the framework is closed. Until the session's first request is
     /// answered (a round trip after it opens), it counts from the moment its connect began.
-    /// Subtract a margin of your own for a timer that fires late: under `ErrorPolicy::SessionOnly` the framework declares the session
-    /// `Lost` a tenth of the timeout before this moment, under `ErrorPolicy::Standard` only after
-    /// a whole timeout suspended, which may come after it.
+    /// Subtract a margin of your own for a timer that fires late: under
+    /// `ErrorPolicy::SessionOnly` the framework declares the session `Lost` a tenth of the timeout
+    /// before this moment, under `ErrorPolicy::Standard` only after a whole timeout suspended,
+    /// which may come after it.
     ///
     /// ```no_run
     /// # async fn demo(framework: zk_recipes_framework::Framework) {

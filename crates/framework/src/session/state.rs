@@ -77,12 +77,14 @@ pub enum ErrorPolicy {
     /// Only `Lost` is an error (Curator's `SessionConnectionStateErrorPolicy`). The framework then
     /// declares the session `Lost` a tenth of the timeout before the server may expire it, by its
     /// expiry clock (which runs under either policy: an `exists` of the root every tenth of the
-    /// session timeout; see `Framework::earliest_session_expiry`):
-    /// counted from the send time of the latest answered request, so never after the server can
-    /// expire it, however slowly it answers (a member cut off from its quorum answers for a while
-    /// after the quorum may have expired it; no client can see that: see `docs/framework.md`).
-    /// Curator counts a whole timeout from `Suspended`, which its client reports two thirds of a
-    /// timeout into the silence.
+    /// session timeout; see [`earliest_session_expiry`]): counted from the send time of the
+    /// latest answered request, so never after the server can expire it, however slowly it
+    /// answers (a member cut off from its quorum answers for a while after the quorum may have
+    /// expired it; no client can see that: see `docs/framework.md`). Curator counts a whole
+    /// timeout from `Suspended`, which its client reports two thirds of a timeout into the
+    /// silence.
+    ///
+    /// [`earliest_session_expiry`]: crate::Framework::earliest_session_expiry
     SessionOnly,
 }
 
