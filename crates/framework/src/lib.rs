@@ -99,6 +99,14 @@ pub use session::state::{
 };
 pub use zookeeper_client;
 
+/// The framework's ownership decisions as pure functions, without I/O: the code the framework
+/// runs and the models in the repository's `crates/model` check. Not part of the stable API.
+#[doc(hidden)]
+pub mod decisions {
+    pub use crate::nodes::session_marker::{undecided_node, SequenceFloor, SeveralAboveFloor};
+    pub use crate::session::expiry_clock::{earliest_expiry, lost_at};
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@ use zk_recipes_framework::NodeMarker;
 /// );
 /// assert!(driver.gets_the_lock(&children, "_c_b-lock-0000000002", 2).unwrap().holds);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Decision {
     /// Whether our node holds a lease.
     pub holds: bool,
@@ -35,6 +35,63 @@ pub struct Decision {
     pub path_to_watch: Option<String>,
     /// Whether the deletion of `path_to_watch` alone proves we hold, without listing again.
     pub holds_once_watched_node_goes: bool,
+}
+
+/// What the acquire loop does after a [`Decision`]: the loop's own rule, without I/O
+/// ([`Decision::next_step`], [`Decision::after_watch`]), which the acquire loop drives and the
+/// repository's models check.
+///
+/// ```
+/// use zk_recipes_lock_internals::{Decision, NextStep};
+///
+/// let waiting = Decision {
+///     holds: false,
+///     path_to_watch: Some("_c_a-lock-0000000001".to_string()),
+///     holds_once_watched_node_goes: true,
+/// };
+/// assert_eq!(waiting.next_step(true), NextStep::Watch("_c_a-lock-0000000001".to_string()));
+/// assert_eq!(waiting.next_step(false), NextStep::GiveBack);
+/// assert_eq!(waiting.after_watch(true), NextStep::Hold);
+/// assert_eq!(waiting.after_watch(false), NextStep::ListAgain);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum NextStep {
+    /// Our node holds a lease.
+    Hold,
+    /// We do not hold and will not wait (a try-once acquire): delete our node.
+    GiveBack,
+    /// List the contenders and decide again.
+    ListAgain,
+    /// Watch this node (a name in the lock directory) and wait until it goes or changes.
+    Watch(String),
+}
+
+impl Decision {
+    /// What to do after this decision: hold, give the node back (when we do not `wait`), or
+    /// watch the one node the driver named (list again if it named none).
+    pub fn next_step(&self, wait: bool) -> NextStep {
+        if self.holds {
+            return NextStep::Hold;
+        }
+        if !wait {
+            return NextStep::GiveBack;
+        }
+        match &self.path_to_watch {
+            Some(watched) => NextStep::Watch(watched.clone()),
+            None => NextStep::ListAgain,
+        }
+    }
+
+    /// What to do once the watched node `deleted` (or changed): hold without listing again when
+    /// its going alone proves it ([`holds_once_watched_node_goes`](Self::holds_once_watched_node_goes)),
+    /// else list again.
+    pub fn after_watch(&self, deleted: bool) -> NextStep {
+        if deleted && self.holds_once_watched_node_goes {
+            NextStep::Hold
+        } else {
+            NextStep::ListAgain
+        }
+    }
 }
 
 /// Our node is not among the children: it was deleted (our session was lost, or someone deleted

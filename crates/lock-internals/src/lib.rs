@@ -53,7 +53,7 @@ mod metrics;
 mod multi;
 
 pub use driver::{
-    sort_children, sort_children_by, sort_key, Decision, LockDriver, OurNodeMissing, StandardDriver,
+    sort_children, sort_children_by, sort_key, Decision, LockDriver, NextStep, OurNodeMissing, StandardDriver,
 };
 pub use error::{LockError, Result};
 pub use hold::SharedHold;

@@ -375,7 +375,7 @@ impl Batcher {
 
     /// Hands a node made for a caller that is gone to the cleanup worker.
     fn clean_up(&self, path: String) {
-        self.cleanup.submit(CleanupTask::Node { path });
+        self.cleanup.submit(CleanupTask::Node { path, czxid: None });
     }
 
     /// Hands whatever a create of a caller that is gone may have made to the cleanup worker: the

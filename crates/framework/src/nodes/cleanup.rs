@@ -10,7 +10,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use super::on_session::{delete_children, delete_if_marked};
+use super::on_session::{delete_children, delete_if_created, delete_if_marked};
 use super::session_marker::UndecidedCreate;
 use crate::path;
 use crate::session::duration::ReadableDuration;
@@ -22,7 +22,9 @@ use crate::session::{Deadline, Error, Framework, Result, Session};
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum CleanupTask {
     /// Delete this exact path (any version).
-    Node { path: String },
+    /// A node's path, and its czxid when known: then only the node that create made is deleted,
+    /// not a node made later under the same name.
+    Node { path: String, czxid: Option<i64> },
     /// A guaranteed delete: `path` at `version`, and its descendants first if `with_children`.
     Guaranteed { path: String, version: Option<i32>, with_children: bool },
     /// Delete every child of `parent` whose name starts with `prefix` (a protected create whose
@@ -107,7 +109,7 @@ impl Framework {
     /// Deletes `path` in the background, retrying through connection losses until it is gone or
     /// the framework is closed. For nodes with a unique name (every protected node is).
     pub fn delete_in_background(&self, path: impl Into<String>) {
-        self.upper::<CleanupQueue>().submit(CleanupTask::Node { path: path.into() });
+        self.upper::<CleanupQueue>().submit(CleanupTask::Node { path: path.into(), czxid: None });
     }
 
     /// Hands a guaranteed delete ([`crate::DeleteBuilder::guaranteed`]) to the worker.
@@ -205,7 +207,8 @@ async fn run_task(framework: &Framework, mut task: CleanupTask) {
 
 async fn perform(session: &Session, task: &mut CleanupTask) -> Result<()> {
     match task {
-        CleanupTask::Node { path } => delete_if_exists(session, path).await,
+        CleanupTask::Node { path, czxid: None } => delete_if_exists(session, path).await,
+        CleanupTask::Node { path, czxid: Some(czxid) } => delete_if_created(session, path, *czxid).await,
         CleanupTask::Guaranteed { path, version, with_children } => {
             if *with_children {
                 delete_children(session, path).await?;

@@ -146,6 +146,29 @@ pub(crate) async fn delete_if_marked(session: &Session, path: &str, mark: &[u8])
     }
 }
 
+/// Deletes `path` only if it is still the node whose creation had `czxid`: a name can come back
+/// (a session-named sequential node under a container parent reaped and made again counts from
+/// 0), and a delete by name sent late would take the newer node. Checked with a read, then deleted
+/// at the version read.
+pub(crate) async fn delete_if_created(session: &Session, path: &str, czxid: i64) -> Result<()> {
+    loop {
+        let stat = match session.client().check_stat(path).await {
+            Ok(Some(stat)) => stat,
+            Ok(None) => return Ok(()),
+            Err(err) => return Err(err.into()),
+        };
+        if stat.czxid != czxid {
+            return Ok(());
+        }
+        match session.client().delete(path, Some(stat.version)).await {
+            Ok(()) | Err(zookeeper_client::Error::NoNode) => return Ok(()),
+            // Our node's data changed between the read and the delete: read again.
+            Err(zookeeper_client::Error::BadVersion) => continue,
+            Err(err) => return Err(err.into()),
+        }
+    }
+}
+
 /// Deletes everything below `path` (not `path` itself).
 pub(crate) async fn delete_children(session: &Session, path: &str) -> Result<()> {
     let children = match session.client().list_children(path).await {

@@ -6,7 +6,7 @@ use zookeeper_client::Stat;
 
 use super::batch;
 use super::cleanup::{CleanupQueue, CleanupTask};
-use super::on_session::delete_if_marked;
+use super::on_session::{delete_if_created, delete_if_marked};
 use crate::path;
 use crate::session::calls::Nesting;
 use crate::session::waiting::Sessions;
@@ -111,6 +111,11 @@ impl OwnedNode {
         self.generation
     }
 
+    /// The node's czxid, when the create's reply carried it.
+    fn known_czxid(&self) -> Option<i64> {
+        (!self.stat.is_invalid()).then_some(self.stat.czxid)
+    }
+
     /// The framework the node was created through.
     pub fn framework(&self) -> &Framework {
         &self.framework
@@ -134,6 +139,11 @@ impl OwnedNode {
     pub async fn delete(mut self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
         let path = self.path.as_str();
+        let czxid = self.known_czxid();
+        // A try after the first may follow a delete that the server did but whose reply was lost:
+        // by then the name may be a newer node's (see `delete_if_created`).
+        let retried = std::sync::atomic::AtomicBool::new(false);
+        let retried = &retried;
         let result = self
             .framework
             .retry_loop(deadline, Sessions::Only(self.generation), Nesting::Never, |session| {
@@ -141,13 +151,17 @@ impl OwnedNode {
                     Extra::Mark(mark) => Some(mark.as_slice()),
                     _ => None,
                 };
+                let retry = retried.swap(true, std::sync::atomic::Ordering::Relaxed);
                 async move {
-                    match mark {
-                        None => match batch::delete(&session, path).await {
+                    match (mark, czxid) {
+                        (Some(mark), _) => delete_if_marked(&session, path, mark).await,
+                        (None, Some(czxid)) if retry => {
+                            delete_if_created(&session, path, czxid).await.map(|()| true)
+                        }
+                        (None, _) => match batch::delete(&session, path).await {
                             Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(true),
                             Err(err) => Err(Error::from(err)),
                         },
-                        Some(mark) => delete_if_marked(&session, path, mark).await,
                     }
                 }
             })
@@ -192,7 +206,7 @@ impl Drop for OwnedNode {
             let path = std::mem::take(&mut self.path);
             let task = match std::mem::replace(&mut self.extra, Extra::Nothing) {
                 Extra::Mark(mark) => CleanupTask::Marked { path, session_id: self.session_id, mark },
-                _ => CleanupTask::Node { path },
+                _ => CleanupTask::Node { path, czxid: self.known_czxid() },
             };
             self.framework.upper::<CleanupQueue>().submit(task);
         }

@@ -119,7 +119,7 @@ impl Framework {
                 }
             };
             let (created, session) = created?;
-            attempt.lock().settle(created.sequence);
+            attempt.lock().settle(created.sequence.map(|sequence| (sequence, created.stat.czxid)));
             debug!(path = %created.path, session = %session.id(), "protected node created");
             Ok(OwnedNode::new(self.clone(), created, &session))
         })
@@ -230,11 +230,11 @@ impl<'a> ProtectedAttempt<'a> {
     }
 
     /// The current prefix is known to have no node (created and handed out, with `created` its
-    /// sequence, or refused): the lane's turn, if any, passes on.
-    fn settle(&mut self, created: Option<i32>) {
+    /// sequence and czxid, or refused): the lane's turn, if any, passes on.
+    fn settle(&mut self, created: Option<(i32, i64)>) {
         self.maybe_created = false;
-        if let (Some((mut lane, _)), Some(sequence)) = (self.lane.take(), created) {
-            lane.record(sequence);
+        if let (Some((mut lane, _)), Some((sequence, czxid))) = (self.lane.take(), created) {
+            lane.record(sequence, czxid);
         }
     }
 

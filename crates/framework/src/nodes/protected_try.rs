@@ -214,9 +214,10 @@ async fn find_protected(
     floor: Option<SequenceFloor>,
 ) -> Result<Option<NewNode>> {
     if let Some(floor) = floor {
-        let Some((child, sequence)) = find_undecided(session, &floor, parent, prefix, name).await? else {
+        let Some(found) = find_undecided(session, &floor, parent, prefix, name).await? else {
             return Ok(None);
         };
+        let (child, sequence) = (found.name, found.sequence);
         let child_path = path::join(parent, &child);
         return match session.client().check_stat(&child_path).await {
             Ok(Some(stat)) if session.owns(stat.ephemeral_owner) => {
@@ -227,7 +228,7 @@ async fn find_protected(
             Err(err) => Err(err.into()),
         };
     }
-    let Some(children) = children_after_sync(session, parent).await? else {
+    let Some((children, _)) = children_after_sync(session, parent).await? else {
         return Ok(None);
     };
     for child in children.iter().filter(|child| child.starts_with(prefix)) {

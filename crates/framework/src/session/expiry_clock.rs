@@ -89,7 +89,7 @@ impl ExpiryClock {
     /// was begun.
     pub(crate) fn earliest_expiry(&self, timeout: Duration) -> Option<Instant> {
         let times = *self.times.lock();
-        times.heard_by.or(times.connecting_since).map(|heard_by| heard_by + timeout)
+        earliest_expiry(times.heard_by, times.connecting_since, timeout)
     }
 
     /// When to declare a session of `timeout` lost (under `SessionOnly`): a margin before the
@@ -98,8 +98,7 @@ impl ExpiryClock {
     /// otherwise (the answer is on its way on a live connection).
     pub(super) fn lost_at(&self, timeout: Duration, suspended: bool) -> Option<Instant> {
         let times = *self.times.lock();
-        let heard_by = times.heard_by.or(times.connecting_since.filter(|_| suspended))?;
-        Some(heard_by + timeout - timeout / MARGIN_PER_TIMEOUT)
+        lost_at(times.heard_by, times.connecting_since, timeout, suspended)
     }
 
     /// The server answered a request sent at `sent`.
@@ -136,6 +135,53 @@ impl ExpiryClock {
             }
         }
     }
+}
+
+/// The earliest moment the server may expire a session of `timeout`, from the send time of the
+/// latest request it answered (`heard_by`), or before any answer from a moment before the
+/// handshake was sent (`connecting_since`); `None` before either is known. The rule
+/// [`ExpiryClock`] applies to its own times, over any clock (`Instant` here, ticks in a model).
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::decisions::earliest_expiry;
+///
+/// let timeout = Duration::from_secs(10);
+/// let (connect, heard) = (Duration::from_secs(1), Duration::from_secs(3));
+/// assert_eq!(earliest_expiry(None, Some(connect), timeout), Some(Duration::from_secs(11)));
+/// assert_eq!(earliest_expiry(Some(heard), Some(connect), timeout), Some(Duration::from_secs(13)));
+/// ```
+pub fn earliest_expiry<I>(heard_by: Option<I>, connecting_since: Option<I>, timeout: Duration) -> Option<I>
+where
+    I: Copy + std::ops::Add<Duration, Output = I>,
+{
+    heard_by.or(connecting_since).map(|heard_by| heard_by + timeout)
+}
+
+/// When the framework declares a session of `timeout` lost under `SessionOnly`: a tenth of the
+/// timeout before [`earliest_expiry`]. Before the first answer only if `suspended` (counted from
+/// the connect's start); not otherwise (the answer is on its way on a live connection).
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_framework::decisions::lost_at;
+///
+/// let timeout = Duration::from_secs(10);
+/// let heard = Duration::from_secs(3);
+/// assert_eq!(lost_at(Some(heard), None, timeout, false), Some(Duration::from_secs(12)));
+/// assert_eq!(lost_at(None, Some(heard), timeout, false), None);
+/// ```
+pub fn lost_at<I>(
+    heard_by: Option<I>,
+    connecting_since: Option<I>,
+    timeout: Duration,
+    suspended: bool,
+) -> Option<I>
+where
+    I: Copy + std::ops::Add<Duration, Output = I> + std::ops::Sub<Duration, Output = I>,
+{
+    let heard_by = heard_by.or(connecting_since.filter(|_| suspended))?;
+    Some(heard_by + timeout - timeout / MARGIN_PER_TIMEOUT)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use super::handle::LockInternals;
 use super::queued::QueuedNode;
 use super::revocation::wait_for_revocation;
 use super::wait::Wait;
-use crate::driver::Decision;
+use crate::driver::{Decision, NextStep};
 use crate::error::{LockError, Result};
 use crate::lease::HeldLease;
 use crate::listing::{self, SortedChildren};
@@ -168,32 +168,28 @@ impl LockInternals {
                         self.decide(&queued.node, &children)?.0
                     }
                 };
-                if decision.holds {
+                let watched = match decision.next_step(matches!(wait, Wait::Until(_))) {
                     // The listing ran on the session that created our node and contains it, so
                     // the node's ephemeral owner is our current session (Curator's CURATOR-604
                     // check).
-                    return Ok(Some(HeldLease::new(queued.node)));
-                }
-                let Wait::Until(_) = wait else {
-                    let giving_back = Box::pin(give_back(queued.node, deadline));
-                    giving_back.await;
-                    return Ok(None);
-                };
-                let Some(watched) = decision.path_to_watch else {
-                    continue;
+                    NextStep::Hold => return Ok(Some(HeldLease::new(queued.node))),
+                    NextStep::GiveBack => {
+                        let giving_back = Box::pin(give_back(queued.node, deadline));
+                        giving_back.await;
+                        return Ok(None);
+                    }
+                    NextStep::ListAgain => continue,
+                    NextStep::Watch(watched) => watched,
                 };
                 if let Some(hook) = &self.before_watch {
                     (hook.0)(watched.clone()).await;
                 }
                 let watched_path = path::join(&self.dir, &watched);
                 let waiting = Box::pin(self.wait_for_deletion(&queued.node, &watched_path, deadline));
-                let outcome = waiting.await?;
-                match outcome {
-                    Watched::Deleted if decision.holds_once_watched_node_goes => {
-                        debug!(%watched_path, "predecessor gone and it was first: held without listing again");
-                        return Ok(Some(HeldLease::new(queued.node)));
-                    }
-                    Watched::Deleted | Watched::Changed => {}
+                let deleted = matches!(waiting.await?, Watched::Deleted);
+                if decision.after_watch(deleted) == NextStep::Hold {
+                    debug!(%watched_path, "predecessor gone and it was first: held without listing again");
+                    return Ok(Some(HeldLease::new(queued.node)));
                 }
             }
         }

@@ -312,6 +312,22 @@ impl FaultProxy {
         self.shared.state.lock().refused.push(matcher);
     }
 
+    /// Ends every [`refuse_requests`](Self::refuse_requests): matching requests are forwarded
+    /// again.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # fn demo(proxy: &zk_recipes_testing::FaultProxy) {
+    /// use zk_recipes_testing::RequestMatch;
+    /// proxy.refuse_requests(RequestMatch::delete().under("/app"));
+    /// // ... deletes under /app fail with a connection loss meanwhile ...
+    /// proxy.stop_refusing();
+    /// # }
+    /// ```
+    pub fn stop_refusing(&self) {
+        self.shared.state.lock().refused.clear();
+    }
+
     /// Arms a black hole of `duration` that starts when the next request that `matcher` matches
     /// arrives, on any connection: that request is not forwarded (nor anything after it), so the
     /// client has it in flight with no answer, and everything goes silent as with
