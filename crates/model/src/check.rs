@@ -1,0 +1,83 @@
+//! Runs a model's exhaustive check and reports what it found: how many states, how long, and a
+//! counterexample per property that failed.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::time::{Duration, Instant};
+
+use stateright::{Checker, Model};
+
+/// What an exhaustive check of one model found.
+#[derive(Debug)]
+pub struct Report<A> {
+    /// Distinct states visited.
+    pub unique_states: usize,
+    /// States generated, with repeats.
+    pub states: usize,
+    /// The longest path explored.
+    pub max_depth: usize,
+    /// Wall time of the check.
+    pub elapsed: Duration,
+    /// Whether every reachable state was visited (not stopped by a bound or a discovery).
+    pub complete: bool,
+    /// The actions leading to a violation, per property violated.
+    pub counterexamples: BTreeMap<&'static str, Vec<A>>,
+}
+
+impl<A: Debug> Report<A> {
+    /// Whether no property was violated and every reachable state was visited.
+    pub fn holds(&self) -> bool {
+        self.complete && self.counterexamples.is_empty()
+    }
+
+    /// One line: the counts, the time and the properties violated.
+    pub fn summary(&self) -> String {
+        let violated: Vec<&str> = self.counterexamples.keys().copied().collect();
+        format!(
+            "{} unique states ({} generated, depth {}) in {:.2} s, {}; violated: {:?}",
+            self.unique_states,
+            self.states,
+            self.max_depth,
+            self.elapsed.as_secs_f64(),
+            if self.complete { "exhaustive" } else { "NOT exhaustive" },
+            violated,
+        )
+    }
+
+    /// The counterexample of `property`, one action a line.
+    pub fn trace(&self, property: &str) -> Option<String> {
+        let actions = self.counterexamples.get(property)?;
+        Some(
+            actions
+                .iter()
+                .enumerate()
+                .map(|(step, action)| format!("{:>3}. {action:?}\n", step + 1))
+                .collect(),
+        )
+    }
+}
+
+/// Checks `model` breadth first on every core, to the end of its state space: every `always`
+/// property in every reachable state. Breadth first, so a counterexample is a shortest one.
+pub fn check<M>(model: M) -> Report<M::Action>
+where
+    M: Model + Send + Sync + 'static,
+    M::State: Debug + Hash + Send + Sync + Clone + PartialEq,
+    M::Action: Debug + Send + Sync + Clone + PartialEq,
+{
+    let threads = std::thread::available_parallelism().map_or(1, |count| count.get());
+    let started = Instant::now();
+    let checker = model.checker().threads(threads).spawn_bfs().join();
+    let elapsed = started.elapsed();
+    let counterexamples =
+        checker.discoveries().into_iter().map(|(name, path)| (name, path.into_actions())).collect();
+    Report {
+        unique_states: checker.unique_state_count(),
+        states: checker.state_count(),
+        max_depth: checker.max_depth(),
+        elapsed,
+        complete: checker.is_done(),
+        counterexamples,
+    }
+}
