@@ -372,3 +372,21 @@ impl fmt::Display for Undecided {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::{Register, RegisterInput, RegisterOutput};
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn send_and_sync<T: Send + Sync>() {}
+        send_and_sync::<Checker<Register<u64>>>();
+        send_and_sync::<History<RegisterInput<u64>, RegisterOutput<u64>>>();
+        send_and_sync::<Outcome>();
+        send_and_sync::<Linearization>();
+        send_and_sync::<Violation>();
+        send_and_sync::<Undecided>();
+        send_and_sync::<crate::HistoryError>();
+    }
+}
