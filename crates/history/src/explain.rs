@@ -58,19 +58,31 @@ pub(crate) fn explain<M: Model>(
         let _ = write!(text, "\n  {}", describe(&candidates[*operation]));
     }
     let _ = write!(text, "\nstate then: {state:?}\nwhat could take effect next (invoked by {due}):");
-    let next: Vec<usize> = left().filter(|operation| candidates[*operation].invoked <= due).collect();
-    for operation in next.iter().take(NEXT_SHOWN) {
-        let candidate = &candidates[*operation];
+    // Each operation that could come next, with what the model says of it there; unknown ones
+    // that would change nothing are only counted.
+    let mut unchanging = 0;
+    let mut verdicts = Vec::new();
+    for operation in left().filter(|operation| candidates[*operation].invoked <= due) {
+        let candidate = &candidates[operation];
         let (next_state, answer) = model.step(state, candidate.input);
         let verdict = match candidate.output {
             Some(recorded) if *recorded != answer => format!("the model answers {answer:?}"),
-            None if next_state == *state => "changes nothing".to_owned(),
+            None if next_state == *state => {
+                unchanging += 1;
+                continue;
+            }
             _ => format!("fits (state then {next_state:?}), but nothing fits after it"),
         };
-        let _ = write!(text, "\n  {}: {verdict}", describe(candidate));
+        verdicts.push(format!("\n  {}: {verdict}", describe(candidate)));
     }
-    if next.len() > NEXT_SHOWN {
-        let _ = write!(text, "\n  and {} more", next.len() - NEXT_SHOWN);
+    for verdict in verdicts.iter().take(NEXT_SHOWN) {
+        text.push_str(verdict);
+    }
+    if verdicts.len() > NEXT_SHOWN {
+        let _ = write!(text, "\n  and {} more", verdicts.len() - NEXT_SHOWN);
+    }
+    if unchanging > 0 {
+        let _ = write!(text, "\n  and {unchanging} of unknown outcome that would change nothing");
     }
     Violation {
         key,

@@ -181,7 +181,7 @@ fn one_injected_stale_read_is_caught() {
         let history = record(&operations);
         let started = Instant::now();
         let outcome = check(&history, Register::new(0));
-        eprintln!("seed {seed}: stale read #{stale}: caught in {:?}", started.elapsed());
+        eprintln!("seed {seed}: stale read #{stale}: caught in {:?}: {outcome}", started.elapsed());
         let violation = outcome.violation().unwrap_or_else(|| panic!("seed {seed}: {outcome}"));
         let stale_id = history.iter().nth(stale).map(|(id, _)| id).expect("in the history");
         assert!(!violation.longest_prefix().contains(&stale_id), "seed {seed}");
@@ -244,4 +244,20 @@ fn a_search_beyond_its_bounds_is_unknown() {
         matches!(&outcome, Outcome::Unknown(undecided) if undecided.limit() == Limit::Time(Duration::ZERO))
     );
     assert!(Checker::new(Register::new(0)).check(&history).is_linearizable());
+}
+
+/// Thirty writes of unknown outcome, all concurrent, and a read of a value none wrote: every
+/// subset of the writes, in every order, is a state to try. The bound ends the search.
+#[test]
+fn a_pathological_history_ends_within_its_bound() {
+    let mut history = History::new();
+    for process in 0..30 {
+        history.info(process, 0, None, RegisterInput::Write(process + 1)).expect("ordered");
+    }
+    history.ok(99, 10, 20, RegisterInput::Read, RegisterOutput::Value(1000)).expect("ordered");
+    let outcome = Checker::new(Register::new(0)).max_states(20_000).check(&history);
+    assert!(
+        matches!(&outcome, Outcome::Unknown(undecided) if undecided.limit() == Limit::States(20_000)),
+        "{outcome}"
+    );
 }
