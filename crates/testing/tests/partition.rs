@@ -164,7 +164,8 @@ async fn a_minority_serves_no_writes_and_the_ensemble_converges_after_heal() {
 
 #[tokio::test]
 async fn an_isolated_leader_keeps_its_clients_commits_nothing_and_the_majority_elects_another() {
-    let Some(mut cluster) = start(builder(3)).await else { return };
+    // Three voters and an observer (member 3), which follows whoever leads the majority.
+    let Some(mut cluster) = start(builder(3).observers(1)).await else { return };
     let leader = within("leader", cluster.leader_index()).await.expect("leader");
     let on_leader = connect(&cluster.members()[leader].connect_string(), SESSION_TIMEOUT).await;
     let others: Vec<String> = (0..3)
@@ -198,6 +199,7 @@ async fn an_isolated_leader_keeps_its_clients_commits_nothing_and_the_majority_e
         .await
         .expect("serving");
     assert_eq!(within("srvr", cluster.mode(leader)).await.expect("mode"), ServerMode::Follower);
+    assert_eq!(within("srvr", cluster.mode(3)).await.expect("mode"), ServerMode::Observer);
     for index in 0..cluster.size() {
         assert_eq!(children_on(&cluster, index, "/isolated").await, ["majority"], "server.{}", index + 1);
     }
@@ -320,32 +322,33 @@ async fn median_round_trip(client: &Client, path: &str, samples: usize) -> Durat
 }
 
 #[tokio::test]
-async fn a_degraded_member_answers_later_by_twice_the_delay() {
+async fn a_degraded_member_answers_later_by_twice_the_delay_and_the_others_do_not() {
     let Some(mut cluster) = start(builder(3)).await else { return };
     let leader = within("leader", cluster.leader_index()).await.expect("leader");
-    let follower = (leader + 1) % 3;
-    let client = connect(&cluster.members()[follower].connect_string(), SESSION_TIMEOUT).await;
-    create(&client, "/degraded", b"").await;
-    let before = median_round_trip(&client, "/degraded", 9).await;
+    let (degraded, untouched) = ((leader + 1) % 3, (leader + 2) % 3);
+    let on_degraded = connect(&cluster.members()[degraded].connect_string(), SESSION_TIMEOUT).await;
+    let on_untouched = connect(&cluster.members()[untouched].connect_string(), SESSION_TIMEOUT).await;
+    create(&on_degraded, "/degraded", b"").await;
+    within("sync", on_untouched.sync("/degraded")).await.expect("sync");
+    let before = median_round_trip(&on_degraded, "/degraded", 9).await;
 
     let delay = Duration::from_millis(100);
-    match within("degrading", cluster.degrade(follower, Degradation::delay(delay))).await {
-        Ok(()) => {}
-        Err(TestingError::NetemUnavailable { reason }) => {
-            // This kernel cannot delay packets; the error says so and leaves the network alone.
-            eprintln!("degrade is unavailable on this kernel: {reason}");
-            within("healing", cluster.heal()).await.expect("heal");
-            assert!(median_round_trip(&client, "/degraded", 3).await < delay);
-            return;
-        }
-        Err(err) => panic!("degrade: {err}"),
-    }
-    let degraded = median_round_trip(&client, "/degraded", 5).await;
-    eprintln!("read round trip: {before:?} before, {degraded:?} degraded by {delay:?} each way");
-    assert!(degraded >= before + delay * 3 / 2, "{degraded:?} is not {before:?} + 2 × {delay:?}");
+    within("degrading", cluster.degrade(degraded, Degradation::delay(delay))).await.expect("degrade");
+    let slow = median_round_trip(&on_degraded, "/degraded", 5).await;
+    let elsewhere = median_round_trip(&on_untouched, "/degraded", 5).await;
+    eprintln!("read round trip: {before:?} before, {slow:?} degraded by {delay:?} each way, {elsewhere:?} elsewhere");
+    assert!(slow >= before + delay * 3 / 2, "{slow:?} is not {before:?} + 2 × {delay:?}");
+    assert!(elsewhere < delay / 2, "a member that is not degraded answers in {elsewhere:?}");
+    // A write through it crosses its links four times: client -> it -> leader -> it -> client.
+    let started = Instant::now();
+    create(&on_degraded, "/degraded/write", b"").await;
+    let write = started.elapsed();
+    assert!(write >= delay * 3, "a write through the degraded member took {write:?}, not 4 × {delay:?}");
+    let refused = within("partitioning", cluster.partition(&[&[degraded]])).await;
+    assert!(matches!(refused, Err(TestingError::InvalidArgument(_))), "{refused:?}");
 
     within("healing", cluster.heal()).await.expect("heal");
-    let healed = median_round_trip(&client, "/degraded", 9).await;
+    let healed = median_round_trip(&on_degraded, "/degraded", 9).await;
     assert!(healed < before + delay / 2, "healing took the delay away: {healed:?} (before {before:?})");
 }
 

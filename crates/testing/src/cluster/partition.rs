@@ -143,31 +143,34 @@ impl TestingCluster {
         self.cut(ring_cuts(self.members.len())).await
     }
 
-    /// Slows every link of member `index` with `tc netem`: each packet it sends or receives (to
-    /// and from members and clients) is delayed by the degradation's delay ± jitter and dropped
-    /// with its loss rate. A round trip with the member grows by twice the delay. Replaces an
-    /// earlier degradation of the same member; [`heal`](Self::heal) removes it.
+    /// Slows every link of member `index`: each packet it sends or receives (to and from members
+    /// and clients) is delayed by the degradation's delay ± jitter and dropped with its loss rate,
+    /// so a round trip with the member grows by twice the delay. Replaces an earlier degradation
+    /// (of any member); [`heal`](Self::heal) removes it. A degradation and a partition do not
+    /// combine: each refuses to start while the other is in place.
+    ///
+    /// It uses `tc netem` on both ends of the member's veth pair where the kernel has `netem`;
+    /// elsewhere a user-space relay (`python3` with tun devices) between the member and each peer,
+    /// which delays packets the same way, except that with jitter they never overtake each other.
     ///
     /// # Errors
-    /// [`TestingError::NetemUnavailable`] when the kernel has no `netem` (a kernel built without
-    /// `CONFIG_NET_SCH_NETEM`, or without the module); [`TestingError::NotPartitionable`];
-    /// [`TestingError::NoSuchMember`]; [`TestingError::NetworkCommand`].
+    /// [`TestingError::NetemUnavailable`] when neither `netem` nor the relay is available (no
+    /// `python3`); [`TestingError::InvalidArgument`] while members are cut;
+    /// [`TestingError::NotPartitionable`]; [`TestingError::NoSuchMember`];
+    /// [`TestingError::NetworkCommand`].
     ///
     /// # Cancel safety
-    /// If cancelled, one direction may be degraded and the other not; [`heal`](Self::heal) clears
-    /// both.
+    /// If cancelled, the member may be partly degraded; [`heal`](Self::heal) clears it.
     ///
     /// # Example
     /// ```no_run
     /// # async fn demo(cluster: &mut zk_recipes_testing::TestingCluster) -> Result<(), zk_recipes_testing::TestingError> {
     /// use std::time::Duration;
-    /// use zk_recipes_testing::{Degradation, TestingError};
+    /// use zk_recipes_testing::Degradation;
     ///
-    /// match cluster.degrade(1, Degradation::delay(Duration::from_millis(100)).loss(0.05)?).await {
-    ///     Ok(()) => {} // member 1's round trips take 200 ms longer, 5 % of its packets are lost
-    ///     Err(TestingError::NetemUnavailable { reason }) => eprintln!("no netem here: {reason}"),
-    ///     Err(other) => return Err(other),
-    /// }
+    /// // Member 1's round trips take 200 ms longer, and 5 % of its packets are lost.
+    /// cluster.degrade(1, Degradation::delay(Duration::from_millis(100)).loss(0.05)?).await?;
+    /// cluster.heal().await?;
     /// # Ok(()) }
     /// ```
     pub async fn degrade(&mut self, index: usize, degradation: Degradation) -> Result<()> {

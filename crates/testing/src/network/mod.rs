@@ -4,11 +4,13 @@
 //!
 //! - [`topology`]: which member pairs a partition, a ring or a bridge cuts (no I/O);
 //! - [`commands`]: running `ip` and `tc`;
+//! - [`link_delay`]: a member's links slowed in user space where the kernel has no `netem`;
 //! - [`namespaces`]: the bridge, the namespaces, the cutting routes, `netem`, the teardown.
 //!
 //! Each file imports only the ones before it in this list (and [`Degradation`], defined here).
 
 mod commands;
+mod link_delay;
 pub(crate) mod namespaces;
 pub(crate) mod topology;
 

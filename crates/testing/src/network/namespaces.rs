@@ -10,6 +10,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::commands::{args, find_binary, run, run_blocking, CommandFailure};
+use super::link_delay::{LinkDelay, RelayEnd};
 use super::topology::Pair;
 use super::Degradation;
 use crate::error::{Result, TestingError};
@@ -49,8 +50,10 @@ pub(crate) struct ClusterNetwork {
     size: usize,
     /// The member pairs cut now.
     cuts: BTreeSet<Pair>,
-    /// The members with `netem` on their links now.
-    degraded: BTreeSet<usize>,
+    /// The member degraded now, and how: by `netem`, or by the user-space relay.
+    degraded: Option<(usize, Slowdown)>,
+    /// How many degradations were started (each relay's seed).
+    degradations: u64,
     watchdog: Option<(Child, ChildStdin)>,
     /// Namespaces and links created so far (all of them once set up).
     created_members: usize,
@@ -102,7 +105,8 @@ impl ClusterNetwork {
                 subnet,
                 size,
                 cuts: BTreeSet::new(),
-                degraded: BTreeSet::new(),
+                degraded: None,
+                degradations: 0,
                 watchdog: None,
                 created_members: 0,
                 bridge_created: false,
@@ -224,6 +228,11 @@ impl ClusterNetwork {
     /// each member's namespace, for every pair newly cut; the routes of pairs no longer cut are
     /// deleted.
     pub(crate) async fn set_cuts(&mut self, wanted: BTreeSet<Pair>) -> Result<()> {
+        if !wanted.is_empty() && self.degraded.is_some() {
+            return Err(TestingError::InvalidArgument(
+                "a degraded member's links cannot be cut too: heal the degradation first".to_owned(),
+            ));
+        }
         let healed: Vec<Pair> = self.cuts.difference(&wanted).copied().collect();
         let added: Vec<Pair> = wanted.difference(&self.cuts).copied().collect();
         for (verb, pairs) in [("del", healed), ("replace", added)] {
@@ -244,13 +253,44 @@ impl ClusterNetwork {
         Ok(())
     }
 
-    /// Puts `netem` with `degradation` on both directions of member `index`'s veth pair: what it
-    /// sends (inside its namespace) and what it receives (the root-side end).
+    /// Slows member `index`'s links in both directions, replacing an earlier degradation (of any
+    /// member): `netem` on both ends of its veth pair (what it sends, inside its namespace, and
+    /// what it receives, on the root side); where the kernel has no `netem`, the user-space relay
+    /// ([`LinkDelay`]).
     ///
     /// # Errors
-    /// [`TestingError::NetemUnavailable`] when the kernel has no `netem` queueing discipline (or
-    /// there is no `tc`).
+    /// [`TestingError::InvalidArgument`] while members are cut; [`TestingError::NetemUnavailable`]
+    /// when neither `netem` nor the relay (`python3`, tun devices) is available.
     pub(crate) async fn degrade(&mut self, index: usize, degradation: &Degradation) -> Result<()> {
+        if !self.cuts.is_empty() {
+            return Err(TestingError::InvalidArgument(
+                "a partitioned cluster's links cannot be degraded too: heal the partition first".to_owned(),
+            ));
+        }
+        self.clear_degradation().await;
+        self.degradations += 1;
+        let slowdown = match self.netem(index, degradation).await {
+            Ok(()) => Slowdown::Netem,
+            Err(TestingError::NetemUnavailable { reason }) => {
+                let python = LinkDelay::python().ok_or_else(|| TestingError::NetemUnavailable {
+                    reason: format!("{reason}, and no python3 for the user-space link delay"),
+                })?;
+                let (member, peers) = self.relay_ends(index);
+                let seed = self.degradations;
+                tracing::debug!(%reason, "no netem: delaying in user space");
+                Slowdown::Relay(
+                    LinkDelay::start(&self.ip, &python, &member, &peers, degradation, seed).await?,
+                )
+            }
+            Err(err) => return Err(err),
+        };
+        tracing::info!(member = index, ?degradation, by = slowdown.name(), "cluster member's links degraded");
+        self.degraded = Some((index, slowdown));
+        Ok(())
+    }
+
+    /// `netem` on both ends of member `index`'s veth pair.
+    async fn netem(&mut self, index: usize, degradation: &Degradation) -> Result<()> {
         let tc = find_binary("tc").ok_or_else(|| TestingError::NetemUnavailable {
             reason: "no `tc` binary (iproute2)".to_owned(),
         })?;
@@ -263,6 +303,7 @@ impl ClusterNetwork {
         outside.extend(netem.iter().map(String::as_str));
         for command in [inside, outside] {
             if let Err(failure) = run(&tc, &args(&command)).await {
+                self.remove_netem(index).await;
                 return Err(if failure.reason.contains("qdisc kind is unknown") {
                     TestingError::NetemUnavailable {
                         reason: format!("this kernel has no netem queueing discipline ({})", failure.reason),
@@ -271,28 +312,54 @@ impl ClusterNetwork {
                     failure.into_error()
                 });
             }
-            self.degraded.insert(index);
         }
-        tracing::info!(member = index, ?degradation, "cluster member's links degraded");
         Ok(())
     }
 
-    /// Removes every cut and every `netem`.
-    pub(crate) async fn heal(&mut self) -> Result<()> {
-        self.set_cuts(BTreeSet::new()).await?;
-        let degraded: Vec<usize> = self.degraded.iter().copied().collect();
+    async fn remove_netem(&self, index: usize) {
         if let Some(tc) = find_binary("tc") {
-            for index in degraded {
-                let namespace = self.namespace(index);
-                let host_side = self.host_interface(index);
-                // A qdisc that is not there (a half-applied degrade) is fine.
-                let _ = run(&tc, &args(&["-n", &namespace, "qdisc", "del", "dev", MEMBER_INTERFACE, "root"]))
-                    .await;
-                let _ = run(&tc, &args(&["qdisc", "del", "dev", &host_side, "root"])).await;
-                self.degraded.remove(&index);
-            }
+            let namespace = self.namespace(index);
+            let host_side = self.host_interface(index);
+            // A qdisc that is not there (a half-applied degrade) is fine.
+            let _ =
+                run(&tc, &args(&["-n", &namespace, "qdisc", "del", "dev", MEMBER_INTERFACE, "root"])).await;
+            let _ = run(&tc, &args(&["qdisc", "del", "dev", &host_side, "root"])).await;
         }
-        Ok(())
+    }
+
+    /// The relay's ends for member `index`: its own tun, and one for each other member and for
+    /// the root namespace (the clients).
+    fn relay_ends(&self, index: usize) -> (RelayEnd, Vec<RelayEnd>) {
+        let member = RelayEnd {
+            tun: format!("{}d{index}", self.bridge),
+            namespace: Some(self.namespace(index)),
+            address: self.address(index),
+        };
+        let mut peers: Vec<RelayEnd> = (0..self.size)
+            .filter(|&other| other != index)
+            .map(|other| RelayEnd {
+                tun: format!("{}q{other}", self.bridge),
+                namespace: Some(self.namespace(other)),
+                address: self.address(other),
+            })
+            .collect();
+        peers.push(RelayEnd { tun: format!("{}qr", self.bridge), namespace: None, address: self.gateway() });
+        (member, peers)
+    }
+
+    async fn clear_degradation(&mut self) {
+        match self.degraded.take() {
+            Some((index, Slowdown::Netem)) => self.remove_netem(index).await,
+            // Dropping the relay removes its tun devices and their routes.
+            Some((_, Slowdown::Relay(relay))) => drop(relay),
+            None => {}
+        }
+    }
+
+    /// Removes every cut and the degradation.
+    pub(crate) async fn heal(&mut self) -> Result<()> {
+        self.clear_degradation().await;
+        self.set_cuts(BTreeSet::new()).await
     }
 
     /// Deletes the veth pairs, the namespaces and the bridge, then releases the watchdog.
@@ -301,6 +368,8 @@ impl ClusterNetwork {
     /// still has orphaned TCP connections of the killed JVMs retrying in it, and its end of a veth
     /// pair, and so ours on the root side, with it.
     fn tear_down(&mut self) {
+        // A relay's tun devices go with it; netem goes with the interfaces.
+        self.degraded = None;
         for index in 0..self.created_members {
             let _ = run_blocking(&self.ip, &args(&["link", "del", &self.host_interface(index)]));
             if let Err(failure) = run_blocking(&self.ip, &args(&["netns", "del", &self.namespace(index)])) {
@@ -336,6 +405,24 @@ impl ClusterNetwork {
             }
         }
         tracing::debug!(bridge = %self.bridge, "cluster network removed");
+    }
+}
+
+/// How a member's links are slowed.
+#[derive(Debug)]
+enum Slowdown {
+    /// `tc netem` on both ends of its veth pair.
+    Netem,
+    /// The user-space relay.
+    Relay(LinkDelay),
+}
+
+impl Slowdown {
+    fn name(&self) -> &'static str {
+        match self {
+            Slowdown::Netem => "netem",
+            Slowdown::Relay(_) => "user-space relay",
+        }
     }
 }
 
