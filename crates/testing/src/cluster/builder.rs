@@ -393,7 +393,6 @@ impl TestingClusterBuilder {
                 server_id,
                 host(index),
                 [client_port, ports[3 * index + 1], ports[3 * index + 2]],
-                data_dir,
             );
             member.observer = observer;
             if self.read_only_mode {

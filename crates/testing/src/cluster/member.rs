@@ -40,9 +40,9 @@ pub struct ClusterMember {
 }
 
 impl ClusterMember {
-    /// A member not started yet, whose `zoo.cfg` is in `member_dir`; it serves clients on `host`
-    /// and `ports` are the client, quorum and election ports.
-    #[allow(clippy::too_many_arguments)]
+    /// A member not started yet, whose `zoo.cfg` is in `member_dir` and data in its `data`
+    /// directory; it serves clients on `host`, and `ports` are the client, quorum and election
+    /// ports.
     pub(super) fn new(
         jvm: &Jvm,
         tuning: &Tuning,
@@ -51,9 +51,9 @@ impl ClusterMember {
         server_id: u32,
         host: Ipv4Addr,
         ports: [u16; 3],
-        data_dir: PathBuf,
     ) -> ClusterMember {
         let [client_port, quorum_port, election_port] = ports;
+        let data_dir = member_dir.join("data");
         ClusterMember {
             process: None,
             launch: Launch {

@@ -85,7 +85,6 @@ impl TestingCluster {
             server_id,
             Ipv4Addr::LOCALHOST,
             ports,
-            data_dir,
         );
         match member.launch.start(Readiness::Imok, self.tuning.start_timeout).await {
             Ok(process) => member.process = Some(process),

@@ -101,6 +101,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn public_types_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Degradation>();
+        assert_send_sync::<crate::TestingCluster>();
+    }
+
+    #[test]
     fn netem_arguments_spell_delay_jitter_and_loss() {
         let degradation = Degradation::delay(Duration::from_millis(100))
             .jitter(Duration::from_millis(5))
