@@ -2,8 +2,10 @@
 # Installs what zk-recipes' tests need to run real ZooKeeper servers and the interop tests:
 # Debian's `zookeeper` (3.8), `libcurator-recipes-java` and `libcurator-discovery-java` (5.4, with
 # Jackson 2 for curator-x-discovery's JsonInstanceSerializer) packages and a JDK (java + javac),
-# the `openssl` command line (the TLS test server's throwaway CA and certificates), and kazoo 2.11
-# from PyPI in a virtualenv.
+# the `openssl` command line (the TLS test server's throwaway CA and certificates), iproute2's `ip`
+# and `tc` (partitionable clusters: a network namespace per member; they also need root, and
+# python3, which the kazoo virtualenv brings, to slow links where the kernel has no netem), and
+# kazoo 2.11 from PyPI in a virtualenv.
 #
 #   sh scripts/install-deps.sh                 everything the tests need
 #   sh scripts/install-deps.sh --server-only   only what an embedded ZooKeeper needs (the demo):
@@ -71,7 +73,13 @@ missing() {
   fi
   "$JAVAC_BIN" -version >/dev/null 2>&1 || printf '%s\n' "a working javac ($JAVAC_BIN -version)"
   "$OPENSSL_BIN" version >/dev/null 2>&1 || printf '%s\n' "a working openssl ($OPENSSL_BIN version)"
+  have_ip || printf '%s\n' "iproute2's ip (Debian package iproute2)"
   return 0
+}
+
+# iproute2's `ip`, on PATH or in the sbin directories a non-login shell may lack.
+have_ip() {
+  command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]
 }
 
 # The Debian packages that provide what `missing` lists (an override given is not installed).
@@ -87,6 +95,7 @@ packages() {
     fi
     [ -n "${JAVA:-}${JAVAC:-}" ] || list="$list default-jdk-headless"
     [ -n "${OPENSSL:-}" ] || list="$list openssl"
+    have_ip || list="$list iproute2"
   fi
   printf '%s\n' "$list"
 }

@@ -157,6 +157,38 @@ pub enum TestingError {
     /// The [`FaultProxy`](crate::FaultProxy) was dropped before the awaited event happened.
     #[error("the fault proxy was shut down")]
     ProxyClosed,
+
+    /// A partitionable cluster ([`TestingClusterBuilder::partitionable`]) cannot be built here:
+    /// it needs root, iproute2's `ip`, network namespaces, veth pairs and bridges. Tests that need
+    /// one skip on this error, and only on it.
+    ///
+    /// [`TestingClusterBuilder::partitionable`]: crate::TestingClusterBuilder::partitionable
+    #[error("partitionable clusters are unavailable here: {reason}")]
+    NetworkUnavailable {
+        /// What is missing.
+        reason: String,
+    },
+
+    /// A network fault was asked of a cluster built without
+    /// [`partitionable(true)`](crate::TestingClusterBuilder::partitionable).
+    #[error("the cluster was built without partitionable(true): its members share loopback")]
+    NotPartitionable,
+
+    /// The kernel cannot delay or drop packets: no `netem` queueing discipline (or no `tc`).
+    #[error("tc netem is unavailable: {reason}")]
+    NetemUnavailable {
+        /// What `tc` said.
+        reason: String,
+    },
+
+    /// An `ip` or `tc` command failed where it should have worked.
+    #[error("`{command}` failed: {reason}")]
+    NetworkCommand {
+        /// The command line.
+        command: String,
+        /// Its exit status and stderr.
+        reason: String,
+    },
 }
 
 impl TestingError {

@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -91,12 +91,12 @@ impl Tuning {
     }
 
     /// The `zoo.cfg` lines common to every server.
-    pub(crate) fn common_config(&self, data_dir: &Path, client_port: u16) -> String {
+    pub(crate) fn common_config(&self, data_dir: &Path, client_host: Ipv4Addr, client_port: u16) -> String {
         let mut config = String::new();
         let _ = writeln!(config, "tickTime={}", self.tick_time.as_millis());
         let _ = writeln!(config, "dataDir={}", data_dir.display());
         let _ = writeln!(config, "clientPort={client_port}");
-        let _ = writeln!(config, "clientPortAddress=127.0.0.1");
+        let _ = writeln!(config, "clientPortAddress={client_host}");
         let _ = writeln!(config, "minSessionTimeout={}", self.min_session_timeout.as_millis());
         let _ = writeln!(config, "maxSessionTimeout={}", self.max_session_timeout.as_millis());
         let _ = writeln!(config, "maxClientCnxns=0");
@@ -196,6 +196,8 @@ pub(crate) struct Launch {
     pub(crate) jaas_path: Option<PathBuf>,
     /// More `-Dname=value` flags (a cluster's `readonlymode.enabled`).
     pub(crate) system_properties: Vec<String>,
+    /// The network namespace to run the JVM in (`ip netns exec NAMESPACE java …`), and `ip`.
+    pub(crate) namespace: Option<(PathBuf, String)>,
 }
 
 /// Why a start-up attempt failed.
@@ -243,9 +245,19 @@ impl Launch {
         args.push(self.jvm.classpath.clone().into());
         args.push(self.main_class.into());
         args.push(self.config_path.clone().into());
+        // `ip netns exec` execs java in place: the pid the watchdog reports is still java's.
+        let program = match &self.namespace {
+            Some((ip, namespace)) => {
+                let mut prefix: Vec<OsString> =
+                    vec!["netns".into(), "exec".into(), namespace.into(), self.jvm.java.clone().into()];
+                prefix.append(&mut args);
+                args = prefix;
+                ip.as_path()
+            }
+            None => self.jvm.java.as_path(),
+        };
         let process =
-            JvmProcess::spawn(&self.jvm.java, args, &self.log_path, &self.cleanup_dir, &self.work_dir)
-                .await?;
+            JvmProcess::spawn(program, args, &self.log_path, &self.cleanup_dir, &self.work_dir).await?;
         tracing::debug!(pid = process.pid(), address = %self.client_address, "spawned ZooKeeper JVM");
         Ok((process, log_from))
     }
@@ -383,7 +395,7 @@ mod tests {
     #[test]
     fn config_spells_out_the_documented_defaults() {
         let tuning = Tuning::new(Duration::from_secs(30));
-        let config = tuning.common_config(Path::new("/tmp/data"), 2181);
+        let config = tuning.common_config(Path::new("/tmp/data"), Ipv4Addr::LOCALHOST, 2181);
         for line in [
             "tickTime=200",
             "dataDir=/tmp/data",

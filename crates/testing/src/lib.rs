@@ -7,7 +7,12 @@
 //!   ([`TestingTls`]).
 //! * [`TestingCluster`]: an ensemble of `n` members; kill the leader, restart a member. Built
 //!   with [`reconfig(true)`](TestingClusterBuilder::reconfig), a reconfigurable one: start
-//!   joining members, `reconfig` them in and out.
+//!   joining members, `reconfig` them in and out. Built with
+//!   [`partitionable(true)`](TestingClusterBuilder::partitionable) (root only), each member gets a
+//!   network namespace and an address of its own: [`partition`](TestingCluster::partition) it,
+//!   [`isolate_leader`](TestingCluster::isolate_leader), [`bridge`](TestingCluster::bridge),
+//!   [`ring`](TestingCluster::ring), [`degrade`](TestingCluster::degrade) a member's links
+//!   ([`Degradation`]), [`heal`](TestingCluster::heal).
 //! * [`FaultProxy`]: a TCP proxy between one client and a server that cuts connections,
 //!   black-holes them (targeted session expiry) or cuts right after a chosen request (a create,
 //!   a delete, a multi, ...) reached the server, before its reply reaches the client.
@@ -51,6 +56,7 @@ mod error;
 mod four_letter;
 mod kazoo;
 mod launch;
+mod network;
 mod ports;
 mod process;
 mod proxy;
@@ -75,6 +81,7 @@ pub use four_letter::{
     four_letter_word, parse_mntr, parse_srvr_mode, parse_wchc, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,
 };
 pub use kazoo::{kazoo_python, DEFAULT_VENV, KAZOO_VERSION, VENV_ENV};
+pub use network::Degradation;
 pub use proxy::{
     BlackHoleAtRequest, CutAfterCreate, CutAfterReply, CutCreate, CutReply, FaultProxy, HeldRequest,
     ProxyStats, RequestMatch,

@@ -256,6 +256,7 @@ impl TestingServerBuilder {
                     heap_mib: self.tuning.heap_mib,
                     jaas_path: jaas_path.clone(),
                     system_properties: Vec::new(),
+                    namespace: None,
                 },
                 data_dir: data_dir.clone(),
                 tuning: self.tuning.clone(),
@@ -263,7 +264,7 @@ impl TestingServerBuilder {
                 dir: None,
                 _slot: None,
             };
-            let mut config = self.tuning.common_config(&data_dir, port);
+            let mut config = self.tuning.common_config(&data_dir, Ipv4Addr::LOCALHOST, port);
             if let (Some(tls), Some(secure_port)) = (&tls, secure_port) {
                 config.push_str(&tls.server_config(secure_port));
             }

@@ -3,6 +3,7 @@
 //! starts.
 
 use std::fmt::Write as _;
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -11,8 +12,15 @@ use super::member::ClusterMember;
 use crate::classpath::Jit;
 use crate::error::{Result, TestingError};
 use crate::launch::{create_dir, temp_dir, write_file, Jvm, LaunchError, Tuning};
+use crate::network::namespaces::ClusterNetwork;
 use crate::ports::free_ports;
 use crate::slot::ServerSlot;
+
+/// The JVM flags of a partitionable cluster's members: a connection attempt to a cut-off member
+/// gives up after 1 s, and an election retries at least every second (instead of backing off to
+/// 60 s), so that the ensemble finds itself again soon after a partition heals.
+const PARTITIONABLE_PROPERTIES: [&str; 2] =
+    ["-Dzookeeper.cnxTimeout=1000", "-Dzookeeper.fastleader.maxNotificationInterval=1000"];
 
 /// Whole-ensemble start-up attempts with fresh ports when a port turns out to be busy.
 const FRESH_PORT_ATTEMPTS: u32 = 3;
@@ -31,6 +39,7 @@ const FRESH_PORT_ATTEMPTS: u32 = 3;
 /// | reconfig | off | with [`reconfig(true)`](Self::reconfig): `reconfigEnabled=true`, `skipACL=yes`, server lines in a dynamic config file with `;127.0.0.1:CLIENT` |
 /// | observers | 0 | with [`observers(n)`](Self::observers): `n` more members with `peerType=observer`, their server lines ending in `:observer` |
 /// | read-only mode | off | with [`read_only_mode(true)`](Self::read_only_mode): `-Dreadonlymode.enabled=true` on every member, `localSessionsEnabled=true`, `localSessionsUpgradingEnabled=true` |
+/// | partitionable | off | with [`partitionable(true)`](Self::partitionable): each member in a network namespace of its own at `10.B.C.(10+i)`, `server.N=10.B.C.(9+N):…`, `clientPortAddress` its own address, `-Dzookeeper.cnxTimeout=1000 -Dzookeeper.fastleader.maxNotificationInterval=1000` |
 ///
 /// ZooKeeper counts `initLimit`/`syncLimit` in ticks; this builder takes absolute durations
 /// (rounded up to whole ticks) so that JVM pauses on a small machine never drop a follower. A
@@ -56,6 +65,7 @@ pub struct TestingClusterBuilder {
     reconfig: bool,
     observers: usize,
     read_only_mode: bool,
+    partitionable: bool,
 }
 
 impl Default for TestingClusterBuilder {
@@ -68,6 +78,7 @@ impl Default for TestingClusterBuilder {
             reconfig: false,
             observers: 0,
             read_only_mode: false,
+            partitionable: false,
         }
     }
 }
@@ -167,6 +178,59 @@ impl TestingClusterBuilder {
         self
     }
 
+    /// Gives every member a network namespace and an address of its own, so that the network
+    /// between members can be cut and slowed ([`TestingCluster::partition`],
+    /// [`TestingCluster::isolate_leader`], [`TestingCluster::bridge`], [`TestingCluster::ring`],
+    /// [`TestingCluster::degrade`], [`TestingCluster::heal`]); defaults to off (every member on
+    /// loopback).
+    ///
+    /// On: the cluster claims a free private subnet `10.B.C.0/24` (`B` in 96..=127) by creating
+    /// the bridge `zkpXXXX` with `10.B.C.1` in the root namespace; member `i` runs in the namespace
+    /// `zkpXXXX-mi` (`ip netns exec`), reached through a veth pair on the bridge at `10.B.C.(10+i)`,
+    /// where it binds its client, quorum and election ports. Clients (in the root namespace) reach
+    /// every member at its own address; that path is never cut. The members' JVMs get
+    /// `-Dzookeeper.cnxTimeout=1000` and `-Dzookeeper.fastleader.maxNotificationInterval=1000`, so
+    /// that an election across a healed partition does not wait for a backed-off retry (60 s by
+    /// default). Dropping the cluster deletes the namespaces and the bridge; if the test process
+    /// dies, a watchdog shell does. Not with [`reconfig(true)`](Self::reconfig).
+    ///
+    /// Needs root, iproute2's `ip`, and a kernel with network namespaces, veth pairs and bridges;
+    /// without them [`start`](Self::start) fails with [`TestingError::NetworkUnavailable`].
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), zk_recipes_testing::TestingError> {
+    /// use std::time::Duration;
+    /// use zk_recipes_testing::{TestingCluster, TestingError};
+    ///
+    /// let mut cluster = match TestingCluster::builder()
+    ///     .partitionable(true)
+    ///     .sync_limit(Duration::from_secs(2))
+    ///     .start()
+    ///     .await
+    /// {
+    ///     Ok(cluster) => cluster,
+    ///     Err(TestingError::NetworkUnavailable { reason }) => {
+    ///         eprintln!("skipped: {reason}");
+    ///         return Ok(());
+    ///     }
+    ///     Err(other) => return Err(other),
+    /// };
+    /// let old_leader = cluster.isolate_leader().await?;
+    /// cluster.heal().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// [`TestingCluster::partition`]: crate::TestingCluster::partition
+    /// [`TestingCluster::isolate_leader`]: crate::TestingCluster::isolate_leader
+    /// [`TestingCluster::bridge`]: crate::TestingCluster::bridge
+    /// [`TestingCluster::ring`]: crate::TestingCluster::ring
+    /// [`TestingCluster::degrade`]: crate::TestingCluster::degrade
+    /// [`TestingCluster::heal`]: crate::TestingCluster::heal
+    pub fn partitionable(mut self, enabled: bool) -> Self {
+        self.partitionable = enabled;
+        self
+    }
+
     /// `minSessionTimeout`; defaults to 1 s.
     pub fn min_session_timeout(mut self, timeout: Duration) -> Self {
         self.tuning.min_session_timeout = timeout;
@@ -202,7 +266,9 @@ impl TestingClusterBuilder {
     ///
     /// # Errors
     /// As [`TestingServerBuilder::start`](crate::TestingServerBuilder::start);
-    /// [`TestingError::InvalidArgument`] for an empty cluster.
+    /// [`TestingError::InvalidArgument`] for an empty cluster; for a
+    /// [partitionable](Self::partitionable) one, [`TestingError::NetworkUnavailable`] when this
+    /// process cannot make network namespaces.
     ///
     /// # Cancel safety
     /// Cancel safe: a cancelled start kills every JVM and frees the slot.
@@ -216,13 +282,22 @@ impl TestingClusterBuilder {
                 "observers are not supported with reconfig(true)".to_owned(),
             ));
         }
+        if self.partitionable && self.reconfig {
+            return Err(TestingError::InvalidArgument(
+                "partitionable(true) is not supported with reconfig(true)".to_owned(),
+            ));
+        }
         let jvm = Jvm::locate()?;
         let slot = ServerSlot::acquire().await;
+        let mut network = match self.partitionable {
+            true => Some(ClusterNetwork::create(self.size + self.observers).await?),
+            false => None,
+        };
         let started_at = Instant::now();
         let mut last_tail = String::new();
         for _ in 0..FRESH_PORT_ATTEMPTS {
             let dir = temp_dir("zk-recipes-cluster-")?;
-            let mut members = self.write_members(&jvm, dir.path())?;
+            let mut members = self.write_members(&jvm, dir.path(), network.as_ref())?;
             for member in &mut members {
                 let (process, log_from) = member.launch.spawn().await?;
                 member.process = Some(process);
@@ -232,6 +307,7 @@ impl TestingClusterBuilder {
                 members,
                 tuning: self.tuning.clone(),
                 reconfig: self.reconfig.then(|| self.quorum_settings()),
+                network: network.take(),
                 dir,
                 _slot: None,
             };
@@ -249,6 +325,9 @@ impl TestingClusterBuilder {
                 Err(LaunchError::AddressInUse { log_tail }) => {
                     tracing::debug!("a port was taken; restarting the ensemble with fresh ports");
                     last_tail = log_tail;
+                    // Kill the JVMs before the network goes on to the next attempt.
+                    cluster.members.clear();
+                    network = cluster.network.take();
                 }
                 Err(LaunchError::Failed(err)) => return Err(err),
             }
@@ -256,9 +335,15 @@ impl TestingClusterBuilder {
         Err(TestingError::AddressInUse { attempts: FRESH_PORT_ATTEMPTS, log_tail: last_tail })
     }
 
-    fn write_members(&self, jvm: &Jvm, root: &Path) -> Result<Vec<ClusterMember>> {
+    fn write_members(
+        &self,
+        jvm: &Jvm,
+        root: &Path,
+        network: Option<&ClusterNetwork>,
+    ) -> Result<Vec<ClusterMember>> {
         let total = self.size + self.observers;
         let ports = free_ports(3 * total)?;
+        let host = |index: usize| network.map_or(Ipv4Addr::LOCALHOST, |network| network.address(index));
         let mut servers = self.quorum_settings();
         if self.size == 1 && !self.reconfig {
             let _ = writeln!(servers, "standaloneEnabled=false");
@@ -274,7 +359,7 @@ impl TestingClusterBuilder {
                 );
             } else {
                 let role = if index >= self.size { ":observer" } else { "" };
-                let _ = writeln!(servers, "server.{}=127.0.0.1:{quorum}:{election}{role}", index + 1);
+                let _ = writeln!(servers, "server.{}={}:{quorum}:{election}{role}", index + 1, host(index));
             }
         }
         let mut members = Vec::with_capacity(total);
@@ -286,7 +371,7 @@ impl TestingClusterBuilder {
             write_file(&data_dir.join("myid"), &format!("{server_id}\n"))?;
             let client_port = ports[3 * index];
             let config_path = member_dir.join("zoo.cfg");
-            let mut config = self.tuning.common_config(&data_dir, client_port) + &servers;
+            let mut config = self.tuning.common_config(&data_dir, host(index), client_port) + &servers;
             if self.reconfig {
                 config += &super::reconfig::dynamic_settings(&member_dir, &dynamic)?;
             }
@@ -306,12 +391,19 @@ impl TestingClusterBuilder {
                 root,
                 member_dir,
                 server_id,
+                host(index),
                 [client_port, ports[3 * index + 1], ports[3 * index + 2]],
-                data_dir,
             );
             member.observer = observer;
             if self.read_only_mode {
                 member.launch.system_properties.push("-Dreadonlymode.enabled=true".to_owned());
+            }
+            if let Some(network) = network {
+                member.launch.namespace = Some((network.ip_binary().to_path_buf(), network.namespace(index)));
+                member
+                    .launch
+                    .system_properties
+                    .extend(PARTITIONABLE_PROPERTIES.iter().map(|flag| (*flag).to_owned()));
             }
             members.push(member);
         }

@@ -11,6 +11,7 @@ use super::member::ClusterMember;
 use crate::error::{Result, TestingError};
 use crate::four_letter::ServerMode;
 use crate::launch::{probe_mode, LaunchError, Tuning, LOG_TAIL_LINES};
+use crate::network::namespaces::ClusterNetwork;
 use crate::process::log_tail;
 use crate::slot::ServerSlot;
 
@@ -46,12 +47,15 @@ pub struct TestingCluster {
     pub(super) tuning: Tuning,
     /// For a reconfigurable ensemble, the `zoo.cfg` quorum lines a joining member gets.
     pub(super) reconfig: Option<String>,
+    /// A partitionable cluster's namespaces and bridge, removed once the JVMs are dead.
+    pub(super) network: Option<ClusterNetwork>,
     pub(super) dir: TempDir,
     pub(super) _slot: Option<ServerSlot>,
 }
 
 impl TestingCluster {
-    /// `"127.0.0.1:p1,127.0.0.1:p2,…"`: every member, in index order.
+    /// `"127.0.0.1:p1,127.0.0.1:p2,…"`: every member, in index order (each at its own address in a
+    /// [partitionable](crate::TestingClusterBuilder::partitionable) cluster).
     pub fn connect_string(&self) -> String {
         self.members.iter().map(ClusterMember::connect_string).collect::<Vec<_>>().join(",")
     }

@@ -40,18 +40,20 @@ pub struct ClusterMember {
 }
 
 impl ClusterMember {
-    /// A member not started yet, whose `zoo.cfg` is in `member_dir`; `ports` are the client,
-    /// quorum and election ports.
+    /// A member not started yet, whose `zoo.cfg` is in `member_dir` and data in its `data`
+    /// directory; it serves clients on `host`, and `ports` are the client, quorum and election
+    /// ports.
     pub(super) fn new(
         jvm: &Jvm,
         tuning: &Tuning,
         cluster_dir: &Path,
         member_dir: PathBuf,
         server_id: u32,
+        host: Ipv4Addr,
         ports: [u16; 3],
-        data_dir: PathBuf,
     ) -> ClusterMember {
         let [client_port, quorum_port, election_port] = ports;
+        let data_dir = member_dir.join("data");
         ClusterMember {
             process: None,
             launch: Launch {
@@ -61,7 +63,7 @@ impl ClusterMember {
                 log_path: member_dir.join("zookeeper.log"),
                 work_dir: member_dir,
                 cleanup_dir: cluster_dir.to_path_buf(),
-                client_address: SocketAddr::from((Ipv4Addr::LOCALHOST, client_port)),
+                client_address: SocketAddr::from((host, client_port)),
                 peer_ports: vec![quorum_port, election_port],
                 secure_address: None,
                 container_check_interval: tuning.container_check_interval,
@@ -70,6 +72,7 @@ impl ClusterMember {
                 heap_mib: tuning.heap_mib,
                 jaas_path: None,
                 system_properties: Vec::new(),
+                namespace: None,
             },
             observer: false,
             server_id,
@@ -92,7 +95,8 @@ impl ClusterMember {
         self.server_id
     }
 
-    /// `"127.0.0.1:PORT"` of this member alone.
+    /// `"127.0.0.1:PORT"` of this member alone (`"10.B.C.N:PORT"`, its own address, in a
+    /// [partitionable](crate::TestingClusterBuilder::partitionable) cluster).
     pub fn connect_string(&self) -> String {
         self.launch.client_address.to_string()
     }
@@ -105,6 +109,12 @@ impl ClusterMember {
     /// The client address.
     pub fn address(&self) -> SocketAddr {
         self.launch.client_address
+    }
+
+    /// The network namespace this member runs in (`zkpXXXX-mN`), in a
+    /// [partitionable](crate::TestingClusterBuilder::partitionable) cluster; `None` on loopback.
+    pub fn namespace(&self) -> Option<&str> {
+        self.launch.namespace.as_ref().map(|(_, namespace)| namespace.as_str())
     }
 
     /// The port followers use to talk to the leader.

@@ -4,6 +4,8 @@
 //! - [`handle`]: [`TestingCluster`], the members, the leader, the wait until the ensemble serves;
 //! - [`control`]: stopping, killing, restarting, pausing and resuming members;
 //! - [`reconfig`]: a reconfigurable ensemble: joining members, `reconfig` add and remove;
+//! - [`partition`]: network faults of a partitionable ensemble: partitions, bridge, ring, slow
+//!   links, heal;
 //! - [`builder`]: [`TestingClusterBuilder`], the settings, the members' files and the start.
 //!
 //! Each file imports only the ones before it in this list.
@@ -12,6 +14,7 @@ mod builder;
 mod control;
 mod handle;
 mod member;
+mod partition;
 mod reconfig;
 
 pub use builder::TestingClusterBuilder;

@@ -3,7 +3,7 @@
 //! command-line client, `zkCli.sh reconfig`).
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -72,13 +72,20 @@ impl TestingCluster {
             },
         );
         let _ = writeln!(servers, "{}", server_line(server_id, ports[1], ports[2], ports[0]));
-        let config = self.tuning.common_config(&data_dir, ports[0])
+        let config = self.tuning.common_config(&data_dir, Ipv4Addr::LOCALHOST, ports[0])
             + &quorum_settings
             + &dynamic_settings(&member_dir, &servers)?;
         write_file(&member_dir.join("zoo.cfg"), &config)?;
         let jvm = Jvm::locate()?;
-        let mut member =
-            ClusterMember::new(&jvm, &self.tuning, self.dir.path(), member_dir, server_id, ports, data_dir);
+        let mut member = ClusterMember::new(
+            &jvm,
+            &self.tuning,
+            self.dir.path(),
+            member_dir,
+            server_id,
+            Ipv4Addr::LOCALHOST,
+            ports,
+        );
         match member.launch.start(Readiness::Imok, self.tuning.start_timeout).await {
             Ok(process) => member.process = Some(process),
             Err(LaunchError::AddressInUse { log_tail }) => {
