@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Debug};
 use std::time::{Duration, Instant};
 
-use crate::explain::explain;
+use crate::explain::{explain, Violation};
 use crate::history::{Completion, History, Operation, OperationId};
 use crate::search::{search, Budget, Candidate, Candidates, Found, Limit};
 use crate::Model;
@@ -270,58 +270,6 @@ impl Linearization {
     /// Whether `operation` took effect in this order.
     pub fn took_effect(&self, operation: OperationId) -> bool {
         self.order.contains(&operation)
-    }
-}
-
-/// Why a history is not linearizable, Porcupine-style: the longest order of operations that fits,
-/// and the operation that cannot follow it.
-///
-/// After the longest prefix, the operation that completed first among those left had to take
-/// effect before anything invoked after its completion; neither it nor any operation that could
-/// go before it fits there (or each that fits leads nowhere).
-///
-/// ```
-/// use zk_recipes_history::models::{Counter, CounterInput, CounterOutput};
-/// use zk_recipes_history::{check, History};
-///
-/// let mut history = History::new();
-/// let first = history.ok(1, 0, 10, CounterInput::Add(1), CounterOutput::Value(1))?;
-/// let second = history.ok(2, 20, 30, CounterInput::Add(1), CounterOutput::Value(1))?; // lost the first
-/// let outcome = check(&history, Counter::new(0));
-/// let violation = outcome.violation().expect("a lost increment");
-/// assert_eq!(violation.longest_prefix(), [first]);
-/// assert_eq!(violation.unplaced(), second);
-/// assert!(violation.to_string().contains("the model answers Value(2)"), "{violation}");
-/// # Ok::<(), zk_recipes_history::HistoryError>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    pub(crate) key: Option<String>,
-    pub(crate) longest_prefix: Vec<OperationId>,
-    pub(crate) unplaced: OperationId,
-    pub(crate) explanation: String,
-}
-
-impl Violation {
-    /// The key whose operations are not linearizable ([`Checker::check_per_key`]), as `{:?}`.
-    pub fn key(&self) -> Option<&str> {
-        self.key.as_deref()
-    }
-
-    /// The longest order of operations that fits the model.
-    pub fn longest_prefix(&self) -> &[OperationId] {
-        &self.longest_prefix
-    }
-
-    /// The operation that had to come next and could not.
-    pub fn unplaced(&self) -> OperationId {
-        self.unplaced
-    }
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.explanation)
     }
 }
 

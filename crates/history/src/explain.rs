@@ -1,8 +1,7 @@
-//! The explanation of a history that is not linearizable.
+//! A history that is not linearizable: the violation the checker reports, and its explanation.
 
-use std::fmt::{Debug, Write};
+use std::fmt::{self, Debug, Write};
 
-use crate::check::Violation;
 use crate::history::OperationId;
 use crate::search::Candidate;
 use crate::Model;
@@ -103,5 +102,57 @@ fn describe<I: Debug, O: Debug>(candidate: &Candidate<'_, I, O>) -> String {
             format!("{head} -> unknown, invoked at {}, gave up at {gave_up}", candidate.invoked)
         }
         (_, None) => format!("{head} -> unknown, invoked at {}", candidate.invoked),
+    }
+}
+
+/// Why a history is not linearizable, Porcupine-style: the longest order of operations that fits,
+/// and the operation that cannot follow it.
+///
+/// After the longest prefix, the operation that completed first among those left had to take
+/// effect before anything invoked after its completion; neither it nor any operation that could
+/// go before it fits there (or each that fits leads nowhere).
+///
+/// ```
+/// use zk_recipes_history::models::{Counter, CounterInput, CounterOutput};
+/// use zk_recipes_history::{check, History};
+///
+/// let mut history = History::new();
+/// let first = history.ok(1, 0, 10, CounterInput::Add(1), CounterOutput::Value(1))?;
+/// let second = history.ok(2, 20, 30, CounterInput::Add(1), CounterOutput::Value(1))?; // lost the first
+/// let outcome = check(&history, Counter::new(0));
+/// let violation = outcome.violation().expect("a lost increment");
+/// assert_eq!(violation.longest_prefix(), [first]);
+/// assert_eq!(violation.unplaced(), second);
+/// assert!(violation.to_string().contains("the model answers Value(2)"), "{violation}");
+/// # Ok::<(), zk_recipes_history::HistoryError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub(crate) key: Option<String>,
+    pub(crate) longest_prefix: Vec<OperationId>,
+    pub(crate) unplaced: OperationId,
+    pub(crate) explanation: String,
+}
+
+impl Violation {
+    /// The key whose operations are not linearizable ([`Checker::check_per_key`](crate::Checker::check_per_key)), as `{:?}`.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// The longest order of operations that fits the model.
+    pub fn longest_prefix(&self) -> &[OperationId] {
+        &self.longest_prefix
+    }
+
+    /// The operation that had to come next and could not.
+    pub fn unplaced(&self) -> OperationId {
+        self.unplaced
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.explanation)
     }
 }

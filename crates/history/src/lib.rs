@@ -63,7 +63,8 @@ mod model;
 pub mod models;
 mod search;
 
-pub use check::{check, Checker, Linearization, Outcome, Undecided, Violation};
+pub use check::{check, Checker, Linearization, Outcome, Undecided};
+pub use explain::Violation;
 pub use history::{Completion, History, HistoryError, Operation, OperationId, ProcessId, Stamp};
 pub use model::Model;
 pub use search::Limit;
