@@ -159,7 +159,7 @@ pub(crate) struct UndecidedNode {
 /// sequence `floor` admits under that parent ([`SequenceFloor::under_parent`]). Returns its name
 /// and sequence; `None` if there is none.
 ///
-/// The decision [`find_undecided`] and the cleanup of a given-up create act on, without I/O.
+/// The decision a retry's search and the cleanup of a given-up create act on, without I/O.
 ///
 /// # Errors
 /// [`SeveralAboveFloor`] if more than one child qualifies: outside the argument of the module

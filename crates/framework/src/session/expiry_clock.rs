@@ -139,8 +139,9 @@ impl ExpiryClock {
 
 /// The earliest moment the server may expire a session of `timeout`, from the send time of the
 /// latest request it answered (`heard_by`), or before any answer from a moment before the
-/// handshake was sent (`connecting_since`); `None` before either is known. The rule
-/// [`ExpiryClock`] applies to its own times, over any clock (`Instant` here, ticks in a model).
+/// handshake was sent (`connecting_since`); `None` before either is known. The rule the
+/// framework's expiry clock applies to its own times, over any clock (`Instant` there, ticks in a
+/// model).
 ///
 /// ```
 /// use std::time::Duration;
