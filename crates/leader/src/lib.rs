@@ -74,6 +74,13 @@ pub use selector::{
     SELECTOR_LOCK_NAME,
 };
 
+/// The selector's step-down decisions as pure functions, without I/O: the code the selector runs
+/// and the models in the repository's `crates/model` check. Not part of the stable API.
+#[doc(hidden)]
+pub mod decisions {
+    pub use crate::selector::lead::{grace_after_suspension, step_down_margin};
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::time::{Duration, Instant};
 
-use stateright::{Checker, Model};
+use stateright::{Checker, Expectation, Model};
 
 /// What an exhaustive check of one model found.
 #[derive(Debug)]
@@ -21,27 +21,38 @@ pub struct Report<A> {
     pub elapsed: Duration,
     /// Whether every reachable state was visited (not stopped by a bound or a discovery).
     pub complete: bool,
-    /// The actions leading to a violation, per property violated.
+    /// The actions leading to a violation, per `always` property violated.
     pub counterexamples: BTreeMap<&'static str, Vec<A>>,
+    /// The actions leading to an example, per `sometimes` property reached (a model that never
+    /// reaches what it is about checks nothing).
+    pub examples: BTreeMap<&'static str, Vec<A>>,
+    /// The `sometimes` properties no state reached.
+    pub unreached: Vec<&'static str>,
 }
 
 impl<A: Debug> Report<A> {
-    /// Whether no property was violated and every reachable state was visited.
+    /// Whether no property was violated, every `sometimes` property was reached, and every
+    /// reachable state was visited.
     pub fn holds(&self) -> bool {
-        self.complete && self.counterexamples.is_empty()
+        self.complete && self.counterexamples.is_empty() && self.unreached.is_empty()
     }
 
     /// One line: the counts, the time and the properties violated.
     pub fn summary(&self) -> String {
         let violated: Vec<&str> = self.counterexamples.keys().copied().collect();
         format!(
-            "{} unique states ({} generated, depth {}) in {:.2} s, {}; violated: {:?}",
+            "{} unique states ({} generated, depth {}) in {:.2} s, {}; violated: {:?}{}",
             self.unique_states,
             self.states,
             self.max_depth,
             self.elapsed.as_secs_f64(),
             if self.complete { "exhaustive" } else { "NOT exhaustive" },
             violated,
+            if self.unreached.is_empty() {
+                String::new()
+            } else {
+                format!("; never reached: {:?}", self.unreached)
+            },
         )
     }
 
@@ -67,11 +78,21 @@ where
     M::Action: Debug + Send + Sync + Clone + PartialEq,
 {
     let threads = std::thread::available_parallelism().map_or(1, |count| count.get());
+    let sometimes: Vec<&'static str> = model
+        .properties()
+        .into_iter()
+        .filter(|property| matches!(property.expectation, Expectation::Sometimes))
+        .map(|property| property.name)
+        .collect();
     let started = Instant::now();
     let checker = model.checker().threads(threads).spawn_bfs().join();
     let elapsed = started.elapsed();
-    let counterexamples =
-        checker.discoveries().into_iter().map(|(name, path)| (name, path.into_actions())).collect();
+    let (examples, counterexamples): (BTreeMap<_, _>, BTreeMap<_, _>) = checker
+        .discoveries()
+        .into_iter()
+        .map(|(name, path)| (name, path.into_actions()))
+        .partition(|(name, _)| sometimes.contains(name));
+    let unreached = sometimes.into_iter().filter(|name| !examples.contains_key(name)).collect();
     Report {
         unique_states: checker.unique_state_count(),
         states: checker.state_count(),
@@ -79,5 +100,7 @@ where
         elapsed,
         complete: checker.is_done(),
         counterexamples,
+        examples,
+        unreached,
     }
 }

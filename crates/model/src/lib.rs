@@ -10,4 +10,5 @@
 
 pub mod bounds;
 pub mod check;
+pub mod leadership;
 pub mod lock;

@@ -25,13 +25,30 @@ use crate::handle::{Lifecycle, Status};
 /// The expiry clock's bound ([`Shared::clock_bound`]) holds however slowly it answers.
 ///
 /// [`LeaderSelector::grace_after_suspension`]: super::LeaderSelector::grace_after_suspension
-pub(super) fn grace_after_suspension(session_timeout: Duration, margin: Option<Duration>) -> Duration {
-    (session_timeout * 7 / 20).saturating_sub(expiry_margin(session_timeout, margin))
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_leader::decisions::grace_after_suspension;
+///
+/// // 7/20 of 20 s, less the default margin of a tenth of the session timeout.
+/// assert_eq!(grace_after_suspension(Duration::from_secs(20), None), Duration::from_secs(5));
+/// ```
+pub fn grace_after_suspension(session_timeout: Duration, margin: Option<Duration>) -> Duration {
+    (session_timeout * 7 / 20).saturating_sub(step_down_margin(session_timeout, margin))
 }
 
 /// How long before the server may expire our session the future is dropped: `margin`, or by
-/// default a tenth of the session timeout.
-fn expiry_margin(session_timeout: Duration, margin: Option<Duration>) -> Duration {
+/// default a tenth of the session timeout. A leadership ends by the expiry clock at the
+/// framework's `earliest_session_expiry` less this (`Shared::clock_bound`).
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_recipes_leader::decisions::step_down_margin;
+///
+/// assert_eq!(step_down_margin(Duration::from_secs(10), None), Duration::from_secs(1));
+/// assert_eq!(step_down_margin(Duration::from_secs(10), Some(Duration::from_secs(2))), Duration::from_secs(2));
+/// ```
+pub fn step_down_margin(session_timeout: Duration, margin: Option<Duration>) -> Duration {
     margin.unwrap_or(session_timeout / 10)
 }
 
@@ -236,7 +253,7 @@ impl Shared {
             return None;
         }
         let timeout = current.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT);
-        let margin = expiry_margin(timeout, self.expiry_margin);
+        let margin = step_down_margin(timeout, self.expiry_margin);
         Some(expiry.checked_sub(margin).unwrap_or_else(Instant::now))
     }
 }

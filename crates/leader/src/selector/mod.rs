@@ -12,7 +12,7 @@
 
 mod builder;
 mod election;
-mod lead;
+pub(crate) mod lead;
 mod leadership;
 mod state;
 
