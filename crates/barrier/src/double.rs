@@ -6,6 +6,7 @@ use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{local_address, path, Deadline, Framework, ParentMode, PersistentWatch};
 
 use crate::error::{BarrierError, Result};
+use crate::leave::leave_step;
 use crate::validate_path;
 
 /// The name of the node that says "everyone has entered", a child of the barrier path
@@ -363,12 +364,12 @@ impl Entered {
             let members: Vec<&String> = children.iter().filter(|child| *child != READY_NODE).collect();
             let others: Vec<&String> =
                 members.iter().copied().filter(|member| **member != our_name).collect();
-            let we_are_lowest = members.iter().min().is_some_and(|lowest| **lowest == our_name);
+            let step = leave_step(&members, &our_name);
             // Gone already if our session was lost: the delete is then a no-op.
-            if others.is_empty() || !we_are_lowest {
+            if step.delete_own_node {
                 self.delete_own_node(deadline).await?;
             }
-            if others.is_empty() {
+            if step.everyone_left {
                 self.delete_ready(deadline).await?;
                 debug!("everyone left");
                 return Ok(());
@@ -384,7 +385,12 @@ impl Entered {
                 debug!(members = others.len(), "this round's ready node is gone: everyone of the round left");
                 return Ok(());
             }
-            debug!(members = members.len(), round_open, we_are_lowest, "waiting for members to leave");
+            debug!(
+                members = members.len(),
+                round_open,
+                kept_own_node = !step.delete_own_node,
+                "waiting for members to leave"
+            );
             if watch.next().await.is_none() {
                 return Err(zk_recipes_framework::Error::Closed.into());
             }

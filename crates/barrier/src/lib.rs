@@ -40,6 +40,7 @@
 mod barrier;
 mod double;
 mod error;
+mod leave;
 
 pub use barrier::DistributedBarrier;
 pub use double::{DistributedDoubleBarrier, Entered, READY_NODE};
@@ -59,6 +60,13 @@ fn validate_path(barrier_path: &str) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The double barrier's leave order as a pure function, without I/O: the code the barrier runs and
+/// the models in the repository's `crates/model` check. Not part of the stable API.
+#[doc(hidden)]
+pub mod decisions {
+    pub use crate::leave::{leave_step, LeaveStep};
 }
 
 #[cfg(test)]
