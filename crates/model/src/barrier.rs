@@ -146,8 +146,8 @@ impl Model for BarrierModel {
             Property::always(
                 "no member leaves while another has not called leave",
                 |_, state: &BarrierState| {
-                    let someone_left = state.phases.iter().any(|phase| *phase == MemberPhase::Left);
-                    let someone_inside = state.phases.iter().any(|phase| *phase == MemberPhase::Entered);
+                    let someone_left = state.phases.contains(&MemberPhase::Left);
+                    let someone_inside = state.phases.contains(&MemberPhase::Entered);
                     !(someone_left && someone_inside)
                 },
             ),
