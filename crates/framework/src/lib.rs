@@ -103,6 +103,7 @@ pub use zookeeper_client;
 /// runs and the models in the repository's `crates/model` check. Not part of the stable API.
 #[doc(hidden)]
 pub mod decisions {
+    pub use crate::nodes::layers::batch_layers;
     pub use crate::nodes::session_marker::{undecided_node, SequenceFloor, SeveralAboveFloor};
     pub use crate::session::expiry_clock::{earliest_expiry, lost_at};
 }

@@ -9,6 +9,7 @@
 //! See `docs/model.md` in the repository for what each model covers and leaves out.
 
 pub mod barrier;
+pub mod batch;
 pub mod bounds;
 pub mod check;
 pub mod leadership;

@@ -41,7 +41,7 @@
 //! Every batch runs on the session it was queued on, and only there: a caller that must stay on
 //! its node's session (a release) gets that session's answer, or its loss.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -51,6 +51,7 @@ use tracing::trace;
 use zookeeper_client::{CreateMode, MultiReadResult, MultiWriteError, MultiWriteResult, Stat};
 
 use super::cleanup::{CleanupSender, CleanupTask};
+use super::layers::batch_layers;
 use crate::session::{Error, Session};
 
 /// How many creates and deletes (each batch counts as one) a busy session sends on their own
@@ -330,27 +331,15 @@ impl Batcher {
                     "taking a batch"
                 );
             }
-            let mut bytes = 0;
-            let mut layer_of: Vec<Option<usize>> = vec![None; state.queued.len()];
-            let mut creates_per_parent: HashMap<&str, usize> = HashMap::new();
-            for (index, queued) in state.queued.iter().enumerate() {
-                let size = queued.size();
-                // `index` operations are taken so far.
-                if index > 0 && (index == MAX_OPERATIONS || bytes + size > MAX_BATCH_BYTES) {
-                    break;
-                }
-                layer_of[index] = Some(match queued {
-                    Queued::Create(create, ..) => {
-                        let count = creates_per_parent.entry(crate::path::split(&create.path).0).or_default();
-                        *count += 1;
-                        *count - 1
-                    }
-                    Queued::Delete(..) => 0,
-                });
-                bytes += size;
-            }
+            let layer_of = batch_layers(
+                state.queued.iter().map(|queued| match queued {
+                    Queued::Create(create, ..) => (Some(crate::path::split(&create.path).0), queued.size()),
+                    Queued::Delete(..) => (None, queued.size()),
+                }),
+                MAX_OPERATIONS,
+                MAX_BATCH_BYTES,
+            );
             let layer_count = layer_of.iter().flatten().max().map_or(0, |last| last + 1);
-            drop(creates_per_parent);
             let taken = layer_of.iter().flatten().count();
             state.operations_in_flight += taken;
             slot.operations = taken;

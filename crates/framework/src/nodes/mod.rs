@@ -19,7 +19,7 @@
 //! - [`owned`]: [`OwnedNode`], a node we own, deleted when dropped;
 //! - [`exclusive`], [`conditional`]: a create at a fixed path that is ours alone, and writes sent
 //!   exactly once;
-//! - [`batch`]: a busy session's creates and deletes sent together;
+//! - [`batch`], [`layers`]: a busy session's creates and deletes sent together, in layers;
 //! - [`cleanup`]: the worker that deletes what nobody waits on any more;
 //! - [`watch`]: persistent watches;
 //! - [`floor`]: the floor's own state, kept in the framework and in each session.
@@ -39,6 +39,7 @@ pub(crate) mod create;
 pub(crate) mod delete;
 pub(crate) mod exclusive;
 pub(crate) mod floor;
+pub(crate) mod layers;
 pub(crate) mod limit;
 pub(crate) mod marker;
 pub(crate) mod on_session;
