@@ -8,6 +8,7 @@ use zk_recipes_model::lock::{Action, Faults, Layout, LockModel, Policy, Variant}
 
 const EXCLUSION: &str = "no more believing holders than max_leases";
 const OWN_DELETES: &str = "no call deletes a node it did not create";
+const ADOPTS: &str = "no call adopts a node it did not create";
 const TOKENS: &str = "fencing tokens increase from holder to holder";
 const QUIESCENCE: &str = "at quiescence every acquire ended and left no node";
 
@@ -129,6 +130,13 @@ fn negative_control_a_cleanup_by_name_deletes_a_newer_node() {
     let mut bad = model(Layout::ZooKeeperRecipe, 1, Policy::Standard);
     bad.variant = Variant::CleanupByName;
     assert_caught("a cleanup by name", bad, EXCLUSION);
+}
+
+#[test]
+fn negative_control_a_search_by_the_session_prefix_adopts_a_held_node() {
+    let mut bad = model(Layout::ZooKeeperRecipe, 1, Policy::Standard);
+    bad.variant = Variant::AdoptByPrefix;
+    assert_caught("adopt by the session prefix", bad, ADOPTS);
 }
 
 #[test]

@@ -279,6 +279,9 @@ impl LockModel {
             match self.search(state, &prefix, current) {
                 Ok(Some(found)) => {
                     let czxid = found.2;
+                    if state.nodes.iter().any(|node| node.name == found.0 && node.call != call) {
+                        state.foreign_adoption = true;
+                    }
                     self.settle(state, call, Some((found.1, czxid)));
                     state.clients[usize::from(call)].phase =
                         Phase::Queued { node: Owned { name: found.0, session: current, czxid } };
@@ -323,7 +326,7 @@ impl LockModel {
         session: SessionRef,
     ) -> Result<Option<(String, i32, u32)>, ()> {
         let children = state.nodes.iter().map(|node| node.name.clone());
-        let candidate = if self.layout.session_marker() {
+        let candidate = if self.layout.session_marker() && self.variant != Variant::AdoptByPrefix {
             let floor = state.sessions[usize::from(session.slot)].lane.floor;
             undecided_node(children, &floor, self.parent_czxid(state), prefix, self.layout.lock_name())
                 .map_err(|_| ())?

@@ -46,6 +46,9 @@ pub enum Variant {
     /// The cleanup of a dropped node by name, as it was before it checked the czxid: a late one
     /// deleted a newer node of the same name.
     CleanupByName,
+    /// A session-marked create's retry that takes any node of its session with the marker, as
+    /// the search did before the lanes: it took a held node of the same session for its own.
+    AdoptByPrefix,
 }
 
 /// A bounded configuration of the lock model.
@@ -157,6 +160,7 @@ impl Model for LockModel {
             highest_token: None,
             token_went_back: false,
             foreign_delete: false,
+            foreign_adoption: false,
         }]
     }
 
@@ -177,6 +181,9 @@ impl Model for LockModel {
             }),
             Property::always("no call deletes a node it did not create", |_, state: &LockState| {
                 !state.foreign_delete
+            }),
+            Property::always("no call adopts a node it did not create", |_, state: &LockState| {
+                !state.foreign_adoption
             }),
             Property::always("fencing tokens increase from holder to holder", |_, state: &LockState| {
                 !state.token_went_back

@@ -239,4 +239,6 @@ pub struct LockState {
     pub token_went_back: bool,
     /// Ghost: a delete removed a node another call created.
     pub foreign_delete: bool,
+    /// Ghost: a create's search took a node another call created for its own.
+    pub foreign_adoption: bool,
 }
