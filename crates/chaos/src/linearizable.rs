@@ -79,6 +79,8 @@ pub struct Recorded {
     pub holders: Vec<String>,
     /// Curator calls recorded with one more `Info` increment (see the module docs).
     pub curator_retries: u64,
+    /// The epoch micros of the first event: the history's stamps count from it.
+    pub origin: Stamp,
 }
 
 /// Builds `counter`'s history from the contenders' log lines (every file) and the final read.
@@ -94,7 +96,7 @@ pub fn record<'a>(
         /// `None` for a `W`; the outcome word and value for an `I`.
         outcome: Option<(&'l str, Option<i64>)>,
     }
-    let parsed: Vec<Line<'a>> = lines
+    let mut parsed: Vec<Line<'a>> = lines
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let (kind, name, holder, micros) =
@@ -111,6 +113,13 @@ pub fn record<'a>(
             Some(Line { holder, micros, outcome })
         })
         .collect();
+    // Stamps count from the first event, so that explanations stay readable.
+    let origin =
+        parsed.iter().map(|line| line.micros).chain(read.map(|read| read.invoked.max(0) as Stamp)).min();
+    let origin = origin.unwrap_or(0);
+    for line in &mut parsed {
+        line.micros -= origin;
+    }
     // The values some call reported writing: a Curator call whose value's predecessor is not
     // among them may have applied twice.
     let claimed: BTreeSet<i64> = parsed
@@ -120,7 +129,7 @@ pub fn record<'a>(
             _ => None,
         })
         .collect();
-    let mut recorded = Recorded::default();
+    let mut recorded = Recorded { origin, ..Recorded::default() };
     let mut processes: BTreeMap<&str, ProcessId> = BTreeMap::new();
     // Per holder: the pending `W`'s micros, and the holder's last stamp.
     let mut pending: BTreeMap<&str, Stamp> = BTreeMap::new();
@@ -147,7 +156,8 @@ pub fn record<'a>(
             continue;
         }
         // An outcome with no `W` (neither side logs one): the call began after the holder's
-        // previous event.
+        // previous event. Every call ends no earlier than it began (a clock stepped back between
+        // the two lines shrinks it to a point), so the history refuses none.
         let invoked = sent.or_else(|| last_seen.get(line.holder).copied()).unwrap_or(0).min(completed);
         match (word, value) {
             ("no", _) => {
@@ -184,8 +194,8 @@ pub fn record<'a>(
     if let Some(read) = read {
         recorded.holders.push("the run's final read".to_owned());
         let process = (recorded.holders.len() - 1) as ProcessId;
-        let invoked = read.invoked.max(0) as Stamp;
-        let completed = (read.completed.max(0) as Stamp).max(invoked);
+        let invoked = (read.invoked.max(0) as Stamp).saturating_sub(origin);
+        let completed = (read.completed.max(0) as Stamp).saturating_sub(origin).max(invoked);
         let _ = recorded.history.ok(
             process,
             invoked,
@@ -219,6 +229,8 @@ pub struct LinearReport {
     pub curator_retries: u64,
     /// Whether the final read is in the history.
     pub final_read: bool,
+    /// The epoch micros the history's stamps count from.
+    pub origin: Stamp,
     pub elapsed: Duration,
 }
 
@@ -260,6 +272,7 @@ impl LinearReport {
             self.elapsed.as_millis(),
         );
         if let Verdict::NotLinearizable(explanation) = &self.verdict {
+            let _ = write!(row, "\n{:<16}   (times in µs after {} µs since the epoch)", "", self.origin);
             for line in explanation.lines() {
                 let _ = write!(row, "\n{:<16}   {line}", "");
             }
@@ -280,6 +293,7 @@ impl LinearReport {
             "curator_retries_allowed": self.curator_retries,
             "final_read": self.final_read,
             "elapsed_ms": self.elapsed.as_millis() as u64,
+            "origin_micros": self.origin,
         })
     }
 }
@@ -326,6 +340,7 @@ pub fn check_recorded(recorded: &Recorded, checker: Checker<CounterModel>) -> Li
             .iter()
             .any(|operation| *operation.input() == CounterInput::Get),
         elapsed,
+        origin: recorded.origin,
     }
 }
 
@@ -365,23 +380,28 @@ mod tests {
                    E shared-count r0x1-1 61 starting: connection loss\n\
                    W shared-count r0x1-1 70\n\
                    I shared-count r0x1-1 80 err\n\
+                   I shared-count r0x1-1 85 unc\n\
                    W shared-count r0x1-0 90";
         let recorded = record(Counter::SharedCount, log.lines(), read(2, 1000));
         let mut expected = CounterHistory::new();
         let add = CounterInput::Add(1);
-        expected.ok(0, 10, 20, add, CounterOutput::Value(1)).unwrap();
-        expected.fail(1, 30, 40, add).unwrap();
+        // Stamps count from the first event, at 10.
+        expected.ok(0, 0, 10, add, CounterOutput::Value(1)).unwrap();
+        expected.fail(1, 20, 30, add).unwrap();
         // r0x1-0's `no` at 41 has no `W`: its read failed and nothing was sent.
-        expected.info(1, 50, Some(60), add).unwrap();
-        expected.info(2, 70, Some(80), add).unwrap();
-        expected.info(0, 90, None, add).unwrap();
-        expected.ok(3, 1000, 1001, CounterInput::Get, CounterOutput::Value(2)).unwrap();
+        expected.info(1, 40, Some(50), add).unwrap();
+        expected.info(2, 60, Some(70), add).unwrap();
+        // An outcome with no `W` (not logged by either side) began after the holder's last event.
+        expected.info(2, 70, Some(75), add).unwrap();
+        expected.info(0, 80, None, add).unwrap();
+        expected.ok(3, 990, 991, CounterInput::Get, CounterOutput::Value(2)).unwrap();
         assert_eq!(recorded.history, expected);
+        assert_eq!(recorded.origin, 10);
         assert_eq!(recorded.holders, ["r0x1-0", "J0x1-1", "r0x1-1", "the run's final read"]);
         assert_eq!(recorded.curator_retries, 0);
         let report = check_recorded(&recorded, Checker::new(CounterModel::new(0)));
         assert_eq!(report.verdict, Verdict::Linearizable, "{}", report.row("shared-count"));
-        assert_eq!((report.ok, report.failed, report.unknown, report.final_read), (2, 1, 3, true));
+        assert_eq!((report.ok, report.failed, report.unknown, report.final_read), (2, 1, 4, true));
     }
 
     #[test]
@@ -415,7 +435,7 @@ mod tests {
         let Verdict::NotLinearizable(explanation) = &report.verdict else {
             panic!("{}", report.row("shared-count"));
         };
-        assert!(explanation.contains("(r0x1-0) Add(1) -> Value(2), 10..20"), "{explanation}");
+        assert!(explanation.contains("(r0x1-0) Add(1) -> Value(2), 0..10"), "{explanation}");
         assert!(report.violation().is_some_and(|first| first.starts_with("not linearizable")));
         // As a violation of the counter's report, beside the range check's own.
         let range = check_counter(Counter::SharedCount, log.lines(), Some(2));
