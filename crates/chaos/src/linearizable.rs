@@ -52,7 +52,7 @@ use zk_recipes_history::{Checker, Completion, History, Outcome, ProcessId, Stamp
 use crate::counters::{is_curator, Counter};
 
 /// How long the check of one counter may search.
-pub const TIME_LIMIT: Duration = Duration::from_secs(20);
+pub const TIME_LIMIT: Duration = Duration::from_secs(15);
 /// The memory the search of one counter may take for the states it remembers (each costs a bit
 /// per operation).
 pub const MEMORY: usize = 256 << 20;
