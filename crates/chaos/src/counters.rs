@@ -28,6 +28,7 @@ use zk_recipes_framework::retry::RetryNTimes;
 use zk_recipes_framework::{Deadline, Framework};
 
 use crate::events::epoch_micros;
+use crate::linearizable::LinearReport;
 use crate::rng::Rng;
 use crate::setup::ProcessSetup;
 
@@ -295,6 +296,8 @@ pub struct CounterReport {
     pub value: Option<i64>,
     /// What is wrong, if anything.
     pub violations: Vec<String>,
+    /// The history's linearizability check ([`crate::linearizable`]), when it ran.
+    pub linearizability: Option<LinearReport>,
 }
 
 impl CounterReport {
@@ -306,6 +309,29 @@ impl CounterReport {
     /// Increments that may or may not have been applied.
     pub fn unknown(&self) -> u64 {
         self.outcome_unknown + self.errors + self.unlogged
+    }
+
+    /// Adds the linearizability check: a history that is not linearizable is a violation; one
+    /// the search could not decide is not.
+    pub fn with_linearizability(mut self, check: LinearReport) -> CounterReport {
+        self.violations.extend(check.violation());
+        self.linearizability = Some(check);
+        self
+    }
+
+    /// In the negative control (increments applied twice, reported once), the checks that did
+    /// not catch it: the range check, the linearizability check, both or none.
+    pub fn not_caught(&self, counter: Counter) -> Vec<String> {
+        let linearizability_caught =
+            self.linearizability.as_ref().is_some_and(|check| check.violation().is_some());
+        let mut rows = Vec::new();
+        if self.violations.len() <= usize::from(linearizability_caught) {
+            rows.push(format!("{} (blind retry)", counter.name()));
+        }
+        if !linearizability_caught {
+            rows.push(format!("{} (blind retry, linearizability)", counter.name()));
+        }
+        rows
     }
 }
 

@@ -23,6 +23,7 @@ mod contender;
 mod counters;
 mod events;
 mod interop;
+mod linearizable;
 mod members;
 mod partitions;
 mod recipes;

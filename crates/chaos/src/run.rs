@@ -29,6 +29,7 @@ use crate::check::{check_recipe, RecipeReport};
 use crate::counters::{check_counter, Counter, CounterReport};
 use crate::events::{epoch_micros, Event};
 use crate::interop::{InteropArgs, Launchers};
+use crate::linearizable::{check_linearizable, FinalRead, LinearReport};
 use crate::members::{self, SeenNode};
 use crate::partitions::{self, PartitionReport};
 use crate::recipes::{Contenders, CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT, QUEUE_ROOT};
@@ -803,12 +804,18 @@ impl Phase<'_> {
         if config.processes(Kind::Counter) + config.processes(Kind::CuratorCounter) > 0 {
             let text = read_logs(&log_dir, "counters-");
             for counter in Counter::ALL {
+                let invoked = epoch_micros();
                 let value = observer
                     .get_data(&counter.path(self.check_root), Deadline::after(STEP))
                     .await
                     .ok()
                     .and_then(|node| counter.decode(&node.data));
-                counters.insert(counter, check_counter(counter, text.lines(), value));
+                let read = value.map(|value| FinalRead { value, invoked, completed: epoch_micros() });
+                let report = check_counter(counter, text.lines(), value);
+                counters.insert(
+                    counter,
+                    report.with_linearizability(check_linearizable(counter, text.lines(), read)),
+                );
             }
         }
         let partitions = (config.processes(Kind::Partition) > 0).then(|| {
@@ -2021,12 +2028,8 @@ impl Mix {
 
     /// The control's rows no checker caught.
     fn blind(&self) -> Vec<String> {
-        let mut blind: Vec<String> = self
-            .counters
-            .iter()
-            .filter(|(_, report)| report.violations.is_empty())
-            .map(|(counter, _)| format!("{} (blind retry)", counter.name()))
-            .collect();
+        let mut blind: Vec<String> =
+            self.counters.iter().flat_map(|(counter, report)| report.not_caught(*counter)).collect();
         if self.caches.as_ref().is_some_and(|found| found.values().all(|(ok, _)| *ok)) {
             blind.push("cache (dropped events)".to_owned());
         }
@@ -2066,6 +2069,9 @@ fn print_counters(reports: &CounterReports) {
             report.curator_double_applied,
             if report.violations.is_empty() { "0".to_owned() } else { report.violations.join("; ") }
         );
+        if let Some(check) = &report.linearizability {
+            println!("{}", check.row(counter.name()));
+        }
     }
 }
 
@@ -2085,6 +2091,7 @@ fn counters_json(reports: &CounterReports) -> serde_json::Value {
                     "killed_mid_write": report.unlogged,
                     "curator_double_applied": report.curator_double_applied,
                     "violations": report.violations,
+                    "linearizability": report.linearizability.as_ref().map(LinearReport::json),
                 }),
             )
         })
