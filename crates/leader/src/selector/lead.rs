@@ -22,7 +22,7 @@ use crate::handle::{Lifecycle, Status};
 /// The selector's early bound after `Suspended` ([`LeaderSelector::grace_after_suspension`]):
 /// the server expires our session no earlier than `7/20 × T` after the framework reports
 /// `Suspended` *if it answers pings within `3/20 × T`* (see the type's docs); less the margin.
-/// The expiry clock's bound ([`Shared::clock_bound`]) holds however slowly it answers.
+/// The expiry clock's bound (the selector's `clock_bound`) holds however slowly it answers.
 ///
 /// [`LeaderSelector::grace_after_suspension`]: super::LeaderSelector::grace_after_suspension
 ///
