@@ -14,3 +14,4 @@ pub mod bounds;
 pub mod check;
 pub mod leadership;
 pub mod lock;
+pub mod queue;

@@ -82,6 +82,13 @@ pub use queue::{
 };
 pub use simple::SimpleQueue;
 
+/// The lock-safe finish's verdict as a pure function, without I/O: the code the consumer runs and
+/// the models in the repository's `crates/model` check. Not part of the stable API.
+#[doc(hidden)]
+pub mod decisions {
+    pub use crate::consumer::finish::{finish_verdict, FinishAnswer, FinishVerdict};
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@ use crate::error::{QueueError, Result};
 use crate::queue::Inner;
 
 use super::delivery::{Finish, LockClaim};
+use super::finish::{finish_verdict, FinishAnswer, FinishVerdict};
 
 /// How long an ack, requeue or reject keeps retrying through connection trouble.
 pub(super) const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -73,7 +74,7 @@ pub(super) async fn commit<T>(
                 multi.add_create(prefix, bytes, &options)?;
             }
             multi.add_delete(&claim.lock_node, None)?;
-            match multi.commit().await {
+            let answer = match multi.commit().await {
                 Ok(results) => {
                     let requeued = results.into_iter().find_map(|result| match result {
                         zookeeper_client::MultiWriteResult::Create { path, .. } => {
@@ -81,36 +82,26 @@ pub(super) async fn commit<T>(
                         }
                         _ => None,
                     });
-                    Ok(Committed::Done(requeued))
+                    return Ok(Committed::Done(requeued));
                 }
                 Err(MultiWriteError::OperationFailed {
                     index: 0,
                     source: zookeeper_client::Error::NoNode,
-                }) => {
-                    if earlier_tries == 0 {
-                        return Ok(Committed::LockLost);
-                    }
-                    // An earlier try was in flight when the connection broke. On this same session
-                    // only that try can have deleted our lock; it committed iff the item is gone.
-                    match session.client().check_stat(item_path).await? {
-                        None => Ok(Committed::Done(None)),
-                        Some(_) => Ok(Committed::LockLost),
-                    }
-                }
+                }) => FinishAnswer::LockMissing,
                 Err(MultiWriteError::OperationFailed {
                     index: 1,
                     source: zookeeper_client::Error::NoNode,
-                }) => {
-                    // After an interrupted try, the lock that passed the check may be another
-                    // consumer's (taken after ours went with our committed try): the item is gone
-                    // because that try committed.
-                    if earlier_tries == 0 {
-                        Ok(Committed::ItemGone)
-                    } else {
-                        Ok(Committed::Done(None))
-                    }
-                }
-                Err(err) => Err(zookeeper_client::Error::from(err).into()),
+                }) => FinishAnswer::ItemMissing,
+                Err(err) => return Err(zookeeper_client::Error::from(err).into()),
+            };
+            match finish_verdict(answer, earlier_tries) {
+                FinishVerdict::Done => Ok(Committed::Done(None)),
+                FinishVerdict::LockLost => Ok(Committed::LockLost),
+                FinishVerdict::ItemGone => Ok(Committed::ItemGone),
+                FinishVerdict::DoneIfItemGone => match session.client().check_stat(item_path).await? {
+                    None => Ok(Committed::Done(None)),
+                    Some(_) => Ok(Committed::LockLost),
+                },
             }
         })
         .await

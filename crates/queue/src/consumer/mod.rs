@@ -5,6 +5,7 @@ mod claim;
 mod claimer;
 mod commit;
 mod delivery;
+pub(crate) mod finish;
 mod follow;
 mod item;
 
