@@ -1,5 +1,8 @@
 //! The bounds the checks run within: the CI's, or deeper ones for people
-//! (`ZK_RECIPES_MODEL_DEPTH=deep cargo test -p zk-recipes-model --release`).
+//! (`ZK_RECIPES_MODEL_DEPTH=deep cargo test -p zk-recipes-model`): the lock model's faults below;
+//! five barrier members; two batch faults and two other sessions' creates; three items and takes
+//! and two lost answers in the queue; answers up to five ticks late over fifty ticks of
+//! leadership.
 
 use crate::lock::Faults;
 

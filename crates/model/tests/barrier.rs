@@ -16,7 +16,8 @@ fn mixes(count: u32) -> impl Iterator<Item = Vec<MemberKind>> {
 
 #[test]
 fn every_mix_of_our_members_and_curators_leaves_in_order() {
-    for count in [3, 4] {
+    let counts: &[u32] = if zk_recipes_model::bounds::deep() { &[3, 4, 5] } else { &[3, 4] };
+    for &count in counts {
         for members in mixes(count) {
             let report = check(BarrierModel { members: members.clone(), variant: BarrierVariant::Library });
             println!("{members:?}: {}", report.summary());

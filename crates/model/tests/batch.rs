@@ -19,8 +19,8 @@ fn model(variant: BatchVariant) -> BatchModel {
             BatchOp::Delete,
         ],
         max_operations: 4,
-        faults: 1,
-        other_creates: 1,
+        faults: if zk_recipes_model::bounds::deep() { 2 } else { 1 },
+        other_creates: if zk_recipes_model::bounds::deep() { 2 } else { 1 },
         variant,
     }
 }
