@@ -40,7 +40,7 @@ unset ZKR_BENCH_JSON
 # 2-core machine (2,397 s at 7311d72, the locks bench 1,886 s of it; its scale part, run once,
 # about 3 minutes). Each distinct-locks point runs at least 20,000 timed cycles: with 3,000 the
 # 1,000-lock point lasted about half a second, shorter than this machine's stalls. The counter
-# and double-barrier benches and the queue and leader floors came later (issue 40); their full
+# and double-barrier benches and the queue and leader floors came later; their full
 # settings are sized for under 5 minutes each, but the queues': with 3,000 items a take lasted
 # 0.1 s per round and its rounds spread from 0.56 to 1.05 of the floor (report of 08f879e); with
 # 10,000 items a queues-only run took 366 s and every ours / floor read 0.90 or more.

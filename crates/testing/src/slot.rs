@@ -7,7 +7,7 @@ static SLOT: Mutex<()> = Mutex::const_new(());
 
 /// Permission to run ZooKeeper servers in this process.
 ///
-/// Test binaries run their tests on parallel threads and this machine has two cores, so every
+/// Test binaries run their tests on parallel threads, on machines that may have two cores, so every
 /// [`TestingServer`](crate::TestingServer) and [`TestingCluster`](crate::TestingCluster) holds the
 /// one process-wide slot from start-up until it is dropped: tests that need servers run one after
 /// another, tests that don't keep running in parallel.
