@@ -31,6 +31,14 @@
 //! ([`LeaderSelector::grace_after_suspension`]). Neither ever claims leadership with a node whose
 //! session is not its current one.
 //!
+//! Both also end a leadership by the framework's expiry clock
+//! ([`Framework::earliest_session_expiry`](zk_recipes_framework::Framework::earliest_session_expiry)),
+//! a tenth of the session timeout before the server may expire the session, whatever the
+//! connection says: a server that stops hearing us while its replies or watch events still reach
+//! us keeps the connection up past the expiry. The latch says why with
+//! [`NotLeaderReason::SessionMayExpire`] and leads again with the same node if the server answers
+//! again in time.
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! use zk_recipes_framework::Framework;
@@ -54,6 +62,7 @@
 //! ```
 
 mod error;
+mod expiry;
 mod handle;
 mod kazoo;
 mod latch;
@@ -74,11 +83,12 @@ pub use selector::{
     SELECTOR_LOCK_NAME,
 };
 
-/// The selector's step-down decisions as pure functions, without I/O: the code the selector runs
+/// The latch's and the selector's step-down decisions as pure functions, without I/O: the code the selector runs
 /// and the models in the repository's `crates/model` check. Not part of the stable API.
 #[doc(hidden)]
 pub mod decisions {
-    pub use crate::selector::lead::{grace_after_suspension, step_down_margin};
+    pub use crate::expiry::step_down_margin;
+    pub use crate::selector::lead::grace_after_suspension;
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Leadership in discrete time: a leader selector's leadership against the server's session
-//! expiry, with the framework's expiry clock and the selector's step-down margin.
+//! Leadership in discrete time: a leadership (the latch's or the selector's: both end by one rule,
+//! the library's `step_down_margin` before the framework's expiry clock) against the server's
+//! session expiry.
 //!
 //! Two participants: the leader (its lock node held, its leadership future running) and the next
 //! in line, which takes over the moment the server expires the leader's session (the worst case:
@@ -11,6 +12,10 @@
 //! the latest answered request) and the selector's `step_down_margin`. The leader's stop timer may
 //! fire late, by a bounded number of ticks: the clock-drift and scheduling bound the code assumes
 //! (late by less than the margin, a tenth of the session timeout).
+//!
+//! A latch that stepped down by the clock leads again with the same node once a late answer moves
+//! the clock on (`reclaim`): it claims whenever the clock allows, not knowing whether the server
+//! expired its session meanwhile. The selector never leads again with the same lock.
 //!
 //! Invariant: no tick at which both act as leader. Negative controls: no expiry clock (the leader
 //! stops only once it learns of the expiry), and a clock that counts from when the answer arrived
@@ -31,6 +36,9 @@ pub enum LeadershipVariant {
     NoExpiryClock,
     /// The clock counts from the arrival of the latest answer, not the send time of its request.
     CountFromAnswer,
+    /// A close ends the session (deleting the leader's node) at once, while the leadership runs
+    /// on through its close grace.
+    CloseEndsSessionFirst,
 }
 
 /// A bounded configuration of the leadership model.
@@ -46,6 +54,13 @@ pub struct LeadershipModel {
     pub timer_lateness_ticks: u8,
     /// How many ticks the model runs.
     pub horizon_ticks: u8,
+    /// Whether a leader that stepped down leads again whenever the clock allows (the latch), or
+    /// never (the selector).
+    pub reclaim: bool,
+    /// Whether the leader may be closed, and the ticks of its close grace: the leadership may run
+    /// on that long after the close (the selector's `close_grace`), the clock's rule still
+    /// applying; the session ends, and the next in line takes over, once it stopped.
+    pub close_grace_ticks: Option<u8>,
     /// The protocol checked.
     pub variant: LeadershipVariant,
 }
@@ -61,6 +76,8 @@ impl LeadershipModel {
             answer_delay_ticks: 3,
             timer_lateness_ticks: 1,
             horizon_ticks: 40,
+            reclaim: false,
+            close_grace_ticks: None,
             variant: LeadershipVariant::Library,
         }
     }
@@ -84,8 +101,18 @@ impl LeadershipModel {
         u8::try_from(ticks).unwrap_or(u8::MAX)
     }
 
-    /// Whether the leader's stop is due at `state.now` (it may still fire late).
+    /// Whether the leader's stop is due at `state.now` (it may still fire late): by the clock, or
+    /// at the end of a close's grace.
     fn stop_due(&self, state: &LeadershipState) -> bool {
+        let grace_over = match (state.closed_at, self.close_grace_ticks) {
+            (Some(closed_at), Some(grace)) => state.now >= closed_at.saturating_add(grace),
+            _ => false,
+        };
+        grace_over || self.clock_due(state)
+    }
+
+    /// Whether the clock's rule (or the no-clock control's) ends the leadership at `state.now`.
+    fn clock_due(&self, state: &LeadershipState) -> bool {
         match self.variant {
             LeadershipVariant::NoExpiryClock => state.expired,
             _ => state.now >= self.step_down_tick(state),
@@ -120,6 +147,10 @@ pub struct LeadershipState {
     pub expired: bool,
     /// Whether the next in line acts as leader.
     pub successor_acting: bool,
+    /// Whether the leader stepped down at least once.
+    pub stepped_down: bool,
+    /// The tick at which the leader was closed.
+    pub closed_at: Option<u8>,
 }
 
 /// A step of the leadership model.
@@ -130,8 +161,12 @@ pub enum LeadershipAction {
     /// The heartbeat's request reaches the server; its answer arrives this many ticks later, or
     /// never.
     BeatHeard(Option<u8>),
-    /// The leader's stop timer fires: its leadership future is dropped.
+    /// The leader's stop timer fires: its leadership ends.
     StepDown,
+    /// A latch that stepped down claims again with the same node: the clock allows it.
+    Reclaim,
+    /// The leader is closed: its leadership ends within the close grace.
+    Close,
     /// Time moves on by a tick.
     Tick,
 }
@@ -151,6 +186,8 @@ impl Model for LeadershipModel {
             stop_due_since: None,
             expired: false,
             successor_acting: false,
+            stepped_down: false,
+            closed_at: None,
         }]
     }
 
@@ -166,8 +203,19 @@ impl Model for LeadershipModel {
             actions.push(LeadershipAction::BeatHeard(None));
             return;
         }
-        if state.leader_acting && state.stop_due_since.is_some() {
+        if state.leader_acting && (state.stop_due_since.is_some() || state.closed_at.is_some()) {
             actions.push(LeadershipAction::StepDown);
+        }
+        if self.reclaim
+            && state.stepped_down
+            && state.closed_at.is_none()
+            && !state.leader_acting
+            && !self.clock_due(state)
+        {
+            actions.push(LeadershipAction::Reclaim);
+        }
+        if self.close_grace_ticks.is_some() && state.closed_at.is_none() && state.leader_acting {
+            actions.push(LeadershipAction::Close);
         }
         let overdue = state
             .stop_due_since
@@ -192,7 +240,19 @@ impl Model for LeadershipModel {
             LeadershipAction::StepDown => {
                 next.leader_acting = false;
                 next.stop_due_since = None;
+                next.stepped_down = true;
+                if next.closed_at.is_some() {
+                    // The close goes on: the node is deleted, the session ends.
+                    next.successor_acting = true;
+                }
             }
+            LeadershipAction::Close => {
+                next.closed_at = Some(next.now);
+                if self.variant == LeadershipVariant::CloseEndsSessionFirst {
+                    next.successor_acting = true;
+                }
+            }
+            LeadershipAction::Reclaim => next.leader_acting = true,
             LeadershipAction::Tick => {
                 next.now += 1;
                 next.beat_sent = false;
@@ -212,7 +272,7 @@ impl Model for LeadershipModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![
+        let mut properties = vec![
             Property::always("no tick with two leaders", |_, state: &LeadershipState| {
                 !(state.leader_acting && state.successor_acting)
             }),
@@ -225,7 +285,14 @@ impl Model for LeadershipModel {
                     state.leader_acting && state.now > model.ticks(model.session_timeout) + 2
                 },
             ),
-        ]
+        ];
+        if self.reclaim {
+            properties.push(Property::sometimes(
+                "a latch that stepped down leads again",
+                |_, state: &LeadershipState| state.stepped_down && state.leader_acting,
+            ));
+        }
+        properties
     }
 }
 

@@ -137,7 +137,8 @@ impl Shared {
     }
 }
 
-/// The latch's background task: the election loop and the connection follower, until the latch
+/// The latch's background task: the election loop, the connection follower and the clock
+/// follower, until the latch
 /// is closed (the task is aborted) or its framework begins closing. Holds `_delay` throughout: a
 /// closing framework ends the session only after this latch stopped leading (subscribers told)
 /// and deleted its node, so the next leader never starts while we still lead.
@@ -145,6 +146,7 @@ pub(super) async fn run(shared: Arc<Shared>, events: ConnectionEvents, _delay: C
     tokio::select! {
         () = shared.framework.closing() => {}
         () = shared.follow_connection(events) => {}
+        () = shared.follow_clock() => {}
         () = shared.elect() => {}
     }
     // The framework is closing: so is the latch.

@@ -82,17 +82,24 @@ pub enum NotLeaderReason {
     NodeDeleted,
     /// A check found another node before ours.
     NotFirst,
+    /// The server may expire our session soon (the framework's expiry clock, less a tenth of the
+    /// session timeout): it has not answered a request sent since then, although the connection
+    /// may look healthy (its replies or watch events still arrive). Leadership comes back without
+    /// a new node if the server answers again in time.
+    SessionMayExpire,
     /// The latch (with [`CloseMode::NotifyLeader`]) or its framework was closed.
     Closed,
 }
 
 impl NotLeaderReason {
-    /// The reason as a metric label: `connection`, `node_deleted`, `not_first`, `closed`.
+    /// The reason as a metric label: `connection`, `node_deleted`, `not_first`,
+    /// `session_may_expire`, `closed`.
     pub fn metric_name(&self) -> &'static str {
         match self {
             Self::Connection(_) => "connection",
             Self::NodeDeleted => "node_deleted",
             Self::NotFirst => "not_first",
+            Self::SessionMayExpire => "session_may_expire",
             Self::Closed => "closed",
         }
     }

@@ -72,10 +72,18 @@ const EVENT_CAPACITY: usize = 256;
 /// - If the path itself vanished (an empty container reaped, CURATOR-724), the node is created
 ///   again with its parents.
 ///
-/// Under `Standard` the old leader stops believing it leads when its connection is suspended,
-/// before the server can expire its session and let another participant lead. Under
-/// `SessionOnly` it believes it leads until the session is declared lost, possibly after a new
-/// leader was elected: guard writes with the [`fencing_token`](Self::fencing_token) either way.
+/// - Under either policy, leadership also ends a tenth of the session timeout before the
+///   earliest moment the server may expire the session, by the framework's expiry clock (the send
+///   time of the latest request the server answered, plus the session timeout), with
+///   [`NotLeaderReason::SessionMayExpire`]. This is what ends it in time when the server stops
+///   hearing us while its replies or watch events keep the connection up, so that no
+///   `Suspended` comes before the expiry. If the server answers again in time, the latch leads
+///   again with the same node.
+///
+/// The old leader so stops believing it leads before the server can expire its session and let
+/// another participant lead, if its timers fire less than that tenth late. A process paused
+/// longer (a GC pause, a stopped VM) still believes it leads when it resumes, until the clock is
+/// read again: guard writes with the [`fencing_token`](Self::fencing_token).
 ///
 /// # Handles, closing, dropping
 /// `LeaderLatch` is a cheap handle: clones share one participant. Close it with
@@ -129,6 +137,7 @@ impl LeaderLatch {
             status: watch::Sender::new(Status::LATENT),
             events,
             kick: Notify::new(),
+            clock_refused: Notify::new(),
             handles: AtomicUsize::new(1),
         };
         Ok(Self { shared: Handle::new(shared) })
@@ -169,9 +178,11 @@ impl LeaderLatch {
         Ok(())
     }
 
-    /// Whether we lead now. Local knowledge, no server round trip (as Curator's).
+    /// Whether we lead now. Local knowledge, no server round trip (as Curator's), read against the
+    /// expiry clock at the call: false from the moment the server may expire our session, less the
+    /// margin, even before the latch's background task has woken to say so.
     pub fn has_leadership(&self) -> bool {
-        self.shared.status.borrow().fencing_token.is_some()
+        self.shared.leading_token().is_some()
     }
 
     /// While we lead, our node's creation zxid (`czxid`): a number that grows from one leader to
@@ -179,7 +190,7 @@ impl LeaderLatch {
     /// the store you write to and have the store refuse tokens lower than the highest it has seen:
     /// a deposed leader that has not noticed yet is then refused.
     pub fn fencing_token(&self) -> Option<i64> {
-        self.shared.status.borrow().fencing_token
+        self.shared.leading_token()
     }
 
     /// Whether the latch was closed (by [`close`](Self::close), a drop guard, or because its

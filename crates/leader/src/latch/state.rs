@@ -6,12 +6,14 @@ use std::sync::atomic::AtomicUsize;
 use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tracing::debug;
 use zk_recipes_framework::{Framework, OwnedNode};
 use zk_recipes_lock_internals::LockInternals;
 
 use super::events::{CloseMode, LeadershipEvent, NotLeaderReason, Signal};
 use super::follow::ends_leadership;
+use crate::expiry::leadership_deadline;
 use crate::handle::{HandleTarget, HandleView, Lifecycle, Status};
 
 /// What every handle of one latch shares.
@@ -25,6 +27,8 @@ pub(super) struct Shared {
     pub(super) events: broadcast::Sender<Signal>,
     /// Asks the election loop to look again (after a reconnection or a lost session).
     pub(super) kick: Notify,
+    /// Tells the clock follower a claim was refused because the expiry clock had run out.
+    pub(super) clock_refused: Notify,
     /// Counts `LeaderLatch` handles, to warn when the last goes without a close.
     pub(super) handles: AtomicUsize,
 }
@@ -146,7 +150,8 @@ impl Shared {
         self.state.lock().node.as_ref().map(OurNode::of)
     }
 
-    /// Leads with `node` if it is still ours and the connection is healthy on its session.
+    /// Leads with `node` if it is still ours, the connection is healthy on its session, and the
+    /// expiry clock says the server cannot expire that session yet.
     pub(super) fn claim(&self, node: &OurNode) -> bool {
         let state = self.state.lock();
         if state.node.as_ref().is_none_or(|owned| owned.path() != node.path) {
@@ -157,10 +162,31 @@ impl Shared {
         let healthy = !snapshot.closed
             && snapshot.generation == node.generation
             && snapshot.state.is_some_and(|state| state.is_connected() && !ends_leadership(policy, state));
-        if healthy {
-            self.set_leading_locked(Some(node.czxid), NotLeaderReason::NotFirst);
+        if !healthy {
+            return false;
         }
-        healthy
+        if !self.clock_allows(node.generation) {
+            self.set_leading_locked(None, NotLeaderReason::SessionMayExpire);
+            self.clock_refused.notify_one();
+            return false;
+        }
+        self.set_leading_locked(Some(node.czxid), NotLeaderReason::NotFirst);
+        true
+    }
+
+    /// Whether a leadership on session `generation` may go on: the server cannot expire that
+    /// session before the latch's margin has passed ([`leadership_deadline`]).
+    pub(super) fn clock_allows(&self, generation: u64) -> bool {
+        leadership_deadline(&self.framework, generation, None)
+            .is_some_and(|deadline| deadline > Instant::now())
+    }
+
+    /// Our fencing token while we lead and the expiry clock still allows it: read at the call,
+    /// not only when the clock follower last woke.
+    pub(super) fn leading_token(&self) -> Option<i64> {
+        let token = self.status.borrow().fencing_token?;
+        let generation = self.state.lock().node.as_ref()?.generation();
+        self.clock_allows(generation).then_some(token)
     }
 
     /// Ends leadership and forgets `node` (the cleanup worker deletes it if it still exists), so

@@ -17,6 +17,7 @@ use zk_recipes_mutex::{Hold, MutexGuard};
 use super::election::wait_closed;
 use super::state::Shared;
 use super::{CancelReason, Leadership};
+use crate::expiry::{leadership_deadline, step_down_margin};
 use crate::handle::{Lifecycle, Status};
 
 /// The selector's early bound after `Suspended` ([`LeaderSelector::grace_after_suspension`]):
@@ -35,21 +36,6 @@ use crate::handle::{Lifecycle, Status};
 /// ```
 pub fn grace_after_suspension(session_timeout: Duration, margin: Option<Duration>) -> Duration {
     (session_timeout * 7 / 20).saturating_sub(step_down_margin(session_timeout, margin))
-}
-
-/// How long before the server may expire our session the future is dropped: `margin`, or by
-/// default a tenth of the session timeout. A leadership ends by the expiry clock at the
-/// framework's `earliest_session_expiry` less this (`Shared::clock_bound`).
-///
-/// ```
-/// use std::time::Duration;
-/// use zk_recipes_leader::decisions::step_down_margin;
-///
-/// assert_eq!(step_down_margin(Duration::from_secs(10), None), Duration::from_secs(1));
-/// assert_eq!(step_down_margin(Duration::from_secs(10), Some(Duration::from_secs(2))), Duration::from_secs(2));
-/// ```
-pub fn step_down_margin(session_timeout: Duration, margin: Option<Duration>) -> Duration {
-    margin.unwrap_or(session_timeout / 10)
 }
 
 /// How a leadership ended.
@@ -240,21 +226,10 @@ impl Shared {
         grace_after_suspension(timeout, self.expiry_margin)
     }
 
-    /// When the expiry clock says a leadership on session `generation` must end: the earliest
-    /// moment the server may expire that session (the send time of the latest request it
-    /// answered, plus `T`; the connect's start plus `T` before the first answer), less the margin.
-    /// `None` while the framework gives no such bound: a read-only session (the selector drops
-    /// the future on `ReadOnly`), a session no longer current (dropped on `Lost`), a closed
-    /// framework (the last bound read still holds).
+    /// When the expiry clock says a leadership on session `generation` must end
+    /// ([`leadership_deadline`]) with this selector's margin.
     pub(super) fn clock_bound(&self, generation: u64) -> Option<Instant> {
-        let expiry = self.framework.earliest_session_expiry(generation)?;
-        let current = self.framework.current();
-        if current.generation != generation {
-            return None;
-        }
-        let timeout = current.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT);
-        let margin = step_down_margin(timeout, self.expiry_margin);
-        Some(expiry.checked_sub(margin).unwrap_or_else(Instant::now))
+        leadership_deadline(&self.framework, generation, self.expiry_margin)
     }
 }
 
