@@ -62,7 +62,6 @@
 //! ```
 
 mod error;
-mod expiry;
 mod handle;
 mod kazoo;
 mod latch;
@@ -87,8 +86,8 @@ pub use selector::{
 /// and the models in the repository's `crates/model` check. Not part of the stable API.
 #[doc(hidden)]
 pub mod decisions {
-    pub use crate::expiry::step_down_margin;
     pub use crate::selector::lead::grace_after_suspension;
+    pub use zk_recipes_lock_internals::step_down_margin;
 }
 
 #[cfg(test)]

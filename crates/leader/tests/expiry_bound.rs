@@ -170,25 +170,17 @@ async fn a_leadership_is_dropped_before_the_expiry_while_watch_events_keep_the_c
     init_tracing();
     let (server, proxy, leader, observer) = proxied(SHORT_SESSION).await;
     let negotiated = leader.current().session_timeout.expect("a session");
-    let busy = "/expiry-bound-events-busy";
-    within("busy node", observer.create(busy).deadline(step())).await.expect("busy node");
-    let events_in = within("persistent watch", leader.watch(busy, false, step())).await.expect("watch");
+    let busy = BusyNotifications::start(&leader, &observer, "/expiry-bound-events-busy").await;
     let (selector, node, dropped_at) = stuck_leader(&leader, "/expiry-bound-events/leader").await;
     let session = within("observer session", observer.session(step())).await.expect("session");
     let (stat, deleted) = within("watch", session.client().check_and_watch_stat(&node)).await.expect("watch");
     assert!(stat.is_some(), "the leader's node is there");
-    let writer = tokio::spawn(async move {
-        for round in 0u64.. {
-            let _ = session.client().set_data(busy, &round.to_be_bytes(), None).await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    });
     let mut events = leader.connection_events();
 
     let cut = Instant::now();
     proxy.black_hole_requests(negotiated * 3);
     let after = AfterTheCut::wait(deleted, &mut events, &dropped_at, negotiated).await;
-    writer.abort();
+    drop(busy);
     // The scenario: the connection stayed up until about the expiry.
     assert!(
         after.suspended_at + negotiated / 20 > after.expired_at,
@@ -199,7 +191,6 @@ async fn a_leadership_is_dropped_before_the_expiry_while_watch_events_keep_the_c
     );
     after.assert_dropped_before_the_expiry(cut, negotiated);
 
-    drop(events_in);
     proxy.heal();
     within("close", selector.close()).await.expect("close");
     close_all([leader, observer]).await;

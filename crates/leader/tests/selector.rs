@@ -101,8 +101,12 @@ async fn auto_requeue_rotates_leadership_through_every_participant() {
         ids.dedup();
         assert_eq!(ids.len(), 3, "leadership rotates through all participants: {turns:?}");
     }
-    let participants = within("participants", selectors[0].1.participants()).await.expect("participants");
-    assert!(participants.is_empty(), "{participants:?}");
+    // A requeue whose create was in flight at the close gives its node back through the cleanup
+    // worker, which may finish just after the close returned.
+    eventually("no participant left", || async {
+        within("participants", selectors[0].1.participants()).await.expect("participants").is_empty()
+    })
+    .await;
     for (framework, _) in selectors {
         within("close", framework.close()).await;
     }

@@ -11,6 +11,7 @@ use zk_recipes_framework::{
 };
 
 use crate::error::{LockError, Result};
+use crate::expiry::until_hold_deadline;
 
 /// Why a held lock can no longer be trusted ([`Hold::lost`]).
 ///
@@ -38,6 +39,11 @@ pub enum LostReason {
     NodeDeleted,
     /// The framework was closed.
     Closed,
+    /// The server may expire the session that holds our node soon: by the framework's expiry
+    /// clock it has not answered a request sent within the session timeout, less a tenth of it
+    /// ([`hold_deadline`](crate::hold_deadline)), although the connection may look healthy (its
+    /// replies or watch events still arrive).
+    SessionMayExpire,
 }
 
 /// Our node while it holds a lease. Deleted when released or dropped. What a holder does with it
@@ -177,6 +183,7 @@ impl HeldLease {
         if let Some(state) = snapshot.state.filter(|state| policy.is_error_state(*state)) {
             return LostReason::Connection(state);
         }
+        let generation = self.node.generation();
         let connection = async {
             loop {
                 match events.next().await {
@@ -200,6 +207,7 @@ impl HeldLease {
             () = framework.closing() => LostReason::Closed,
             reason = connection => reason,
             reason = self.node_deleted() => reason,
+            () = until_hold_deadline(framework, generation, None) => LostReason::SessionMayExpire,
         }
     }
 
@@ -285,8 +293,9 @@ pub trait Hold {
     }
 
     /// Resolves when the lock can no longer be trusted: the connection entered an error state per
-    /// the framework's error policy (or the session was lost), our node was deleted, or the
-    /// framework began closing (before [`Framework::close`](zk_recipes_framework::Framework::close)
+    /// the framework's error policy (or the session was lost), the server may expire the session
+    /// soon by the framework's expiry clock, whatever the connection says
+    /// ([`LostReason::SessionMayExpire`]), our node was deleted, or the framework began closing (before [`Framework::close`](zk_recipes_framework::Framework::close)
     /// ends the session that holds our node). From then on another process may hold the lock.
     /// Checks the current state first, so it resolves at once if the lock is already unsafe.
     ///

@@ -13,7 +13,11 @@
 //! While waiting, a `Suspended` connection is waited out (zookeeper-client re-registers the watch
 //! on reconnection). If the session is lost, our node is gone with it and the acquire fails with
 //! [`LockError::NodeLost`]: it never silently holds nothing. A holder learns that its lock can no
-//! longer be trusted from [`Hold::lost`].
+//! longer be trusted from [`Hold::lost`]: on an error state per the error policy, and under
+//! either policy a tenth of the session timeout before the earliest moment the server may expire
+//! the session, by the framework's expiry clock ([`hold_deadline`]), whatever the connection
+//! says (a server that stops hearing us while its notifications reach us keeps the connection up
+//! past the expiry).
 //!
 //! ## One `Hold` for every guard
 //! Every recipe's guard (the mutex's `MutexGuard` and `SingleNodeGuard`, the read-write lock's
@@ -44,6 +48,7 @@
 
 mod driver;
 mod error;
+mod expiry;
 mod hold;
 mod internals;
 mod layouts;
@@ -56,6 +61,7 @@ pub use driver::{
     sort_children, sort_children_by, sort_key, Decision, LockDriver, NextStep, OurNodeMissing, StandardDriver,
 };
 pub use error::{LockError, Result};
+pub use expiry::{hold_deadline, step_down_margin};
 pub use hold::SharedHold;
 pub use internals::{revoke, LockInternals, QueuedNode, Wait, REVOKE_MESSAGE};
 pub use layouts::{

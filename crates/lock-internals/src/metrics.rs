@@ -100,6 +100,7 @@ impl HoldTimer {
             LostReason::Connection(_) => "connection",
             LostReason::NodeDeleted => "node_deleted",
             LostReason::Closed => "closed",
+            LostReason::SessionMayExpire => "session_may_expire",
         };
         let labels: Vec<Label> =
             self.metrics.0.labels.iter().cloned().chain([Label::new("reason", reason)]).collect();

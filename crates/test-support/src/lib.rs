@@ -194,3 +194,35 @@ pub async fn next_connection_state(events: &mut ConnectionEvents) -> (Connection
     let event = next_connection_event(events).await;
     (event.state, event.session_id.0, event.generation)
 }
+
+/// Watch notifications that keep a client's connection up while the server no longer hears it:
+/// a persistent watch of `subject` on `path`, whose node `writer` changes every 100 ms. With its
+/// requests black-holed, zookeeper-client (which counts only the silence *from* the server) then
+/// reports no `Suspended` before the server expires the session. Stops writing when dropped.
+pub struct BusyNotifications {
+    _watch: zk_recipes_framework::PersistentWatch,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl BusyNotifications {
+    /// Creates `path` through `writer`, watches it from `subject`, and starts changing it.
+    pub async fn start(subject: &Framework, writer: &Framework, path: &str) -> Self {
+        within("busy node", writer.create(path).deadline(step())).await.expect("busy node");
+        let watch = within("persistent watch", subject.watch(path, false, step())).await.expect("watch");
+        let session = within("writer session", writer.session(step())).await.expect("session");
+        let path = path.to_owned();
+        let writer = tokio::spawn(async move {
+            for round in 0u64.. {
+                let _ = session.client().set_data(&path, &round.to_be_bytes(), None).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        Self { _watch: watch, writer }
+    }
+}
+
+impl Drop for BusyNotifications {
+    fn drop(&mut self) {
+        self.writer.abort();
+    }
+}

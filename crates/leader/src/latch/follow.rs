@@ -7,7 +7,7 @@ use zk_recipes_framework::{ConnectionEvents, ConnectionState, ErrorPolicy, DEFAU
 
 use super::events::NotLeaderReason;
 use super::state::{OurNode, Shared};
-use crate::expiry::leadership_deadline;
+use zk_recipes_lock_internals::hold_deadline;
 
 /// How often, as a share of the session timeout, a latch whose clock ran out looks whether a late
 /// answer moved it on: as often as the framework's heartbeat asks.
@@ -41,7 +41,7 @@ impl Shared {
         loop {
             let leading = status.borrow_and_update().fencing_token.is_some();
             if let (true, Some(node)) = (leading, self.our_node()) {
-                match leadership_deadline(&self.framework, node.generation, None) {
+                match hold_deadline(&self.framework, node.generation, None) {
                     Some(deadline) if deadline > Instant::now() => {
                         // Read again when it falls due: answers meanwhile may have moved it on.
                         tokio::select! {
@@ -80,7 +80,7 @@ impl Shared {
         let mut every = tokio::time::interval(timeout / CLOCK_CHECKS_PER_TIMEOUT);
         loop {
             every.tick().await;
-            match leadership_deadline(&self.framework, node.generation, None) {
+            match hold_deadline(&self.framework, node.generation, None) {
                 Some(deadline) if deadline <= Instant::now() => {}
                 _ => return,
             }

@@ -13,8 +13,8 @@ use zk_recipes_lock_internals::LockInternals;
 
 use super::events::{CloseMode, LeadershipEvent, NotLeaderReason, Signal};
 use super::follow::ends_leadership;
-use crate::expiry::leadership_deadline;
 use crate::handle::{HandleTarget, HandleView, Lifecycle, Status};
+use zk_recipes_lock_internals::hold_deadline;
 
 /// What every handle of one latch shares.
 pub(super) struct Shared {
@@ -175,10 +175,9 @@ impl Shared {
     }
 
     /// Whether a leadership on session `generation` may go on: the server cannot expire that
-    /// session before the latch's margin has passed ([`leadership_deadline`]).
+    /// session before the latch's margin has passed ([`hold_deadline`]).
     pub(super) fn clock_allows(&self, generation: u64) -> bool {
-        leadership_deadline(&self.framework, generation, None)
-            .is_some_and(|deadline| deadline > Instant::now())
+        hold_deadline(&self.framework, generation, None).is_some_and(|deadline| deadline > Instant::now())
     }
 
     /// Our fencing token while we lead and the expiry clock still allows it: read at the call,

@@ -17,8 +17,8 @@ use zk_recipes_mutex::{Hold, MutexGuard};
 use super::election::wait_closed;
 use super::state::Shared;
 use super::{CancelReason, Leadership};
-use crate::expiry::{leadership_deadline, step_down_margin};
 use crate::handle::{Lifecycle, Status};
+use zk_recipes_lock_internals::{hold_deadline, step_down_margin};
 
 /// The selector's early bound after `Suspended` ([`LeaderSelector::grace_after_suspension`]):
 /// the server expires our session no earlier than `7/20 × T` after the framework reports
@@ -227,9 +227,9 @@ impl Shared {
     }
 
     /// When the expiry clock says a leadership on session `generation` must end
-    /// ([`leadership_deadline`]) with this selector's margin.
+    /// ([`hold_deadline`]) with this selector's margin.
     pub(super) fn clock_bound(&self, generation: u64) -> Option<Instant> {
-        leadership_deadline(&self.framework, generation, self.expiry_margin)
+        hold_deadline(&self.framework, generation, self.expiry_margin)
     }
 }
 

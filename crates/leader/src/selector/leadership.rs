@@ -42,6 +42,8 @@ impl From<LostReason> for CancelReason {
         match reason {
             LostReason::Connection(state) => CancelReason::Connection(state),
             LostReason::NodeDeleted => CancelReason::NodeDeleted,
+            // The server may expire the session from now on: as good as lost.
+            LostReason::SessionMayExpire => CancelReason::Connection(ConnectionState::Lost),
             _ => CancelReason::Closed,
         }
     }
