@@ -226,3 +226,58 @@ impl Drop for BusyNotifications {
         self.writer.abort();
     }
 }
+
+/// What followed a cut after which the server no longer heard a client (`black_hole_requests`):
+/// when a hold of the client's ended (a lock's `lost()`, a leadership dropped or stepped down),
+/// when the client saw `Suspended`, and when an observer saw the hold's node deleted by the
+/// server's expiry of the session.
+#[derive(Debug, Clone, Copy)]
+pub struct ExpiryRace {
+    /// When the server stopped hearing the client.
+    pub cut: Instant,
+    /// When the hold ended.
+    pub ended_at: Instant,
+    /// When the client's framework reported `Suspended`.
+    pub suspended_at: Instant,
+    /// When the observer saw the node deleted.
+    pub expired_at: Instant,
+}
+
+impl ExpiryRace {
+    fn since_cut(&self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.cut)
+    }
+
+    /// Prints the times since the cut, for the test's output.
+    pub fn report(&self, ended: &str) {
+        eprintln!(
+            "after the cut: {ended} {:?}, Suspended {:?}, expiry seen {:?}",
+            self.since_cut(self.ended_at),
+            self.since_cut(self.suspended_at),
+            self.since_cut(self.expired_at)
+        );
+    }
+
+    /// Asserts the scenario was the hard one: `Suspended` came no earlier than about the expiry
+    /// (`T/20` before it at most), so only the expiry clock could end the hold in time.
+    pub fn assert_connection_stayed_up(&self, negotiated: Duration) {
+        assert!(
+            self.suspended_at + negotiated / 20 > self.expired_at,
+            "Suspended came {:?} after the cut, well before the expiry ({:?}): the connection did not \
+             stay up",
+            self.since_cut(self.suspended_at),
+            self.since_cut(self.expired_at)
+        );
+    }
+
+    /// Asserts the hold ended before the expiry, with `T/40` to spare.
+    pub fn assert_ended_before_the_expiry(&self, negotiated: Duration, ended: &str) {
+        assert!(
+            self.ended_at + negotiated / 40 <= self.expired_at,
+            "{ended} {:?} after the cut, the server expired the session {:?} after it: two holders \
+             (negotiated {negotiated:?})",
+            self.since_cut(self.ended_at),
+            self.since_cut(self.expired_at)
+        );
+    }
+}
