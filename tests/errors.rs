@@ -6,10 +6,13 @@ use std::time::Duration;
 use zk_recipes::barrier::BarrierError;
 use zk_recipes::cache::CacheError;
 use zk_recipes::counter::CounterError;
+use zk_recipes::discovery::DiscoveryError;
 use zk_recipes::framework::{zookeeper_client, Deadline, Error as FrameworkError};
 use zk_recipes::leader::LeaderError;
+use zk_recipes::lease::LeaseError;
 use zk_recipes::mutex::LockError;
 use zk_recipes::nodes::NodeError;
+use zk_recipes::partition::PartitionError;
 use zk_recipes::queue::QueueError;
 use zk_recipes::semaphore::SemaphoreError;
 
@@ -186,6 +189,130 @@ fn every_error_answers_the_same_questions_alike() {
                 BarrierError::is_node_lost,
             ),
         ),
+        (
+            "lease",
+            q(
+                &LeaseError::from(timeout()),
+                LeaseError::is_timeout,
+                LeaseError::is_closed,
+                LeaseError::is_retryable,
+                LeaseError::is_node_lost,
+            ),
+            q(
+                &LeaseError::from(FrameworkError::Closed),
+                LeaseError::is_timeout,
+                LeaseError::is_closed,
+                LeaseError::is_retryable,
+                LeaseError::is_node_lost,
+            ),
+            q(
+                &LeaseError::from(connection_loss()),
+                LeaseError::is_timeout,
+                LeaseError::is_closed,
+                LeaseError::is_retryable,
+                LeaseError::is_node_lost,
+            ),
+            q(
+                &LeaseError::from(lost()),
+                LeaseError::is_timeout,
+                LeaseError::is_closed,
+                LeaseError::is_retryable,
+                LeaseError::is_node_lost,
+            ),
+        ),
+        (
+            "lease, kazoo's lock",
+            q(
+                &LeaseError::from(LockError::from(timeout())),
+                LeaseError::is_timeout,
+                LeaseError::is_closed,
+                LeaseError::is_retryable,
+                LeaseError::is_node_lost,
+            ),
+            q(
+                &LeaseError::from(LockError::from(FrameworkError::Closed)),
+                LeaseError::is_timeout,
+                LeaseError::is_closed,
+                LeaseError::is_retryable,
+                LeaseError::is_node_lost,
+            ),
+            q(
+                &LeaseError::from(LockError::from(connection_loss())),
+                LeaseError::is_timeout,
+                LeaseError::is_closed,
+                LeaseError::is_retryable,
+                LeaseError::is_node_lost,
+            ),
+            q(
+                &LeaseError::from(LockError::from(lost())),
+                LeaseError::is_timeout,
+                LeaseError::is_closed,
+                LeaseError::is_retryable,
+                LeaseError::is_node_lost,
+            ),
+        ),
+        (
+            "partition",
+            q(
+                &PartitionError::from(timeout()),
+                PartitionError::is_timeout,
+                PartitionError::is_closed,
+                PartitionError::is_retryable,
+                PartitionError::is_node_lost,
+            ),
+            q(
+                &PartitionError::from(FrameworkError::Closed),
+                PartitionError::is_timeout,
+                PartitionError::is_closed,
+                PartitionError::is_retryable,
+                PartitionError::is_node_lost,
+            ),
+            q(
+                &PartitionError::from(connection_loss()),
+                PartitionError::is_timeout,
+                PartitionError::is_closed,
+                PartitionError::is_retryable,
+                PartitionError::is_node_lost,
+            ),
+            q(
+                &PartitionError::from(lost()),
+                PartitionError::is_timeout,
+                PartitionError::is_closed,
+                PartitionError::is_retryable,
+                PartitionError::is_node_lost,
+            ),
+        ),
+        (
+            "partition, an item's lock",
+            q(
+                &PartitionError::from(LockError::from(timeout())),
+                PartitionError::is_timeout,
+                PartitionError::is_closed,
+                PartitionError::is_retryable,
+                PartitionError::is_node_lost,
+            ),
+            q(
+                &PartitionError::from(LockError::from(FrameworkError::Closed)),
+                PartitionError::is_timeout,
+                PartitionError::is_closed,
+                PartitionError::is_retryable,
+                PartitionError::is_node_lost,
+            ),
+            q(
+                &PartitionError::from(LockError::from(connection_loss())),
+                PartitionError::is_timeout,
+                PartitionError::is_closed,
+                PartitionError::is_retryable,
+                PartitionError::is_node_lost,
+            ),
+            q(
+                &PartitionError::from(LockError::from(lost())),
+                PartitionError::is_timeout,
+                PartitionError::is_closed,
+                PartitionError::is_retryable,
+                PartitionError::is_node_lost,
+            ),
+        ),
     ];
     // (timeout, closed, retryable, node lost): a deadline that passed is not retried (the caller
     // chose it), nor is a node lost with its session (only a caller that can start over may).
@@ -204,6 +331,21 @@ fn every_error_answers_the_same_questions_alike() {
     assert!(CounterError::from(timeout()).is_timeout());
     assert!(QueueError::from(timeout()).is_timeout() && QueueError::from(FrameworkError::Closed).is_closed());
     assert!(QueueError::LockLost { item: "queue-0000000001".into() }.is_node_lost());
+    let discovery = [
+        DiscoveryError::from(timeout()),
+        DiscoveryError::from(FrameworkError::Closed),
+        DiscoveryError::from(connection_loss()),
+    ];
+    let answers: Vec<_> =
+        discovery.iter().map(|err| (err.is_timeout(), err.is_closed(), err.is_retryable())).collect();
+    assert_eq!(answers, [(true, false, false), (false, true, false), (false, false, true)], "discovery");
+    assert!(DiscoveryError::Closed.is_closed());
+    // The recipes' own variants.
+    assert!(LeaseError::Lost { path: "/app/lease".into() }.is_node_lost());
+    assert!(!LeaseError::Expired { path: "/app/lease".into() }.is_node_lost());
+    assert!(PartitionError::Closed.is_closed());
+    assert!(PartitionError::from(NodeError::Closed).is_closed());
+    assert!(PartitionError::from(NodeError::from(timeout())).is_timeout());
 }
 
 fn q<E>(
