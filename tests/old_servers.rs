@@ -8,7 +8,7 @@ use std::time::Duration;
 use zk_recipes::barrier::{BarrierError, DistributedBarrier};
 use zk_recipes::framework::{ConnectionState, Error as FrameworkError, Feature};
 use zk_recipes_test_support::*;
-use zk_recipes_testing::{FaultProxy, RequestMatch, TestingServer};
+use zk_recipes_testing::RequestMatch;
 
 /// ZooKeeper's `addWatch` op code (3.6+).
 const ADD_WATCH: i32 = 106;
@@ -16,11 +16,8 @@ const ADD_WATCH: i32 = 106;
 #[tokio::test]
 async fn a_barrier_on_a_server_without_persistent_watches_fails_with_missing_feature() {
     init_tracing();
-    let server = within_for(SERVER_START, "server start", TestingServer::start()).await.expect("server");
-    let proxy = within("proxy", FaultProxy::start(server.address())).await.expect("proxy");
+    let (_server, proxy, framework, observer) = proxied(Duration::from_secs(10)).await;
     proxy.refuse_requests(RequestMatch::op_codes([ADD_WATCH]));
-    let framework = builder(&proxy.connect_string(), Duration::from_secs(10)).start().expect("framework");
-    within("connected", framework.block_until_connected(STEP)).await.expect("connected");
     let before = framework.current();
 
     let barrier = DistributedBarrier::new(&framework, "/old-servers/barrier").expect("barrier");
@@ -43,5 +40,5 @@ async fn a_barrier_on_a_server_without_persistent_watches_fails_with_missing_fea
     assert_eq!((after.session_id, after.generation), (before.session_id, before.generation));
     assert_eq!(after.since, before.since, "the framework's connection changed state");
     within("barrier remove", barrier.remove(step())).await.expect("remove");
-    close_all([framework]).await;
+    close_all([framework, observer]).await;
 }
