@@ -12,6 +12,8 @@ cargo test -p zk-recipes-framework --features sasl --test sasl "$@"
 # TLS against a server with a TLS client port (a throwaway CA made with openssl): behind the
 # framework's `tls` feature.
 cargo test -p zk-recipes-framework --features tls --test tls "$@"
+# The guides' blocks that connect with TLS or SASL (docs/security.md): behind the same features.
+cargo test -p zk-recipes-doc-check --features tls,sasl --doc "$@"
 # Every example runs to completion (each starts an embedded ZooKeeper unless ZK_CONNECT is set).
 for example in tour job_locks semaphore_pool leader_service queue_worker connection_states metrics discovery sharded_workers; do
     echo "== example $example"

@@ -6,10 +6,13 @@ use std::time::Duration;
 use zk_recipes::barrier::BarrierError;
 use zk_recipes::cache::CacheError;
 use zk_recipes::counter::CounterError;
+use zk_recipes::discovery::DiscoveryError;
 use zk_recipes::framework::{zookeeper_client, Deadline, Error as FrameworkError};
 use zk_recipes::leader::LeaderError;
+use zk_recipes::lease::LeaseError;
 use zk_recipes::mutex::LockError;
 use zk_recipes::nodes::NodeError;
+use zk_recipes::partition::PartitionError;
 use zk_recipes::queue::QueueError;
 use zk_recipes::semaphore::SemaphoreError;
 
@@ -28,168 +31,47 @@ fn connection_loss() -> FrameworkError {
 /// (timeout, closed, retryable, node lost) for one error.
 type Answers = (bool, bool, bool, bool);
 
+/// The four questions, asked of any recipe's error.
+trait Vocabulary {
+    fn answers(&self) -> Answers;
+}
+
+macro_rules! vocabulary {
+    ($($error:ty),* $(,)?) => {$(
+        impl Vocabulary for $error {
+            fn answers(&self) -> Answers {
+                (self.is_timeout(), self.is_closed(), self.is_retryable(), self.is_node_lost())
+            }
+        }
+    )*};
+}
+
+vocabulary!(FrameworkError, LockError, SemaphoreError, LeaderError, BarrierError, LeaseError, PartitionError);
+
+/// The answers of a timeout, a close, a connection loss and a lost node, each made into a
+/// recipe's error by `wrap`.
+fn for_each_cause<E: Vocabulary>(wrap: impl Fn(FrameworkError) -> E) -> [Answers; 4] {
+    [timeout(), FrameworkError::Closed, connection_loss(), lost()].map(|cause| wrap(cause).answers())
+}
+
 #[test]
 fn every_error_answers_the_same_questions_alike() {
-    let cases: Vec<(&str, Answers, Answers, Answers, Answers)> = vec![
-        (
-            "framework",
-            q(
-                &timeout(),
-                FrameworkError::is_timeout,
-                FrameworkError::is_closed,
-                FrameworkError::is_retryable,
-                FrameworkError::is_node_lost,
-            ),
-            q(
-                &FrameworkError::Closed,
-                FrameworkError::is_timeout,
-                FrameworkError::is_closed,
-                FrameworkError::is_retryable,
-                FrameworkError::is_node_lost,
-            ),
-            q(
-                &connection_loss(),
-                FrameworkError::is_timeout,
-                FrameworkError::is_closed,
-                FrameworkError::is_retryable,
-                FrameworkError::is_node_lost,
-            ),
-            q(
-                &lost(),
-                FrameworkError::is_timeout,
-                FrameworkError::is_closed,
-                FrameworkError::is_retryable,
-                FrameworkError::is_node_lost,
-            ),
-        ),
-        (
-            "lock",
-            q(
-                &LockError::from(timeout()),
-                LockError::is_timeout,
-                LockError::is_closed,
-                LockError::is_retryable,
-                LockError::is_node_lost,
-            ),
-            q(
-                &LockError::from(FrameworkError::Closed),
-                LockError::is_timeout,
-                LockError::is_closed,
-                LockError::is_retryable,
-                LockError::is_node_lost,
-            ),
-            q(
-                &LockError::from(connection_loss()),
-                LockError::is_timeout,
-                LockError::is_closed,
-                LockError::is_retryable,
-                LockError::is_node_lost,
-            ),
-            q(
-                &LockError::from(lost()),
-                LockError::is_timeout,
-                LockError::is_closed,
-                LockError::is_retryable,
-                LockError::is_node_lost,
-            ),
-        ),
-        (
-            "semaphore",
-            q(
-                &SemaphoreError::from(LockError::from(timeout())),
-                SemaphoreError::is_timeout,
-                SemaphoreError::is_closed,
-                SemaphoreError::is_retryable,
-                SemaphoreError::is_node_lost,
-            ),
-            q(
-                &SemaphoreError::from(LockError::from(FrameworkError::Closed)),
-                SemaphoreError::is_timeout,
-                SemaphoreError::is_closed,
-                SemaphoreError::is_retryable,
-                SemaphoreError::is_node_lost,
-            ),
-            q(
-                &SemaphoreError::from(LockError::from(connection_loss())),
-                SemaphoreError::is_timeout,
-                SemaphoreError::is_closed,
-                SemaphoreError::is_retryable,
-                SemaphoreError::is_node_lost,
-            ),
-            q(
-                &SemaphoreError::from(LockError::from(lost())),
-                SemaphoreError::is_timeout,
-                SemaphoreError::is_closed,
-                SemaphoreError::is_retryable,
-                SemaphoreError::is_node_lost,
-            ),
-        ),
-        (
-            "leader",
-            q(
-                &LeaderError::from(timeout()),
-                LeaderError::is_timeout,
-                LeaderError::is_closed,
-                LeaderError::is_retryable,
-                LeaderError::is_node_lost,
-            ),
-            q(
-                &LeaderError::from(FrameworkError::Closed),
-                LeaderError::is_timeout,
-                LeaderError::is_closed,
-                LeaderError::is_retryable,
-                LeaderError::is_node_lost,
-            ),
-            q(
-                &LeaderError::from(connection_loss()),
-                LeaderError::is_timeout,
-                LeaderError::is_closed,
-                LeaderError::is_retryable,
-                LeaderError::is_node_lost,
-            ),
-            q(
-                &LeaderError::from(LockError::from(lost())),
-                LeaderError::is_timeout,
-                LeaderError::is_closed,
-                LeaderError::is_retryable,
-                LeaderError::is_node_lost,
-            ),
-        ),
-        (
-            "barrier",
-            q(
-                &BarrierError::from(timeout()),
-                BarrierError::is_timeout,
-                BarrierError::is_closed,
-                BarrierError::is_retryable,
-                BarrierError::is_node_lost,
-            ),
-            q(
-                &BarrierError::from(FrameworkError::Closed),
-                BarrierError::is_timeout,
-                BarrierError::is_closed,
-                BarrierError::is_retryable,
-                BarrierError::is_node_lost,
-            ),
-            q(
-                &BarrierError::from(connection_loss()),
-                BarrierError::is_timeout,
-                BarrierError::is_closed,
-                BarrierError::is_retryable,
-                BarrierError::is_node_lost,
-            ),
-            q(
-                &BarrierError::from(lost()),
-                BarrierError::is_timeout,
-                BarrierError::is_closed,
-                BarrierError::is_retryable,
-                BarrierError::is_node_lost,
-            ),
-        ),
+    let leader = for_each_cause(LeaderError::from);
+    let cases: Vec<(&str, [Answers; 4])> = vec![
+        ("framework", for_each_cause(|err| err)),
+        ("lock", for_each_cause(LockError::from)),
+        ("semaphore", for_each_cause(|err| SemaphoreError::from(LockError::from(err)))),
+        // A leader's node is lost through its lock.
+        ("leader", [leader[0], leader[1], leader[2], LeaderError::from(LockError::from(lost())).answers()]),
+        ("barrier", for_each_cause(BarrierError::from)),
+        ("lease", for_each_cause(LeaseError::from)),
+        ("lease, kazoo's lock", for_each_cause(|err| LeaseError::from(LockError::from(err)))),
+        ("partition", for_each_cause(PartitionError::from)),
+        ("partition, an item's lock", for_each_cause(|err| PartitionError::from(LockError::from(err)))),
     ];
     // (timeout, closed, retryable, node lost): a deadline that passed is not retried (the caller
     // chose it), nor is a node lost with its session (only a caller that can start over may).
-    for (name, on_timeout, on_closed, on_connection_loss, on_lost) in cases {
+    for (name, [on_timeout, on_closed, on_connection_loss, on_lost]) in cases {
         assert_eq!(on_timeout, (true, false, false, false), "{name}: a timeout");
         assert_eq!(on_closed, (false, true, false, false), "{name}: closed");
         assert_eq!(on_connection_loss, (false, false, true, false), "{name}: a connection loss");
@@ -204,14 +86,19 @@ fn every_error_answers_the_same_questions_alike() {
     assert!(CounterError::from(timeout()).is_timeout());
     assert!(QueueError::from(timeout()).is_timeout() && QueueError::from(FrameworkError::Closed).is_closed());
     assert!(QueueError::LockLost { item: "queue-0000000001".into() }.is_node_lost());
-}
-
-fn q<E>(
-    err: &E,
-    timeout: fn(&E) -> bool,
-    closed: fn(&E) -> bool,
-    retryable: fn(&E) -> bool,
-    node_lost: fn(&E) -> bool,
-) -> Answers {
-    (timeout(err), closed(err), retryable(err), node_lost(err))
+    let discovery = [
+        DiscoveryError::from(timeout()),
+        DiscoveryError::from(FrameworkError::Closed),
+        DiscoveryError::from(connection_loss()),
+    ];
+    let answers: Vec<_> =
+        discovery.iter().map(|err| (err.is_timeout(), err.is_closed(), err.is_retryable())).collect();
+    assert_eq!(answers, [(true, false, false), (false, true, false), (false, false, true)], "discovery");
+    assert!(DiscoveryError::Closed.is_closed());
+    // The recipes' own variants.
+    assert!(LeaseError::Lost { path: "/app/lease".into() }.is_node_lost());
+    assert!(!LeaseError::Expired { path: "/app/lease".into() }.is_node_lost());
+    assert!(PartitionError::Closed.is_closed());
+    assert!(PartitionError::from(NodeError::Closed).is_closed());
+    assert!(PartitionError::from(NodeError::from(timeout())).is_timeout());
 }

@@ -21,7 +21,7 @@
 //!   reconnection before everyone arrived): only the members counted on the server let one in.
 //!
 //! Every wait takes a [`Deadline`](zk_recipes_framework::Deadline); a dropped or timed-out
-//! `enter` deletes its member node. See `docs/barriers.md`.
+//! `enter` deletes its member node. See [docs/barriers.md](https://github.com/zk-recipes/zk-recipes/blob/main/docs/barriers.md).
 //!
 //! ```no_run
 //! use std::time::Duration;

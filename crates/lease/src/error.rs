@@ -152,4 +152,60 @@ impl LeaseError {
     pub fn is_lost(&self) -> bool {
         matches!(self, LeaseError::Lost { .. } | LeaseError::Expired { .. })
     }
+
+    /// Whether the framework is closed: nothing more will work.
+    ///
+    /// ```
+    /// use zk_recipes_framework::Error as FrameworkError;
+    /// use zk_recipes_lease::LeaseError;
+    ///
+    /// assert!(LeaseError::from(FrameworkError::Closed).is_closed());
+    /// assert!(!LeaseError::ZeroCount.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        match self {
+            LeaseError::Framework(err) => err.is_closed(),
+            LeaseError::Lock(err) => err.is_closed(),
+            _ => false,
+        }
+    }
+
+    /// Whether a node of ours that the call built on is gone (the lease found gone or taken,
+    /// [`LeaseError::Lost`], or the node of kazoo's lock lost with its session): whatever the lease
+    /// guarded is no longer ours. A lease that ended by our own clock ([`LeaseError::Expired`]) is
+    /// not a lost node; [`is_lost`](Self::is_lost) answers both.
+    ///
+    /// ```
+    /// use zk_recipes_lease::LeaseError;
+    ///
+    /// assert!(LeaseError::Lost { path: "/app/lease".into() }.is_node_lost());
+    /// assert!(!LeaseError::Expired { path: "/app/lease".into() }.is_node_lost());
+    /// ```
+    pub fn is_node_lost(&self) -> bool {
+        match self {
+            LeaseError::Framework(err) => err.is_node_lost(),
+            LeaseError::Lock(err) => err.is_node_lost(),
+            LeaseError::Lost { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_and_node_lost_come_from_the_framework_and_the_lock() {
+        let lost = || FrameworkError::NodeLost { path: "/app/lease/_c_x-lock-0000000001".into() };
+        assert!(LeaseError::from(FrameworkError::Closed).is_closed());
+        assert!(LeaseError::from(LockError::from(FrameworkError::Closed)).is_closed());
+        assert!(!LeaseError::from(lost()).is_closed());
+        assert!(LeaseError::from(lost()).is_node_lost());
+        assert!(LeaseError::from(LockError::from(lost())).is_node_lost());
+        assert!(LeaseError::Lost { path: "/app/lease".into() }.is_node_lost());
+        assert!(!LeaseError::Expired { path: "/app/lease".into() }.is_node_lost());
+        assert!(!LeaseError::from(FrameworkError::Closed).is_node_lost());
+        assert!(!LeaseError::ZeroCount.is_closed() && !LeaseError::ZeroCount.is_node_lost());
+    }
 }

@@ -96,6 +96,7 @@ impl PartitionError {
         match self {
             PartitionError::Framework(err) => err.is_retryable(),
             PartitionError::Lock(err) => err.is_retryable(),
+            PartitionError::Membership(err) => err.is_retryable(),
             _ => false,
         }
     }
@@ -105,7 +106,73 @@ impl PartitionError {
         match self {
             PartitionError::Framework(err) => err.is_timeout(),
             PartitionError::Lock(err) => err.is_timeout(),
+            PartitionError::Membership(err) => err.is_timeout(),
             _ => false,
         }
+    }
+
+    /// Whether the partitioner (or its framework) is closed: nothing more will work.
+    ///
+    /// ```
+    /// use zk_recipes_partition::PartitionError;
+    ///
+    /// assert!(PartitionError::Closed.is_closed());
+    /// assert!(!PartitionError::NoItems.is_closed());
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        match self {
+            PartitionError::Closed => true,
+            PartitionError::Framework(err) => err.is_closed(),
+            PartitionError::Lock(err) => err.is_closed(),
+            PartitionError::Membership(err) => err.is_closed(),
+            _ => false,
+        }
+    }
+
+    /// Whether a node of ours that the call built on is gone with its session (an item's lock
+    /// node): the item is no longer ours.
+    ///
+    /// ```
+    /// use zk_recipes_framework::Error as FrameworkError;
+    /// use zk_recipes_partition::PartitionError;
+    ///
+    /// let lost = FrameworkError::NodeLost { path: "/app/items/shard-1/_c_x-lock-0000000001".into() };
+    /// assert!(PartitionError::from(lost).is_node_lost());
+    /// assert!(!PartitionError::Closed.is_node_lost());
+    /// ```
+    pub fn is_node_lost(&self) -> bool {
+        match self {
+            PartitionError::Framework(err) => err.is_node_lost(),
+            PartitionError::Lock(err) => err.is_node_lost(),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_and_node_lost_come_from_every_source() {
+        let lost = || FrameworkError::NodeLost { path: "/app/items/shard-1/_c_x-lock-0000000001".into() };
+        assert!(PartitionError::Closed.is_closed());
+        assert!(PartitionError::from(FrameworkError::Closed).is_closed());
+        assert!(PartitionError::from(LockError::from(FrameworkError::Closed)).is_closed());
+        assert!(PartitionError::from(NodeError::Closed).is_closed());
+        assert!(!PartitionError::from(lost()).is_closed());
+        assert!(PartitionError::from(lost()).is_node_lost());
+        assert!(PartitionError::from(LockError::from(lost())).is_node_lost());
+        assert!(!PartitionError::Closed.is_node_lost() && !PartitionError::NoItems.is_node_lost());
+    }
+
+    #[test]
+    fn the_membership_node_answers_timeout_and_retryable_too() {
+        let timeout = || zk_recipes_framework::Deadline::after(std::time::Duration::ZERO).timeout_error();
+        let connection_loss =
+            || FrameworkError::ZooKeeper(zk_recipes_framework::zookeeper_client::Error::ConnectionLoss);
+        assert!(PartitionError::from(NodeError::from(timeout())).is_timeout());
+        assert!(PartitionError::from(NodeError::from(connection_loss())).is_retryable());
+        assert!(!PartitionError::from(NodeError::Closed).is_retryable());
     }
 }

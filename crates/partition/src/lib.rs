@@ -67,7 +67,7 @@
 //! lives until then). The worker then settles again: once the connection is back and the party
 //! has been still for the settle time it waits for its share again. After a session loss the
 //! member node is created again on the new session (the others see a leave and a join). See
-//! `docs/partition.md`.
+//! [docs/partition.md](https://github.com/zk-recipes/zk-recipes/blob/main/docs/partition.md).
 //!
 //! ## Bad input
 //! An invalid path (or the root), no items, an item that is not one znode name, an item given

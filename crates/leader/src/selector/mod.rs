@@ -86,7 +86,7 @@ pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// answers pings within `3/20 × T`*, it can not expire the session before `Suspended + 7/20 × T`;
 /// the selector drops the future a margin earlier (default `T/10`, so at `Suspended + T/4`) when
 /// that comes before the clock's bound. Under `ErrorPolicy::SessionOnly` the framework declares
-/// `Lost` at the clock's bound with its own margin of `T/10` (see `docs/framework.md`), on which
+/// `Lost` at the clock's bound with its own margin of `T/10` (see [docs/framework.md](https://github.com/zk-recipes/zk-recipes/blob/main/docs/framework.md)), on which
 /// the selector drops the future at once; under `ErrorPolicy::Standard` `Lost` comes a whole `T`
 /// after `Suspended`, later than either bound.
 ///
