@@ -43,6 +43,9 @@ mod locks {}
 #[doc = include_str!("../../../docs/migrating-from-curator.md")]
 mod migrating_from_curator {}
 #[cfg(doctest)]
+#[doc = include_str!("../../../docs/model.md")]
+mod model {}
+#[cfg(doctest)]
 #[doc = include_str!("../../../docs/nodes.md")]
 mod nodes {}
 #[cfg(doctest)]
@@ -100,4 +103,36 @@ mod crates {
     mod semaphore {}
     #[doc = include_str!("../../testing/README.md")]
     mod testing {}
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// Every guide and every crate README is included above (the reliability record, whose blocks
+    /// are shell and text only, and a README without Rust blocks excepted), so a new one cannot be
+    /// left out of the check.
+    #[test]
+    fn every_guide_and_crate_readme_is_compiled() {
+        let this_file = include_str!("lib.rs");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut missing = Vec::new();
+        let guides = std::fs::read_dir(root.join("docs")).expect("docs/");
+        for guide in guides.map(|entry| entry.expect("entry").file_name().into_string().expect("utf-8")) {
+            let exempt = guide == "reliability.md";
+            if guide.ends_with(".md") && !exempt && !this_file.contains(&format!("../../../docs/{guide}\")"))
+            {
+                missing.push(format!("docs/{guide}"));
+            }
+        }
+        let crates = std::fs::read_dir(root.join("crates")).expect("crates/");
+        for krate in crates.map(|entry| entry.expect("entry").file_name().into_string().expect("utf-8")) {
+            let readme = root.join("crates").join(&krate).join("README.md");
+            let has_rust = std::fs::read_to_string(&readme).is_ok_and(|text| text.contains("```rust"));
+            if has_rust && !this_file.contains(&format!("../../{krate}/README.md\")")) {
+                missing.push(format!("crates/{krate}/README.md"));
+            }
+        }
+        assert!(missing.is_empty(), "not compiled by doc-check: {missing:?}");
+    }
 }
