@@ -22,6 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::events::Event;
+use crate::holders::Pauses;
 use crate::holders::{is_rust, tag_of};
 use crate::recipes::{CounterValue, Recipe};
 
@@ -53,6 +54,11 @@ pub struct RecipeReport {
     pub max_token: i64,
     /// Most holders at once (by the logged times).
     pub max_concurrent: u64,
+    /// Overlaps of belief: a later holder came in while an earlier holder's process was paused
+    /// (SIGSTOP) during its hold, so two holders believed they held at once. Expected under
+    /// client pauses and no violation: whether the paused holder had an *effect* is for its
+    /// guarded writes and the fenced store ([`crate::store`]) to say.
+    pub belief_overlaps: u64,
     /// Latest `lost()` after the next holder came in (ms; within the tolerance, else an overlap).
     pub max_late_lost_ms: f64,
     /// Increments that committed.
@@ -132,6 +138,7 @@ pub fn check_recipe(
     run_end: i64,
     tolerance_micros: i64,
     counter: Option<&CounterValue>,
+    paused: &Pauses,
 ) -> RecipeReport {
     let mut report = RecipeReport::default();
     let mut holds: BTreeMap<&str, Interval> = BTreeMap::new();
@@ -229,7 +236,7 @@ pub fn check_recipe(
             interval.end = killed.get(tag_of(&interval.holder)).copied().unwrap_or(run_end);
         }
     }
-    check_overlaps(recipe, &mut intervals, tolerance_micros, &mut report);
+    check_overlaps(recipe, &mut intervals, tolerance_micros, paused, &mut report);
     if let Some(counter) = counter {
         report.counter = Some(counter.count);
         if counter.count < report.increments
@@ -252,14 +259,27 @@ fn check_overlaps(
     recipe: Recipe,
     intervals: &mut [Interval],
     tolerance_micros: i64,
+    paused: &Pauses,
     report: &mut RecipeReport,
 ) {
     intervals.sort_by_key(|interval| interval.start);
     let mut running: Vec<&Interval> = Vec::new();
     for interval in intervals.iter() {
         running.retain(|earlier| earlier.end > interval.start);
+        // A hold whose process was paused after it began and before we came in only believes it
+        // holds: an overlap of belief, counted apart.
+        let (believers, awake): (Vec<&Interval>, Vec<&Interval>) = running.iter().partition(|earlier| {
+            paused.get(tag_of(&earlier.holder)).is_some_and(|pauses| {
+                pauses.iter().any(|(from, to)| *from <= interval.start && *to >= earlier.start)
+            })
+        });
+        if !believers.is_empty()
+            && recipe.too_many(&interval.holder, running.iter().map(|hold| hold.holder.as_str()))
+        {
+            report.belief_overlaps += 1;
+        }
         // Holds that ended by lost() within the tolerance after we came in may be forgiven.
-        let (mut late, overlapping): (Vec<&Interval>, Vec<&Interval>) = running
+        let (mut late, overlapping): (Vec<&Interval>, Vec<&Interval>) = awake
             .iter()
             .partition(|earlier| earlier.by_lost && earlier.end - interval.start <= tolerance_micros);
         let overlapping: Vec<&str> = overlapping.iter().map(|hold| hold.holder.as_str()).collect();
@@ -305,7 +325,29 @@ mod tests {
 
     fn check(lines: &[&str], counter: Option<CounterValue>) -> RecipeReport {
         let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
-        check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, counter.as_ref())
+        check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, counter.as_ref(), &HashMap::new())
+    }
+
+    /// A holder whose process was paused (SIGSTOP) while the next came in overlaps it in belief
+    /// only: counted apart, no violation. The same overlap without the pause is one.
+    #[test]
+    fn a_paused_holders_overlap_is_one_of_belief() {
+        let lines = [
+            "A mutex r0x1-0-1 10 5",
+            "A mutex j0x1-0-1 5000 6",
+            "R mutex j0x1-0-1 5100",
+            "L mutex r0x1-0-1 9000",
+        ];
+        let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
+        let paused = HashMap::from([("r0x1".to_owned(), vec![(20, 8000)])]);
+        let report = check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, None, &paused);
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+        assert_eq!(report.belief_overlaps, 1);
+        let other = HashMap::from([("r1x1".to_owned(), vec![(20, 8000)])]);
+        let report = check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, None, &other);
+        assert_eq!(report.rust_violations.get("overlap"), None, "{report:?}");
+        assert_eq!(report.other_violations.get("overlap"), Some(&1), "{report:?}");
+        assert_eq!(report.belief_overlaps, 0);
     }
 
     #[test]
@@ -377,7 +419,7 @@ mod tests {
         };
         let check_rwlock = |lines: Vec<String>| {
             let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
-            check_recipe(Recipe::RwLock, &events, &HashMap::new(), 10_000, 1_000, None)
+            check_recipe(Recipe::RwLock, &events, &HashMap::new(), 10_000, 1_000, None, &HashMap::new())
         };
         let reader = check_rwlock(lines("r1-0-2"));
         assert_eq!((reader.total_violations(), reader.max_late_lost_ms), (0, 0.0), "{reader:?}");
@@ -388,7 +430,7 @@ mod tests {
     /// A semaphore of two leases, the tolerance 1 ms: `lines` checked.
     fn semaphore(lines: &[&str]) -> RecipeReport {
         let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
-        check_recipe(Recipe::Semaphore, &events, &HashMap::new(), 10_000, 1_000, None)
+        check_recipe(Recipe::Semaphore, &events, &HashMap::new(), 10_000, 1_000, None, &HashMap::new())
     }
 
     #[test]
@@ -454,7 +496,7 @@ mod tests {
             .map(|line| event(line))
             .collect();
         let killed = HashMap::from([("r0".to_owned(), 100)]);
-        let report = check_recipe(Recipe::Mutex, &events, &killed, 10_000, 0, None);
+        let report = check_recipe(Recipe::Mutex, &events, &killed, 10_000, 0, None, &HashMap::new());
         assert_eq!(report.total_violations(), 0, "{report:?}");
     }
 

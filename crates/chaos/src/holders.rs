@@ -1,6 +1,11 @@
 //! Who a holder is, from its name: `<tag>-<client>[-<n>]`, the tag's first letter naming the kind
 //! of process (see `crate::run`). A leaf: the checkers and the run read it.
 
+use std::collections::HashMap;
+
+/// Client pauses per process tag: when each SIGSTOP and SIGCONT was sent (epoch µs).
+pub type Pauses = HashMap<String, Vec<(i64, i64)>>;
+
 /// Curator contenders' tags start with `j`.
 pub fn is_curator(holder: &str) -> bool {
     holder.starts_with('j')

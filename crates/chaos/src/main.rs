@@ -33,6 +33,7 @@ mod recipes;
 mod rng;
 mod run;
 mod setup;
+mod store;
 mod tally;
 
 use clap::{Parser, Subcommand};

@@ -31,6 +31,7 @@ use crate::events::{epoch_micros, EventLog};
 use crate::recipes::{self, CounterValue, Recipe, RecipeList};
 use crate::rng::Rng;
 use crate::setup::ProcessSetup;
+use crate::store::StoreClient;
 use crate::tally::TALLY;
 
 /// How long one acquire may wait before the contender logs it and tries again.
@@ -92,6 +93,10 @@ pub struct ContenderConfig {
     /// The percentage of a busy session's acquires that give up early.
     #[arg(long, default_value_t = 0)]
     pub give_up_percent: u64,
+    /// The fenced store (`host:port`, [`crate::store`]) every exclusive hold writes its effect
+    /// to, with its fencing token.
+    #[arg(long)]
+    pub store: Option<String>,
 }
 
 /// `on` or `off`.
@@ -214,6 +219,8 @@ struct Contender {
     log: Arc<EventLog>,
     /// The percentage of acquires that give up early (busy sessions only).
     give_up_percent: u64,
+    /// The fenced store, when the run serves one.
+    store: Option<Arc<StoreClient>>,
 }
 
 impl Contender {
@@ -232,6 +239,7 @@ impl Contender {
             config: config.clone(),
             log: log.clone(),
             give_up_percent: 0,
+            store: config.store.clone().map(|address| Arc::new(StoreClient::new(address))),
         }
     }
 
@@ -283,6 +291,9 @@ impl Contender {
                     continue;
                 }
             };
+            // Without locking there is no lock node and no token: the control's holders write
+            // their effects with the time they began instead, so the store sees their order.
+            let token = if self.config.locking { token } else { epoch_micros() };
             self.log.event('A', self.recipe, &holder, &token.to_string());
             let marker = format!("{}/{holder}", self.recipe.guard_dir(&self.config.check_root));
             let outcome = tokio::select! {
@@ -313,6 +324,11 @@ impl Contender {
                 }
             }
             hold.release().await;
+            if !self.config.locking {
+                // The control's holder writes once more after its hold ended, as a holder that
+                // was paused and still believes it holds would: the store must see it.
+                self.store_write(&holder, token).await;
+            }
             if ended_early {
                 tokio::time::sleep(BACKOFF).await;
             }
@@ -338,6 +354,7 @@ impl Contender {
             Outcome::Failed(err) => return Err(Abort::Unknown(format!("marker create: {err}"))),
             Outcome::Unknown(what) => return Err(Abort::Unknown(format!("marker create: {what}"))),
         }
+        self.store_write(holder, token).await;
         let guard_dir = recipe.guard_dir(&self.config.check_root);
         let (markers, _) = self
             .framework
@@ -418,6 +435,21 @@ impl Contender {
             }
         }
         self.delete_marker(hold, marker).await
+    }
+
+    /// An exclusive holder's effect on the fenced store, with its fencing token, logged as `F`
+    /// (`ok`, `stale`: refused, or `err`).
+    async fn store_write(&self, holder: &str, token: i64) {
+        let Some(store) = &self.store else { return };
+        if !self.recipe.is_exclusive(holder) {
+            return;
+        }
+        let outcome = match store.write(self.recipe.name(), holder, token).await {
+            Ok(true) => "ok".to_owned(),
+            Ok(false) => "stale".to_owned(),
+            Err(err) => format!("err {err}"),
+        };
+        self.log.event('F', self.recipe, holder, &format!("{outcome} {token}"));
     }
 
     async fn delete_marker(&self, hold: &Hold, marker: &str) -> Result<(), Abort> {

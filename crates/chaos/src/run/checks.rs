@@ -22,6 +22,7 @@ use crate::linearizable::{check_linearizable, FinalRead};
 use crate::partitions;
 use crate::queue_check::check_queue;
 use crate::recipes::{Contenders, CounterValue, Recipe, CHECK_ROOT, LOCK_ROOT};
+use crate::store::{check_store, read_store_log};
 use crate::tally::{busy_counts, Counts};
 
 /// What the end of a phase settled before the contenders stopped.
@@ -78,6 +79,7 @@ impl Phase<'_> {
             }
             report
         });
+        let paused = self.paused.lock().map(|pauses| pauses.clone()).unwrap_or_default();
         let mut reports = BTreeMap::new();
         for recipe in &config.recipes {
             let counter = observer
@@ -88,7 +90,7 @@ impl Phase<'_> {
             let tolerance = config.lost_tolerance.as_micros() as i64;
             reports.insert(
                 *recipe,
-                check_recipe(*recipe, &events, killed, run_end, tolerance, counter.as_ref()),
+                check_recipe(*recipe, &events, killed, run_end, tolerance, counter.as_ref(), &paused),
             );
         }
         for (queue, items) in expected {
@@ -120,7 +122,8 @@ impl Phase<'_> {
             .await;
         let barriers = (config.barrier_members() > 0)
             .then(|| check_barriers(read_logs(log_dir, "barrier-").lines(), config.barrier_members()));
-        Ok((reports, busy_counts(&events), Mix { counters, members, barriers, caches, partitions }))
+        let store = check_store(&read_store_log(&log_dir.join("store.log")), &events);
+        Ok((reports, busy_counts(&events), Mix { counters, members, barriers, caches, partitions, store }))
     }
 }
 

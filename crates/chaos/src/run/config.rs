@@ -263,15 +263,8 @@ impl RunConfig {
             Kind::Busy => recipe.contenders() != Contenders::PerRecipe,
             Kind::ZooKeeperRecipe => recipe.contenders() == Contenders::BusyAndZooKeeperRecipe,
             Kind::Kazoo => recipe.contenders() == Contenders::BusyAndKazoo,
-            Kind::Counter
-            | Kind::CuratorCounter
-            | Kind::Members
-            | Kind::Barrier
-            | Kind::CuratorBarrier
-            | Kind::Cache
-            | Kind::CuratorCache
-            | Kind::CuratorMembers
-            | Kind::Partition => false,
+            // The mix's processes take no lock recipe.
+            _ => false,
         };
         self.recipes.iter().filter(wanted).copied().collect()
     }

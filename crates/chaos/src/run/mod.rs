@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use zk_recipes_framework::Framework;
-use zk_recipes_testing::TestingCluster;
+use zk_recipes_testing::{TestingCluster, TestingError};
 
 use self::checks::{blind_rows, check_leaks, Settled};
 pub use self::config::{RunArgs, RunConfig};
@@ -37,9 +37,11 @@ use self::report::{counters_json, print_table, report_json, Outcome};
 
 use crate::check::RecipeReport;
 use crate::events::epoch_micros;
+use crate::holders::Pauses;
 use crate::interop::Launchers;
 use crate::recipes::{CHECK_ROOT, LOCK_ROOT, QUEUE_ROOT};
 use crate::rng::Rng;
+use crate::store::FencedStore;
 
 /// Roots of the negative control (locking off), apart from the real run's.
 const CONTROL_LOCK_ROOT: &str = "/chaos-control";
@@ -85,6 +87,11 @@ struct Phase<'a> {
     check_root: &'static str,
     queue_root: &'static str,
     name: &'static str,
+    /// The phase's fenced store ([`crate::store`]; unfenced in the control), where the Rust lock
+    /// contenders write their effects.
+    store: FencedStore,
+    /// The client pauses of the phase, per process tag: when each SIGSTOP and SIGCONT was sent.
+    paused: std::sync::Mutex<Pauses>,
 }
 
 /// Runs the negative control, then the chaos run; prints the tables and writes the JSON
@@ -110,12 +117,21 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
     if curator_mix.iter().any(|kind| config.processes(*kind) > 0) {
         launchers.prepare_curator_counters(&config.out_dir)?;
     }
-    let mut cluster = TestingCluster::builder()
-        .size(3)
-        .min_session_timeout(Duration::from_secs(1))
-        .start()
-        .await
-        .map_err(|err| format!("starting the ensemble: {err}"))?;
+    // Each member in its own network namespace, so the nemesis can cut and slow the links
+    // between servers; where the machine has no namespaces (not root, no `ip`), those faults are
+    // skipped, and the run says so.
+    let builder = || TestingCluster::builder().size(3).min_session_timeout(Duration::from_secs(1));
+    let mut cluster = match builder().partitionable(true).start().await {
+        Ok(cluster) => cluster,
+        Err(TestingError::NetworkUnavailable { reason }) => {
+            println!(
+                "WARNING: SKIPPING the faults between servers (partition-servers, isolate-leader, bridge, ring, \
+                 degrade): the ensemble cannot be partitioned here: {reason}"
+            );
+            builder().start().await.map_err(|err| format!("starting the ensemble: {err}"))?
+        }
+        Err(err) => return Err(format!("starting the partitionable ensemble: {err}")),
+    };
     println!("ensemble: {}", cluster.connect_string());
     let observer = Framework::builder(cluster.connect_string())
         .session_timeout(Duration::from_secs(30))
@@ -125,15 +141,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
     let baseline = watch_total(&cluster).await;
 
     // The negative control: the same contenders and checkers with locking off, no faults.
-    let control = Phase {
-        config: &config,
-        launchers: &launchers,
-        locking: false,
-        lock_root: CONTROL_LOCK_ROOT,
-        check_root: CONTROL_CHECK_ROOT,
-        queue_root: CONTROL_QUEUE_ROOT,
-        name: "control",
-    };
+    let control = Phase::new(&config, &launchers, false).await?;
     let Outcome { reports: control_reports, mix: control_mix, .. } =
         control.execute(&mut cluster, &observer, None).await?;
     let control_violations: u64 =
@@ -154,15 +162,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         }
     );
 
-    let chaos = Phase {
-        config: &config,
-        launchers: &launchers,
-        locking: true,
-        lock_root: LOCK_ROOT,
-        check_root: CHECK_ROOT,
-        queue_root: QUEUE_ROOT,
-        name: "chaos",
-    };
+    let chaos = Phase::new(&config, &launchers, true).await?;
     let mut rng = Rng::with_seed(config.seed);
     let Outcome { reports, faults, busy, mix } =
         chaos.execute(&mut cluster, &observer, Some(&mut rng)).await?;
@@ -183,6 +183,12 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
     println!(
         "faults injected: {fault_total} ({})",
         faults.iter().map(|(kind, count)| format!("{kind} {count}")).collect::<Vec<_>>().join(", ")
+    );
+    println!(
+        "client pauses: overlap of belief {} (holders paused while the next came in: expected, no violation); \
+         overlap of effect {} (must be 0)",
+        reports.values().map(|report| report.belief_overlaps).sum::<u64>(),
+        mix.store.values().map(|report| report.effect_overlaps.len()).sum::<usize>()
     );
     println!(
         "leaks: nodes left {}, ephemerals left {}, watches {} (baseline {}){}",
@@ -230,7 +236,10 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
         "barriers": mix.barriers_json(),
         "caches": mix.caches_json(),
         "partitions": mix.partitions_json(),
+        "store": mix.store_json(),
+        "belief_overlaps": reports.values().map(|report| report.belief_overlaps).sum::<u64>(),
         "faults": faults,
+        "partitionable": cluster.is_partitionable(),
         "busy_sessions": {
             "batches": busy.batches,
             "batched_writes": busy.batched_writes,
@@ -250,6 +259,7 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
             "barriers": control_mix.barriers_json(),
             "caches": control_mix.caches_json(),
             "partitions": control_mix.partitions_json(),
+            "store": control_mix.store_json(),
             "recipes": control_reports.iter().map(|(recipe, report)| (recipe.name().to_owned(), report_json(report))).collect::<serde_json::Map<_, _>>(),
         },
     });
@@ -261,6 +271,28 @@ pub async fn run(config: RunConfig) -> Result<bool, String> {
     println!("SUMMARY-JSON {}", serde_json::to_string(&summary).map_err(|err| err.to_string())?);
     drop(cluster);
     Ok(clean)
+}
+
+impl<'a> Phase<'a> {
+    /// The chaos phase (`locking`), or the negative control on roots of its own; each with its
+    /// fenced store (unfenced in the control), logging to `<out dir>/<phase>/store.log`.
+    async fn new(
+        config: &'a RunConfig,
+        launchers: &'a Launchers,
+        locking: bool,
+    ) -> Result<Phase<'a>, String> {
+        let name = if locking { "chaos" } else { "control" };
+        let dir = config.out_dir.join(name);
+        std::fs::create_dir_all(&dir).map_err(|err| format!("creating {}: {err}", dir.display()))?;
+        let store = FencedStore::start(dir.join("store.log"), locking).await?;
+        let (lock_root, check_root, queue_root) = if locking {
+            (LOCK_ROOT, CHECK_ROOT, QUEUE_ROOT)
+        } else {
+            (CONTROL_LOCK_ROOT, CONTROL_CHECK_ROOT, CONTROL_QUEUE_ROOT)
+        };
+        let paused = std::sync::Mutex::new(HashMap::new());
+        Ok(Phase { config, launchers, locking, lock_root, check_root, queue_root, name, store, paused })
+    }
 }
 
 impl Phase<'_> {

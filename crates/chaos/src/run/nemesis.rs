@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use zk_recipes_testing::TestingCluster;
+use zk_recipes_testing::{Degradation, TestingCluster};
 
 use super::kind::Kind;
 use super::progress;
@@ -27,6 +27,22 @@ pub(super) enum Fault {
     KillRust,
     KillCurator,
     KillInterop,
+    /// SIGSTOP a Rust lock contender (per-recipe or busy sessions) for 1 to 3 session timeouts.
+    PauseRust,
+    /// SIGSTOP a Curator lock contender's JVM likewise.
+    PauseCurator,
+    /// SIGSTOP a kazoo contender likewise.
+    PauseKazoo,
+    /// Servers cut into a majority and a minority of one (clients still reach every server).
+    PartitionMinority,
+    /// The leader cut off from the other servers; its clients stay connected to it.
+    IsolateLeader,
+    /// A bridge: two servers that cannot talk to each other, both talking to the third.
+    Bridge,
+    /// A ring: every server talks only to its neighbours.
+    Ring,
+    /// One server's links slowed (delay, jitter, loss).
+    Degrade,
     EnsembleRestart,
 }
 
@@ -41,13 +57,29 @@ impl Fault {
             Fault::KillRust => "kill-rust-contender",
             Fault::KillCurator => "kill-curator-contender",
             Fault::KillInterop => "kill-interop-contender",
+            Fault::PauseRust => "pause-rust-contender",
+            Fault::PauseCurator => "pause-curator-contender",
+            Fault::PauseKazoo => "pause-kazoo-contender",
+            Fault::PartitionMinority => "partition-servers",
+            Fault::IsolateLeader => "isolate-leader",
+            Fault::Bridge => "bridge",
+            Fault::Ring => "ring",
+            Fault::Degrade => "degrade",
             Fault::EnsembleRestart => "ensemble-restart",
         }
     }
 
-    /// Picks a fault by weight.
-    fn pick(rng: &mut Rng) -> Fault {
-        const WEIGHTED: [(Fault, u64); 9] = [
+    /// Whether it cuts or slows the network between servers (a partitionable ensemble only).
+    fn between_servers(self) -> bool {
+        matches!(
+            self,
+            Fault::PartitionMinority | Fault::IsolateLeader | Fault::Bridge | Fault::Ring | Fault::Degrade
+        )
+    }
+
+    /// Picks a fault by weight (none between servers unless the ensemble is partitionable).
+    fn pick(rng: &mut Rng, partitionable: bool) -> Fault {
+        const WEIGHTED: [(Fault, u64); 17] = [
             (Fault::KillServer, 3),
             (Fault::KillLeader, 2),
             (Fault::PauseShort, 2),
@@ -56,11 +88,22 @@ impl Fault {
             (Fault::KillRust, 2),
             (Fault::KillCurator, 2),
             (Fault::KillInterop, 2),
+            (Fault::PauseRust, 1),
+            (Fault::PauseCurator, 1),
+            (Fault::PauseKazoo, 1),
+            (Fault::PartitionMinority, 1),
+            (Fault::IsolateLeader, 1),
+            (Fault::Bridge, 1),
+            (Fault::Ring, 1),
+            (Fault::Degrade, 1),
             (Fault::EnsembleRestart, 0),
         ];
-        let total: u64 = WEIGHTED.iter().map(|(_, weight)| weight).sum();
+        let weighted = WEIGHTED.map(|(fault, weight)| {
+            (fault, if fault.between_servers() && !partitionable { 0 } else { weight })
+        });
+        let total: u64 = weighted.iter().map(|(_, weight)| weight).sum();
         let mut roll = rng.u64(..total);
-        for (fault, weight) in WEIGHTED {
+        for (fault, weight) in weighted {
             if roll < weight {
                 return fault;
             }
@@ -153,12 +196,35 @@ impl Phase<'_> {
             if Instant::now() >= end {
                 break;
             }
-            // One whole-ensemble restart per run, in its middle; the rest by weight.
-            let fault = if !ensemble_restarted && Instant::now() + duration / 2 >= end {
+            // Each client pause and each network fault between servers first (so that even a
+            // quick run has every one), one whole-ensemble restart per run, in its middle; the
+            // rest by weight.
+            let first = [
+                Fault::PauseRust,
+                Fault::PauseCurator,
+                Fault::PauseKazoo,
+                Fault::PartitionMinority,
+                Fault::IsolateLeader,
+                Fault::Bridge,
+                Fault::Ring,
+                Fault::Degrade,
+            ]
+            .into_iter()
+            .find(|fault| {
+                !faults.contains_key(fault.name())
+                    && if fault.between_servers() {
+                        cluster.is_partitionable()
+                    } else {
+                        self.pause_targets(*fault, slots).next().is_some()
+                    }
+            });
+            let fault = if let Some(pause) = first {
+                pause
+            } else if !ensemble_restarted && Instant::now() + duration / 2 >= end {
                 ensemble_restarted = true;
                 Fault::EnsembleRestart
             } else {
-                Fault::pick(rng)
+                Fault::pick(rng, cluster.is_partitionable())
             };
             let injected_at = crate::events::epoch_micros();
             let detail = self.inject(fault, rng, cluster, slots, log_dir, killed).await?;
@@ -178,6 +244,9 @@ impl Phase<'_> {
             for proxy in &slot.proxies {
                 proxy.heal();
             }
+        }
+        if cluster.is_partitionable() {
+            cluster.heal().await.map_err(|err| format!("healing the network: {err}"))?;
         }
         for index in 0..cluster.size() {
             if !cluster.members()[index].is_running() {
@@ -256,6 +325,78 @@ impl Phase<'_> {
                 self.spawn(slot, log_dir)?;
                 format!("contender {old} SIGKILLed, {} started {down} ms later", slot.tag)
             }
+            Fault::PauseRust | Fault::PauseCurator | Fault::PauseKazoo => {
+                let candidates: Vec<usize> = self.pause_targets(fault, slots).collect();
+                if candidates.is_empty() {
+                    return Ok("no such contender".to_owned());
+                }
+                let slot = &slots[candidates[rng.usize(..candidates.len())]];
+                let Some(pid) = slot.pid() else {
+                    return Ok(format!("contender {} is not running", slot.tag));
+                };
+                let paused = rng.u64(session_ms + 1000..=3 * session_ms);
+                let from = epoch_micros();
+                if let Err(err) = signal(pid, "-STOP") {
+                    return Ok(format!("contender {} not paused: {err}", slot.tag));
+                }
+                tokio::time::sleep(Duration::from_millis(paused)).await;
+                if let Err(err) = signal(pid, "-CONT") {
+                    println!("warning: contender {} may still be stopped: {err}", slot.tag);
+                }
+                let to = epoch_micros();
+                if let Ok(mut pauses) = self.paused.lock() {
+                    pauses.entry(slot.tag.clone()).or_default().push((from, to));
+                }
+                format!(
+                    "contender {} (pid {pid}) SIGSTOPped {paused} ms (session timeout {session_ms} ms)",
+                    slot.tag
+                )
+            }
+            Fault::PartitionMinority
+            | Fault::IsolateLeader
+            | Fault::Bridge
+            | Fault::Ring
+            | Fault::Degrade => {
+                // Short in the quick run.
+                let (shortest, longest) =
+                    if self.config.mode == "quick" { (2000, 4000) } else { (3000, 12000) };
+                let held = rng.u64(shortest..=longest);
+                let what = match fault {
+                    Fault::PartitionMinority => {
+                        let index = rng.usize(..cluster.size());
+                        cluster.isolate(index).await.map_err(restart)?;
+                        format!("server {} cut off from the others", index + 1)
+                    }
+                    Fault::IsolateLeader => {
+                        let index = cluster.isolate_leader().await.map_err(restart)?;
+                        format!(
+                            "leader (server {}) cut off from the others, its clients still connected",
+                            index + 1
+                        )
+                    }
+                    Fault::Bridge => {
+                        let middle = cluster.bridge().await.map_err(restart)?;
+                        format!("bridge through server {}", middle + 1)
+                    }
+                    Fault::Ring => {
+                        cluster.ring().await.map_err(restart)?;
+                        "ring".to_owned()
+                    }
+                    _ => {
+                        let index = rng.usize(..cluster.size());
+                        let delay = rng.u64(20..=200);
+                        let degradation = Degradation::delay(Duration::from_millis(delay))
+                            .jitter(Duration::from_millis(delay / 2))
+                            .loss(0.05)
+                            .map_err(restart)?;
+                        cluster.degrade(index, degradation).await.map_err(restart)?;
+                        format!("server {} links delayed {delay} ms ± {} ms, 5% loss", index + 1, delay / 2)
+                    }
+                };
+                tokio::time::sleep(Duration::from_millis(held)).await;
+                cluster.heal().await.map_err(restart)?;
+                format!("{what} for {held} ms")
+            }
             Fault::EnsembleRestart => {
                 cluster.restart_all().await.map_err(restart)?;
                 "every server SIGKILLed and restarted".to_owned()
@@ -276,5 +417,31 @@ fn record_fault(log_dir: &std::path::Path, injected_at: i64, kind: &str, detail:
         .and_then(|mut file| writeln!(file, "{injected_at} {kind} {detail}"));
     if let Err(err) = written {
         eprintln!("faults.log: {err}");
+    }
+}
+
+impl Phase<'_> {
+    /// The slots a client pause picks from: the lock contenders of its side that run.
+    fn pause_targets<'a>(&self, fault: Fault, slots: &'a [Slot]) -> impl Iterator<Item = usize> + 'a {
+        let side = move |kind: Kind| match fault {
+            Fault::PauseRust => matches!(kind, Kind::Rust | Kind::Busy),
+            Fault::PauseCurator => kind == Kind::Curator,
+            Fault::PauseKazoo => kind == Kind::Kazoo,
+            _ => false,
+        };
+        (0..slots.len()).filter(move |index| side(slots[*index].kind) && slots[*index].running.is_some())
+    }
+}
+
+/// Sends `kill <signal> <pid>` (`-STOP`, `-CONT`).
+fn signal(pid: u32, signal: &str) -> Result<(), String> {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .map_err(|err| format!("kill {signal} {pid}: {err}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("kill {signal} {pid}: {status}"))
     }
 }

@@ -12,6 +12,7 @@ use crate::counters::CounterReport;
 use crate::linearizable::LinearReport;
 use crate::partitions::PartitionReport;
 use crate::recipes::{Contenders, Recipe};
+use crate::store::StoreReport;
 use crate::tally::Counts;
 
 /// What one phase found.
@@ -40,6 +41,8 @@ pub(super) struct Mix {
     pub(super) caches: Option<BTreeMap<String, (bool, String)>>,
     /// The partition workers' checks, when they ran.
     pub(super) partitions: Option<PartitionReport>,
+    /// The fenced store's writes and overlaps of effect, per lock recipe.
+    pub(super) store: BTreeMap<String, StoreReport>,
 }
 
 impl Mix {
@@ -49,6 +52,22 @@ impl Mix {
             + self.barriers.as_ref().map_or(0, |report| report.violations.len() as u64)
             + self.caches.as_ref().map_or(0, |found| found.values().filter(|(ok, _)| !ok).count() as u64)
             + self.partitions.as_ref().map_or(0, |report| report.violations.len() as u64)
+            + self.store.values().map(|report| report.effect_overlaps.len() as u64).sum::<u64>()
+    }
+
+    pub(super) fn store_json(&self) -> serde_json::Value {
+        self.store
+            .iter()
+            .map(|(recipe, report)| {
+                let value = json!({
+                    "accepted": report.accepted,
+                    "refused": report.refused,
+                    "effect_overlaps": report.effect_overlaps,
+                });
+                (recipe.clone(), value)
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
     }
 
     pub(super) fn caches_json(&self) -> serde_json::Value {
@@ -90,6 +109,15 @@ impl Mix {
 
     pub(super) fn print(&self) {
         print_counters(&self.counters);
+        let overlaps: Vec<&String> = self.store.values().flat_map(|report| &report.effect_overlaps).collect();
+        println!(
+            "{:<16} writes accepted {}, refused as stale (fenced off) {}; overlap of effect {}{}",
+            "fenced-store",
+            self.store.values().map(|report| report.accepted).sum::<u64>(),
+            self.store.values().map(|report| report.refused).sum::<u64>(),
+            overlaps.len(),
+            overlaps.iter().take(8).map(|overlap| format!("\n{:<16} {overlap}", "")).collect::<String>()
+        );
         if let Some(found) = &self.members {
             println!(
                 "{:<16} violations {}{}",
@@ -153,6 +181,9 @@ impl Mix {
     pub(super) fn blind(&self) -> Vec<String> {
         let mut blind: Vec<String> =
             self.counters.iter().flat_map(|(counter, report)| report.not_caught(*counter)).collect();
+        if self.store.values().all(|report| report.effect_overlaps.is_empty()) {
+            blind.push("fenced-store (stale effects accepted)".to_owned());
+        }
         if self.caches.as_ref().is_some_and(|found| found.values().all(|(ok, _)| *ok)) {
             blind.push("cache (dropped events)".to_owned());
         }
@@ -237,6 +268,7 @@ pub(super) fn report_json(report: &RecipeReport) -> serde_json::Value {
         "max_token": report.max_token,
         "max_concurrent": report.max_concurrent,
         "max_late_lost_ms": report.max_late_lost_ms,
+        "belief_overlaps": report.belief_overlaps,
         "increments": report.increments,
         "uncertain_increments": report.uncertain_increments,
         "counter": report.counter,
@@ -292,13 +324,14 @@ pub(super) fn print_table(reports: &BTreeMap<Recipe, RecipeReport>) {
             format!("; gave up {}", report.gave_up)
         };
         println!(
-            "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}; stale markers {}; fenced after lost {}{gave_up}",
+            "{:<16} counter {counter} = {} committed (+{} unknown); max token {:#x}; stale markers {}; fenced after lost {}; overlap of belief {}{gave_up}",
             "",
             report.increments,
             report.uncertain_increments,
             report.max_token,
             report.stale_markers,
-            report.fenced_after_lost
+            report.fenced_after_lost,
+            report.belief_overlaps
         );
     }
     for (queue, report) in reports.iter().filter(|(recipe, _)| recipe.is_queue()) {

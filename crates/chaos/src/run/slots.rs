@@ -67,6 +67,17 @@ impl Slot {
     }
 }
 
+impl Slot {
+    /// The pid of its process while it runs (ours, kazoo's, the ZooKeeper recipe's, Curator's JVM).
+    pub(super) fn pid(&self) -> Option<u32> {
+        match &self.running {
+            Some(Running::Child { child, .. }) => child.id(),
+            Some(Running::Curator(process)) => Some(process.pid()),
+            None => None,
+        }
+    }
+}
+
 /// One line to a child's stdin, flushed.
 async fn tell(stdin: &mut ChildStdin, line: &str) -> std::io::Result<()> {
     stdin.write_all(format!("{line}\n").as_bytes()).await?;
@@ -99,6 +110,20 @@ impl Launch {
             .args(["--session-timeout-ms", &self.timeout_ms])
             .stdin(Stdio::piped())
             .kill_on_drop(true);
+        Ok(command)
+    }
+
+    /// A mix part's process of ours: `zkr-chaos <subcommand>` with `clients` sessions under
+    /// `root`, and `control_flag` in the negative control.
+    fn mix_part(
+        &self,
+        subcommand: &str,
+        clients: usize,
+        root: &str,
+        control_flag: Option<&str>,
+    ) -> Result<Command, String> {
+        let mut command = self.ours(subcommand, subcommand)?;
+        command.args(["--clients", &clients.to_string(), "--root", root]).args(control_flag);
         Ok(command)
     }
 
@@ -185,18 +210,12 @@ impl Phase<'_> {
         let queues = if slot.kind == Kind::Busy { "-".to_owned() } else { queues_arg(&config.queues) };
         let control = !self.locking;
         let mut command = match slot.kind {
-            Kind::Cache => {
-                let mut command = launch.ours("cache", "cache")?;
-                command
-                    .args([
-                        "--clients",
-                        &config.cache_clients.to_string(),
-                        "--root",
-                        &cache_root(self.check_root),
-                    ])
-                    .args(control.then_some("--drop-events"));
-                command
-            }
+            Kind::Cache => launch.mix_part(
+                "cache",
+                config.cache_clients,
+                &cache_root(self.check_root),
+                control.then_some("--drop-events"),
+            )?,
             Kind::CuratorCache => self.launchers.curator_counters(&launch.curator_mix(
                 "contend-cache",
                 config.curator_cache_clients,
@@ -212,16 +231,13 @@ impl Phase<'_> {
                 &[],
             ))?,
             Kind::Barrier => {
-                let mut command = launch.ours("barrier", "barrier")?;
-                command
-                    .args([
-                        "--clients",
-                        &config.barrier_clients.to_string(),
-                        "--root",
-                        &barrier_root(self.check_root),
-                    ])
-                    .args(["--member-count", &config.barrier_members().to_string()])
-                    .args(control.then_some("--no-wait"));
+                let mut command = launch.mix_part(
+                    "barrier",
+                    config.barrier_clients,
+                    &barrier_root(self.check_root),
+                    control.then_some("--no-wait"),
+                )?;
+                command.args(["--member-count", &config.barrier_members().to_string()]);
                 command
             }
             Kind::CuratorBarrier => self.launchers.curator_counters(&launch.curator_mix(
@@ -239,18 +255,12 @@ impl Phase<'_> {
                     .args(control.then_some("--no-lock"));
                 command
             }
-            Kind::Members => {
-                let mut command = launch.ours("members", "members")?;
-                command
-                    .args([
-                        "--clients",
-                        &config.member_clients.to_string(),
-                        "--root",
-                        &members_root(self.check_root),
-                    ])
-                    .args(control.then_some("--no-recreate"));
-                command
-            }
+            Kind::Members => launch.mix_part(
+                "members",
+                config.member_clients,
+                &members_root(self.check_root),
+                control.then_some("--no-recreate"),
+            )?,
             Kind::Counter => {
                 let mut command = launch.ours("count", "counters")?;
                 command
@@ -301,7 +311,8 @@ impl Phase<'_> {
                     .args(["--check-root", self.check_root, "--hold-ms", &hold_ms])
                     .args(["--queues", &queues, "--queue-root", self.queue_root])
                     .args(["--process-ms", &process_ms])
-                    .args(["--loops", &loops.to_string(), "--give-up-percent", &give_up.to_string()]);
+                    .args(["--loops", &loops.to_string(), "--give-up-percent", &give_up.to_string()])
+                    .args(["--store", &self.store.address().to_string()]);
                 command
             }
             Kind::ZooKeeperRecipe | Kind::Kazoo => {
