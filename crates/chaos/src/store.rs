@@ -161,10 +161,15 @@ impl StoreClient {
 /// One write the store answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreWrite {
+    /// When the store answered (epoch µs, the contenders' clock).
     pub micros: i64,
+    /// The lock recipe's name.
     pub resource: String,
+    /// The hold that wrote.
     pub holder: String,
+    /// Its fencing token.
     pub token: i64,
+    /// Whether the store accepted it (else it refused it as stale).
     pub accepted: bool,
 }
 
