@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::check::RecipeReport;
 use crate::events::Event;
-use crate::holders::{is_curator, tag_of};
+use crate::holders::{is_curator, tag_of, Pauses};
 use crate::recipes::Recipe;
 
 /// Checks one queue: every item put was acknowledged (or its ack was sent and the item is gone
@@ -20,6 +20,7 @@ pub fn check_queue(
     expected: &[String],
     killed: &HashMap<String, i64>,
     left: u64,
+    paused: &Pauses,
 ) -> RecipeReport {
     let mut report =
         RecipeReport { items: expected.len() as u64, leaked_nodes: left, ..RecipeReport::default() };
@@ -29,6 +30,8 @@ pub fn check_queue(
     // consumer was told nothing was committed (LockLost: "will be redelivered").
     let mut unconfirmed: HashMap<&str, i64> = HashMap::new();
     let mut consumers = BTreeSet::new();
+    // Per item and consumer: its last delivery.
+    let mut delivered: HashMap<(&str, &str), i64> = HashMap::new();
     for event in events.iter().filter(|event| event.recipe == queue) {
         let Some(item) = event.rest.first() else { continue };
         match event.kind {
@@ -40,6 +43,7 @@ pub fn check_queue(
                     report.rust_acquisitions += 1;
                 }
                 consumers.insert(event.holder.as_str());
+                delivered.insert((item, event.holder.as_str()), event.micros);
                 if is_curator(&event.holder)
                     && killed.get(tag_of(&event.holder)).is_some_and(|kill| *kill >= event.micros)
                 {
@@ -70,8 +74,19 @@ pub fn check_queue(
         // After a Rust ack succeeded, nobody may get the item again.
         if let Some(first_rust) = item_acks.iter().position(|(_, consumer)| !is_curator(consumer)) {
             if item_acks.len() > first_rust + 1 {
-                let (_, again) = item_acks[first_rust + 1];
-                report.violation(again, "duplicate");
+                let (again_at, again) = item_acks[first_rust + 1];
+                // A consumer paused (SIGSTOP) between its delivery and its ack finished an item
+                // whose lock it had lost while it slept: an overlap of belief, not a redelivery.
+                let slept = delivered.get(&(*item, again)).is_some_and(|delivered_at| {
+                    paused.get(tag_of(again)).is_some_and(|pauses| {
+                        pauses.iter().any(|(from, _)| *from >= *delivered_at && *from <= again_at)
+                    })
+                });
+                if slept {
+                    report.belief_overlaps += 1;
+                } else {
+                    report.violation(again, "duplicate");
+                }
             }
         } else if item_acks.len() > 1 {
             report.curator_redeliveries += 1;
@@ -120,7 +135,7 @@ mod tests {
         .map(|line| event(line))
         .collect();
         let killed = HashMap::from([("r0x1".to_owned(), 15)]);
-        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 0);
+        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 0, &HashMap::new());
         assert_eq!(report.total_violations(), 0, "{report:?}");
         assert_eq!(report.acks_unlogged, 1);
         assert_eq!(report.curator_redeliveries, 1);
@@ -128,10 +143,10 @@ mod tests {
         // duplicate.
         let mut again: Vec<Event> = events.iter().filter(|event| event.micros != 14).cloned().collect();
         again.push(event("K queue j0x2-q 40 r0"));
-        let report = check_queue(Recipe::Queue, &again, &expected, &HashMap::new(), 0);
+        let report = check_queue(Recipe::Queue, &again, &expected, &HashMap::new(), 0, &HashMap::new());
         assert_eq!(report.shared_violations.get("lost"), Some(&1), "{report:?}");
         assert_eq!(report.other_violations.get("duplicate"), Some(&1), "{report:?}");
-        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 2);
+        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 2, &HashMap::new());
         assert_eq!(report.shared_violations.get("left"), Some(&1), "{report:?}");
         // r1's ack was sent (W at 14) and then refused with LockLost, which says nothing was
         // committed: unless someone else acks it, it is lost, not excused.
@@ -139,15 +154,40 @@ mod tests {
         refused.push(event(
             "N queue r0x1-q 15 r1 the lock on queue item queue-0000000001 is gone; the item was not acknowledged and will be redelivered",
         ));
-        let report = check_queue(Recipe::Queue, &refused, &expected, &killed, 0);
+        let report = check_queue(Recipe::Queue, &refused, &expected, &killed, 0, &HashMap::new());
         assert_eq!(report.shared_violations.get("lost"), Some(&1), "{report:?}");
         // An ack whose outcome is unknown (its session expired in flight) stays excused.
         let mut unknown = events.clone();
         unknown.push(event(
             "N queue r0x1-q 15 r1 the session holding the lock on queue item queue-0000000001 expired while our request for it was in flight",
         ));
-        let report = check_queue(Recipe::Queue, &unknown, &expected, &killed, 0);
+        let report = check_queue(Recipe::Queue, &unknown, &expected, &killed, 0, &HashMap::new());
         assert_eq!(report.total_violations(), 0, "{report:?}");
         assert_eq!(report.acks_unlogged, 1);
+    }
+
+    /// A Curator consumer paused (SIGSTOP) after its delivery finishes the item after ours took
+    /// and acked it once its lock went: an overlap of belief, counted apart. Without the pause,
+    /// the same acks are a duplicate.
+    #[test]
+    fn a_paused_consumers_late_ack_is_one_of_belief() {
+        let expected = vec!["r994".to_owned()];
+        let events: Vec<Event> = [
+            "C priority j0x1-q 10 r994",
+            "C priority r1x1-q 50 r994",
+            "W priority r1x1-q 51 r994",
+            "K priority r1x1-q 52 r994",
+            "K priority j0x1-q 70 r994",
+        ]
+        .iter()
+        .map(|line| event(line))
+        .collect();
+        let paused = HashMap::from([("j0x1".to_owned(), vec![(20, 60)])]);
+        let report = check_queue(Recipe::PriorityQueue, &events, &expected, &HashMap::new(), 0, &paused);
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+        assert_eq!(report.belief_overlaps, 1);
+        let report =
+            check_queue(Recipe::PriorityQueue, &events, &expected, &HashMap::new(), 0, &HashMap::new());
+        assert_eq!(report.other_violations.get("duplicate"), Some(&1), "{report:?}");
     }
 }

@@ -97,7 +97,7 @@ impl Phase<'_> {
             let path = queue.lock_path(self.queue_root);
             let left = children(observer, &path).await.len()
                 + children(observer, &queue.queue_lock_path(self.queue_root)).await.len();
-            let mut report = check_queue(*queue, &events, items, killed, left as u64);
+            let mut report = check_queue(*queue, &events, items, killed, left as u64, &paused);
             report.curator_stranded_locks =
                 stranded.iter().filter(|lock| lock.queue == *queue).count() as u64;
             reports.insert(*queue, report);
