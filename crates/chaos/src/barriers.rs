@@ -44,14 +44,20 @@ const MAX_JITTER_MS: u64 = 300;
 const INSIDE: Duration = Duration::from_millis(20);
 
 /// What a barrier member process runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct BarrierConfig {
     /// Where it connects, its name, its event log, its sessions' timeout.
+    #[command(flatten)]
     pub setup: ProcessSetup,
+    #[arg(long, default_value_t = 2)]
     pub clients: usize,
+    #[arg(long)]
     pub root: String,
+    /// How many members each round waits for (all processes').
+    #[arg(long)]
     pub member_count: usize,
     /// The negative control: enter without waiting for the others.
+    #[arg(long)]
     pub no_wait: bool,
 }
 
@@ -191,7 +197,7 @@ pub fn check_barriers<'a>(lines: impl Iterator<Item = &'a str>, member_count: us
                 entry.called.insert(holder, micros);
             }
             "IN" if ok => {
-                if crate::counters::is_curator(&holder) {
+                if crate::holders::is_curator_member(&holder) {
                     report.curator_entries += 1;
                 } else {
                     report.rust_entries += 1;

@@ -51,14 +51,18 @@ const NAMES: [&str; 3] = ["a", "b", "c"];
 pub type Snapshot = BTreeMap<String, (i64, i64, Vec<u8>)>;
 
 /// What a cache process runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct CacheConfig {
     /// Where it connects, its name, its event log, its sessions' timeout.
+    #[command(flatten)]
     pub setup: ProcessSetup,
+    #[arg(long, default_value_t = 2)]
     pub clients: usize,
+    #[arg(long)]
     pub root: String,
     /// The negative control: the run's proxies drop watch notifications; this process runs as in
-    /// the real run.
+    /// the real run (it only logs that it is the control).
+    #[arg(long)]
     pub drop_events: bool,
 }
 

@@ -22,8 +22,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::events::Event;
+use crate::holders::Pauses;
+use crate::holders::{is_rust, tag_of};
 use crate::recipes::{CounterValue, Recipe};
-use crate::tally::Counts;
 
 /// What one recipe did and what the checkers found.
 #[derive(Debug, Clone, Default)]
@@ -53,6 +54,11 @@ pub struct RecipeReport {
     pub max_token: i64,
     /// Most holders at once (by the logged times).
     pub max_concurrent: u64,
+    /// Overlaps of belief: a later holder came in while an earlier holder's process was paused
+    /// (SIGSTOP) during its hold, so two holders believed they held at once. Expected under
+    /// client pauses and no violation: whether the paused holder had an *effect* is for its
+    /// guarded writes and the fenced store ([`crate::store`]) to say.
+    pub belief_overlaps: u64,
     /// Latest `lost()` after the next holder came in (ms; within the tolerance, else an overlap).
     pub max_late_lost_ms: f64,
     /// Increments that committed.
@@ -105,38 +111,10 @@ impl RecipeReport {
         self.rust_acquisitions + self.other_acquisitions
     }
 
-    fn violation(&mut self, holder: &str, kind: &str) {
+    pub(crate) fn violation(&mut self, holder: &str, kind: &str) {
         let map = if is_rust(holder) { &mut self.rust_violations } else { &mut self.other_violations };
         *map.entry(kind.to_owned()).or_default() += 1;
     }
-}
-
-/// Curator contenders' tags start with `j`.
-pub fn is_curator(holder: &str) -> bool {
-    holder.starts_with('j')
-}
-
-/// Rust contenders' tags start with `r` (per recipe) or `b` (busy sessions).
-pub fn is_rust(holder: &str) -> bool {
-    holder.starts_with('r') || holder.starts_with('b')
-}
-
-/// The framework's counts of every busy-session process (the last `B` event of each), summed.
-pub fn busy_counts(events: &[Event]) -> Counts {
-    let mut last: HashMap<&str, (i64, Counts)> = HashMap::new();
-    for event in events.iter().filter(|event| event.kind == 'B') {
-        let Some(counts) = Counts::parse(&event.rest) else { continue };
-        let entry = last.entry(event.holder.as_str()).or_insert((event.micros, counts));
-        if event.micros >= entry.0 {
-            *entry = (event.micros, counts);
-        }
-    }
-    last.into_values().fold(Counts::default(), |sum, (_, counts)| sum.add(counts))
-}
-
-/// The process tag of a holder `<tag>-<client>-<n>`.
-pub fn tag_of(holder: &str) -> &str {
-    holder.split('-').next().unwrap_or(holder)
 }
 
 /// One hold's interval.
@@ -160,6 +138,7 @@ pub fn check_recipe(
     run_end: i64,
     tolerance_micros: i64,
     counter: Option<&CounterValue>,
+    paused: &Pauses,
 ) -> RecipeReport {
     let mut report = RecipeReport::default();
     let mut holds: BTreeMap<&str, Interval> = BTreeMap::new();
@@ -257,7 +236,7 @@ pub fn check_recipe(
             interval.end = killed.get(tag_of(&interval.holder)).copied().unwrap_or(run_end);
         }
     }
-    check_overlaps(recipe, &mut intervals, tolerance_micros, &mut report);
+    check_overlaps(recipe, &mut intervals, tolerance_micros, paused, &mut report);
     if let Some(counter) = counter {
         report.counter = Some(counter.count);
         if counter.count < report.increments
@@ -275,103 +254,32 @@ fn is_tie(rest: &[String]) -> bool {
     token("last=").is_some_and(|last| token("ours=") == Some(last))
 }
 
-/// Checks one queue: every item put was acknowledged (or its ack was sent and the item is gone
-/// and was never delivered again), none is left (`left`), and no item came back after a Rust
-/// consumer's ack had succeeded. Items that were not put are violations too.
-///
-/// Events: `C` delivered, `W` ack sent (Rust), `K` acked (Rust: the ack succeeded; Curator:
-/// `consumeMessage` returned, after which Curator deletes the item), `N` ack failed.
-pub fn check_queue(
-    queue: Recipe,
-    events: &[Event],
-    expected: &[String],
-    killed: &HashMap<String, i64>,
-    left: u64,
-) -> RecipeReport {
-    let mut report =
-        RecipeReport { items: expected.len() as u64, leaked_nodes: left, ..RecipeReport::default() };
-    // Per item: its acks (time, consumer) and the acks sent by consumers killed afterwards.
-    let mut acks: HashMap<&str, Vec<(i64, &str)>> = HashMap::new();
-    // Per item: acks sent whose outcome nobody confirmed (a W without its K), less those whose
-    // consumer was told nothing was committed (LockLost: "will be redelivered").
-    let mut unconfirmed: HashMap<&str, i64> = HashMap::new();
-    let mut consumers = BTreeSet::new();
-    for event in events.iter().filter(|event| event.recipe == queue) {
-        let Some(item) = event.rest.first() else { continue };
-        match event.kind {
-            'C' => {
-                report.deliveries += 1;
-                if is_curator(&event.holder) {
-                    report.other_acquisitions += 1;
-                } else {
-                    report.rust_acquisitions += 1;
-                }
-                consumers.insert(event.holder.as_str());
-                if is_curator(&event.holder)
-                    && killed.get(tag_of(&event.holder)).is_some_and(|kill| *kill >= event.micros)
-                {
-                    // Curator acks inside consumeMessage's return: a kill after C may have come
-                    // after Curator's delete.
-                    *unconfirmed.entry(item).or_default() += 1;
-                }
-            }
-            // An ack was sent: it may have committed even if its reply never came (a connection
-            // loss, a SIGKILL); only a redelivery or the item left in the queue says it did not.
-            'W' => *unconfirmed.entry(item).or_default() += 1,
-            // A refused ack says it committed nothing: it does not excuse a missing item.
-            'N' if event.rest.iter().any(|word| word.contains("redelivered")) => {
-                *unconfirmed.entry(item).or_default() -= 1;
-            }
-            'K' => acks.entry(item).or_default().push((event.micros, event.holder.as_str())),
-            'E' => report.errors += 1,
-            _ => {}
-        }
-    }
-    report.holders = consumers.len() as u64;
-    let expected_set: BTreeSet<&str> = expected.iter().map(String::as_str).collect();
-    for (item, item_acks) in &mut acks {
-        if !expected_set.contains(item) {
-            *report.shared_violations.entry("unexpected".to_owned()).or_default() += 1;
-        }
-        item_acks.sort_unstable();
-        // After a Rust ack succeeded, nobody may get the item again.
-        if let Some(first_rust) = item_acks.iter().position(|(_, consumer)| !is_curator(consumer)) {
-            if item_acks.len() > first_rust + 1 {
-                let (_, again) = item_acks[first_rust + 1];
-                report.violation(again, "duplicate");
-            }
-        } else if item_acks.len() > 1 {
-            report.curator_redeliveries += 1;
-        }
-    }
-    for item in expected {
-        if acks.contains_key(item.as_str()) {
-            report.items_acked += 1;
-        } else if unconfirmed.get(item.as_str()).is_some_and(|count| *count > 0) {
-            report.acks_unlogged += 1;
-        } else if left == 0 {
-            *report.shared_violations.entry("lost".to_owned()).or_default() += 1;
-        }
-    }
-    if left > 0 {
-        *report.shared_violations.entry("left".to_owned()).or_default() += 1;
-    }
-    report
-}
-
 /// Sweeps the holds in start order, comparing each with those still running when it starts.
 fn check_overlaps(
     recipe: Recipe,
     intervals: &mut [Interval],
     tolerance_micros: i64,
+    paused: &Pauses,
     report: &mut RecipeReport,
 ) {
     intervals.sort_by_key(|interval| interval.start);
     let mut running: Vec<&Interval> = Vec::new();
     for interval in intervals.iter() {
         running.retain(|earlier| earlier.end > interval.start);
+        // A hold whose process was paused after it began and before we came in only believes it
+        // holds: an overlap of belief, counted apart.
+        let (believers, awake): (Vec<&Interval>, Vec<&Interval>) = running.iter().partition(|earlier| {
+            paused.get(tag_of(&earlier.holder)).is_some_and(|pauses| {
+                pauses.iter().any(|(from, to)| *from <= interval.start && *to >= earlier.start)
+            })
+        });
+        if !believers.is_empty()
+            && recipe.too_many(&interval.holder, running.iter().map(|hold| hold.holder.as_str()))
+        {
+            report.belief_overlaps += 1;
+        }
         // Holds that ended by lost() within the tolerance after we came in may be forgiven.
-        let (mut late, overlapping): (Vec<&Interval>, Vec<&Interval>) = running
+        let (mut late, overlapping): (Vec<&Interval>, Vec<&Interval>) = awake
             .iter()
             .partition(|earlier| earlier.by_lost && earlier.end - interval.start <= tolerance_micros);
         let overlapping: Vec<&str> = overlapping.iter().map(|hold| hold.holder.as_str()).collect();
@@ -417,7 +325,29 @@ mod tests {
 
     fn check(lines: &[&str], counter: Option<CounterValue>) -> RecipeReport {
         let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
-        check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, counter.as_ref())
+        check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, counter.as_ref(), &HashMap::new())
+    }
+
+    /// A holder whose process was paused (SIGSTOP) while the next came in overlaps it in belief
+    /// only: counted apart, no violation. The same overlap without the pause is one.
+    #[test]
+    fn a_paused_holders_overlap_is_one_of_belief() {
+        let lines = [
+            "A mutex r0x1-0-1 10 5",
+            "A mutex j0x1-0-1 5000 6",
+            "R mutex j0x1-0-1 5100",
+            "L mutex r0x1-0-1 9000",
+        ];
+        let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
+        let paused = HashMap::from([("r0x1".to_owned(), vec![(20, 8000)])]);
+        let report = check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, None, &paused);
+        assert_eq!(report.total_violations(), 0, "{report:?}");
+        assert_eq!(report.belief_overlaps, 1);
+        let other = HashMap::from([("r1x1".to_owned(), vec![(20, 8000)])]);
+        let report = check_recipe(Recipe::Mutex, &events, &HashMap::new(), 10_000, 100, None, &other);
+        assert_eq!(report.rust_violations.get("overlap"), None, "{report:?}");
+        assert_eq!(report.other_violations.get("overlap"), Some(&1), "{report:?}");
+        assert_eq!(report.belief_overlaps, 0);
     }
 
     #[test]
@@ -489,7 +419,7 @@ mod tests {
         };
         let check_rwlock = |lines: Vec<String>| {
             let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
-            check_recipe(Recipe::RwLock, &events, &HashMap::new(), 10_000, 1_000, None)
+            check_recipe(Recipe::RwLock, &events, &HashMap::new(), 10_000, 1_000, None, &HashMap::new())
         };
         let reader = check_rwlock(lines("r1-0-2"));
         assert_eq!((reader.total_violations(), reader.max_late_lost_ms), (0, 0.0), "{reader:?}");
@@ -500,7 +430,7 @@ mod tests {
     /// A semaphore of two leases, the tolerance 1 ms: `lines` checked.
     fn semaphore(lines: &[&str]) -> RecipeReport {
         let events: Vec<Event> = lines.iter().map(|line| event(line)).collect();
-        check_recipe(Recipe::Semaphore, &events, &HashMap::new(), 10_000, 1_000, None)
+        check_recipe(Recipe::Semaphore, &events, &HashMap::new(), 10_000, 1_000, None, &HashMap::new())
     }
 
     #[test]
@@ -566,7 +496,7 @@ mod tests {
             .map(|line| event(line))
             .collect();
         let killed = HashMap::from([("r0".to_owned(), 100)]);
-        let report = check_recipe(Recipe::Mutex, &events, &killed, 10_000, 0, None);
+        let report = check_recipe(Recipe::Mutex, &events, &killed, 10_000, 0, None, &HashMap::new());
         assert_eq!(report.total_violations(), 0, "{report:?}");
     }
 
@@ -602,57 +532,6 @@ mod tests {
         );
         assert_eq!(report.stale_markers, 1);
         assert_eq!(report.rust_violations.get("marker"), Some(&1), "{report:?}");
-    }
-
-    #[test]
-    fn queue_items_are_acked_once_and_none_is_lost() {
-        let expected: Vec<String> = ["r0", "r1", "j0", "j1"].iter().map(|item| item.to_string()).collect();
-        let events: Vec<Event> = [
-            "C queue r0x1-q 10 r0",
-            "W queue r0x1-q 11 r0",
-            "K queue r0x1-q 12 r0",
-            "C queue r0x1-q 13 r1",
-            "W queue r0x1-q 14 r1",
-            "C queue j0x1-q 15 j0",
-            "K queue j0x1-q 16 j0",
-            "C queue j0x2-q 30 j0",
-            "K queue j0x2-q 31 j0",
-            "C queue r1x1-q 20 j1",
-            "K queue r1x1-q 21 j1",
-        ]
-        .iter()
-        .map(|line| event(line))
-        .collect();
-        let killed = HashMap::from([("r0x1".to_owned(), 15)]);
-        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 0);
-        assert_eq!(report.total_violations(), 0, "{report:?}");
-        assert_eq!(report.acks_unlogged, 1);
-        assert_eq!(report.curator_redeliveries, 1);
-        // An item delivered but never acked (no W) is lost; one back after a Rust ack is a
-        // duplicate.
-        let mut again: Vec<Event> = events.iter().filter(|event| event.micros != 14).cloned().collect();
-        again.push(event("K queue j0x2-q 40 r0"));
-        let report = check_queue(Recipe::Queue, &again, &expected, &HashMap::new(), 0);
-        assert_eq!(report.shared_violations.get("lost"), Some(&1), "{report:?}");
-        assert_eq!(report.other_violations.get("duplicate"), Some(&1), "{report:?}");
-        let report = check_queue(Recipe::Queue, &events, &expected, &killed, 2);
-        assert_eq!(report.shared_violations.get("left"), Some(&1), "{report:?}");
-        // r1's ack was sent (W at 14) and then refused with LockLost, which says nothing was
-        // committed: unless someone else acks it, it is lost, not excused.
-        let mut refused = events.clone();
-        refused.push(event(
-            "N queue r0x1-q 15 r1 the lock on queue item queue-0000000001 is gone; the item was not acknowledged and will be redelivered",
-        ));
-        let report = check_queue(Recipe::Queue, &refused, &expected, &killed, 0);
-        assert_eq!(report.shared_violations.get("lost"), Some(&1), "{report:?}");
-        // An ack whose outcome is unknown (its session expired in flight) stays excused.
-        let mut unknown = events.clone();
-        unknown.push(event(
-            "N queue r0x1-q 15 r1 the session holding the lock on queue item queue-0000000001 expired while our request for it was in flight",
-        ));
-        let report = check_queue(Recipe::Queue, &unknown, &expected, &killed, 0);
-        assert_eq!(report.total_violations(), 0, "{report:?}");
-        assert_eq!(report.acks_unlogged, 1);
     }
 
     #[test]
@@ -708,24 +587,5 @@ mod tests {
         assert_eq!(report.gave_up, 1);
         assert_eq!(report.errors, 0);
         assert_eq!(report.rust_acquisitions, 3);
-    }
-
-    #[test]
-    fn the_last_framework_counts_of_each_busy_process_are_summed() {
-        let events: Vec<Event> = [
-            "B batch-0 b0x1 10 1 3 0 0 0",
-            "B batch-0 b0x1 20 4 9 1 2 0",
-            "B batch-0 b1x1 15 2 5 0 1 1",
-            "B batch-0 b1x1 12 1 2 0 0 0",
-        ]
-        .iter()
-        .map(|line| event(line))
-        .collect();
-        let counts = busy_counts(&events);
-        assert_eq!(counts.batches, 6);
-        assert_eq!(counts.batched_writes, 14);
-        assert_eq!(counts.fallbacks, 1);
-        assert_eq!(counts.cleanups, 3);
-        assert_eq!(counts.found_again, 1);
     }
 }

@@ -27,7 +27,9 @@ use zk_recipes_counter::{CounterError, DistributedAtomicLong, PromotedToLock, Sh
 use zk_recipes_framework::retry::RetryNTimes;
 use zk_recipes_framework::{Deadline, Framework};
 
+use crate::counter::Counter;
 use crate::events::epoch_micros;
+use crate::holders::is_curator_member as is_curator;
 use crate::linearizable::LinearReport;
 use crate::rng::Rng;
 use crate::setup::ProcessSetup;
@@ -44,66 +46,23 @@ const MAX_LOCK_TIME: Duration = Duration::from_secs(5);
 /// One blind (control) increment in this many treats its reply as lost and retries.
 const BLIND_ONE_IN: u64 = 4;
 
-/// One counter of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Counter {
-    /// `SharedCount` (4-byte int), incremented by a versioned `try_set`.
-    SharedCount,
-    /// `DistributedAtomicLong` (8-byte long), `increment()` promoted to a mutex.
-    AtomicLong,
-}
-
-impl Counter {
-    /// Both counters.
-    pub const ALL: [Counter; 2] = [Counter::SharedCount, Counter::AtomicLong];
-
-    /// The name in logs and tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            Counter::SharedCount => "shared-count",
-            Counter::AtomicLong => "atomic-long",
-        }
-    }
-
-    /// The counter's node under `check_root`.
-    pub fn path(self, check_root: &str) -> String {
-        format!("{check_root}/{}", self.name())
-    }
-
-    /// The initial data (zero), written by the run before the contenders start.
-    pub fn zero(self) -> Vec<u8> {
-        match self {
-            Counter::SharedCount => 0_i32.to_be_bytes().to_vec(),
-            Counter::AtomicLong => 0_i64.to_be_bytes().to_vec(),
-        }
-    }
-
-    /// Decodes the node's data (big-endian, as Curator writes it).
-    pub fn decode(self, data: &[u8]) -> Option<i64> {
-        match self {
-            Counter::SharedCount => Some(i64::from(i32::from_be_bytes(data.try_into().ok()?))),
-            Counter::AtomicLong => Some(i64::from_be_bytes(data.try_into().ok()?)),
-        }
-    }
-
-    fn parse(name: &str) -> Option<Counter> {
-        Counter::ALL.into_iter().find(|counter| counter.name() == name)
-    }
-}
-
 /// The atomic long's promoted lock under `check_root`.
 pub fn promoted_lock_path(check_root: &str) -> String {
     format!("{check_root}/atomic-long-lock")
 }
 
 /// What a counter contender process runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct CounterConfig {
     /// Where it connects, its name, its event log, its sessions' timeout.
+    #[command(flatten)]
     pub setup: ProcessSetup,
+    #[arg(long, default_value_t = 2)]
     pub clients: usize,
+    #[arg(long)]
     pub check_root: String,
     /// The negative control: after one reply in [`BLIND_ONE_IN`], retry as if it were lost.
+    #[arg(long)]
     pub blind: bool,
 }
 
@@ -420,12 +379,6 @@ pub fn check_counter<'a>(
         }
     }
     report
-}
-
-/// Whether `holder` is a Curator member's: the run tags the Curator mix processes with an
-/// upper-case letter.
-pub fn is_curator(holder: &str) -> bool {
-    holder.starts_with(|first: char| first.is_ascii_uppercase())
 }
 
 /// Resolves once `flag` is true (or its sender is gone).

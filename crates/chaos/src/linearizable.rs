@@ -49,7 +49,8 @@ use serde_json::json;
 use zk_recipes_history::models::{Counter as CounterModel, CounterInput, CounterOutput};
 use zk_recipes_history::{Checker, Completion, History, Outcome, ProcessId, Stamp};
 
-use crate::counters::{is_curator, Counter};
+use crate::counter::Counter;
+use crate::holders::is_curator_member as is_curator;
 
 /// How long the check of one counter may search.
 pub const TIME_LIMIT: Duration = Duration::from_secs(15);

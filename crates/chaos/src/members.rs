@@ -50,13 +50,17 @@ pub fn converge_bound(session_timeout: Duration) -> Duration {
 }
 
 /// What a members contender process runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct MembersConfig {
     /// Where it connects, its name, its event log, its sessions' timeout.
+    #[command(flatten)]
     pub setup: ProcessSetup,
+    #[arg(long, default_value_t = 2)]
     pub clients: usize,
+    #[arg(long)]
     pub root: String,
     /// The negative control: plain creates, never made again.
+    #[arg(long)]
     pub no_recreate: bool,
 }
 

@@ -48,8 +48,8 @@ use tokio::sync::watch;
 use zk_recipes_framework::Framework;
 use zk_recipes_partition::{PartitionEvent, Partitioner};
 
-use crate::check::tag_of;
 use crate::events::{epoch_micros, EventLog};
+use crate::holders::tag_of;
 use crate::setup::ProcessSetup;
 
 /// The items the workers share.
@@ -83,13 +83,18 @@ pub fn converge_bound(session_timeout: Duration) -> Duration {
 }
 
 /// What a partition process runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct PartitionConfig {
     /// Where it connects, its name, its event log, its sessions' timeout.
+    #[command(flatten)]
     pub setup: ProcessSetup,
+    /// Workers (each on its own session).
+    #[arg(long, default_value_t = 2)]
     pub workers: usize,
+    #[arg(long)]
     pub root: String,
     /// The negative control: work starts without waiting for the item's lock.
+    #[arg(long)]
     pub no_lock: bool,
 }
 

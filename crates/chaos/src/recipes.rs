@@ -202,9 +202,17 @@ impl FromStr for Recipe {
     }
 }
 
+/// Recipes as one command-line value (`a,b,c`): a list parsed at once, not one per occurrence.
+pub type RecipeList = Vec<Recipe>;
+
 /// Parses `a,b,c` into recipes.
-pub fn parse_list(text: &str) -> Result<Vec<Recipe>, String> {
+pub fn parse_list(text: &str) -> Result<RecipeList, String> {
     text.split(',').filter(|name| !name.is_empty()).map(str::parse).collect()
+}
+
+/// Parses a list of queues: as [`parse_list`], with `-` for none.
+pub fn parse_queue_list(text: &str) -> Result<RecipeList, String> {
+    parse_list(text.trim_start_matches('-'))
 }
 
 /// The guard counter's data: `<count> <token> <holder>`.

@@ -8,12 +8,15 @@
 //! so renaming one of them in the framework shows up here as a zero (and a batch count of zero
 //! fails the run: see `docs/reliability.md`).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::Layer;
+
+use crate::events::Event as LogEvent;
 
 /// The target of the framework's events (its crate).
 pub const FRAMEWORK_TARGET: &str = "zk_recipes_framework";
@@ -143,6 +146,19 @@ impl Counts {
     }
 }
 
+/// The framework's counts of every busy-session process (the last `B` event of each), summed.
+pub fn busy_counts(events: &[LogEvent]) -> Counts {
+    let mut last: HashMap<&str, (i64, Counts)> = HashMap::new();
+    for event in events.iter().filter(|event| event.kind == 'B') {
+        let Some(counts) = Counts::parse(&event.rest) else { continue };
+        let entry = last.entry(event.holder.as_str()).or_insert((event.micros, counts));
+        if event.micros >= entry.0 {
+            *entry = (event.micros, counts);
+        }
+    }
+    last.into_values().fold(Counts::default(), |sum, (_, counts)| sum.add(counts))
+}
+
 #[cfg(test)]
 mod tests {
     use tracing_subscriber::layer::SubscriberExt;
@@ -178,5 +194,24 @@ mod tests {
         assert_eq!(counts.add(counts).batched_writes, 4);
         assert_eq!(Counts::parse(&fields[..4]), None);
         assert_eq!(Counts::parse(&vec!["x".to_owned(); 5]), None);
+    }
+
+    #[test]
+    fn the_last_framework_counts_of_each_busy_process_are_summed() {
+        let events: Vec<LogEvent> = [
+            "B batch-0 b0x1 10 1 3 0 0 0",
+            "B batch-0 b0x1 20 4 9 1 2 0",
+            "B batch-0 b1x1 15 2 5 0 1 1",
+            "B batch-0 b1x1 12 1 2 0 0 0",
+        ]
+        .iter()
+        .map(|line| LogEvent::parse(line).expect("event"))
+        .collect();
+        let counts = busy_counts(&events);
+        assert_eq!(counts.batches, 6);
+        assert_eq!(counts.batched_writes, 14);
+        assert_eq!(counts.fallbacks, 1);
+        assert_eq!(counts.cleanups, 3);
+        assert_eq!(counts.found_again, 1);
     }
 }

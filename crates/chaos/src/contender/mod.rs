@@ -18,22 +18,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::sync::{mpsc, oneshot};
-use zk_recipes_framework::zookeeper_client::{self, CreateMode};
-use zk_recipes_framework::{Deadline, Error as FrameworkError, Framework};
-use zk_recipes_leader::{
-    CloseMode, LeaderLatch, LeaderSelector, Leadership, LeadershipEvent, LeadershipEvents,
-};
-use zk_recipes_lock_internals::{LockError, TransactionOp};
-use zk_recipes_mutex::{Hold as _, LockLayout, Mutex, MutexGuard};
-use zk_recipes_queue::{DistributedQueue, Utf8Serializer};
-use zk_recipes_rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-use zk_recipes_semaphore::{Lease, Semaphore, SemaphoreMutex};
+use zk_recipes_framework::zookeeper_client;
+use zk_recipes_framework::{Deadline, Framework};
+
+mod locks;
+mod queue;
+
+use locks::{Abort, Attempt, Hold, Lock, NotAcquired, Op, Outcome};
+use queue::consume;
 
 use crate::events::{epoch_micros, EventLog};
-use crate::recipes::{is_writer, CounterValue, Recipe};
+use crate::recipes::{self, CounterValue, Recipe, RecipeList};
 use crate::rng::Rng;
 use crate::setup::ProcessSetup;
+use crate::store::StoreClient;
 use crate::tally::TALLY;
 
 /// How long one acquire may wait before the contender logs it and tries again.
@@ -56,33 +54,63 @@ const GIVE_UP_DROP_MICROS: (u64, u64) = (200, 10_000);
 const TALLY_EVERY: Duration = Duration::from_secs(2);
 
 /// What a contender process runs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ContenderConfig {
     /// Where it connects, its name, its event log, its sessions' timeout.
+    #[command(flatten)]
     pub setup: ProcessSetup,
-    /// The recipes, each with `clients` sessions.
-    pub recipes: Vec<Recipe>,
+    /// The recipes, each with `clients` sessions (comma-separated).
+    #[arg(long, value_parser = recipes::parse_list)]
+    pub recipes: RecipeList,
     /// Sessions per recipe.
+    #[arg(long, default_value_t = 2)]
     pub clients: usize,
-    /// Whether to take the lock at all (off: the negative control).
+    /// Whether to take the lock at all (`off`: the negative control).
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pub locking: bool,
     /// Root of the recipes' lock paths.
+    #[arg(long)]
     pub lock_root: String,
     /// Root of the checkers' nodes.
+    #[arg(long)]
     pub check_root: String,
-    /// How long each hold lasts (besides its round trips).
+    /// How long each hold lasts (besides its round trips), in milliseconds.
+    #[arg(long = "hold-ms", default_value = "2", value_parser = parse_millis)]
     pub hold: Duration,
-    /// The queues to consume, one consumer (one session) each.
-    pub queues: Vec<Recipe>,
+    /// The queues to consume, one consumer (one session) each (comma-separated, `-` for none).
+    #[arg(long, default_value = "", value_parser = recipes::parse_queue_list)]
+    pub queues: RecipeList,
     /// Root of the queues' paths.
+    #[arg(long, default_value = "/chaos-queues")]
     pub queue_root: String,
-    /// How long processing one item takes.
+    /// How long processing one item takes, in milliseconds.
+    #[arg(long = "process-ms", default_value = "100", value_parser = parse_millis)]
     pub process: Duration,
     /// 0: one session per recipe and client, one acquire at a time. More: a busy-session
     /// contender, `clients` sessions each running this many hold loops of every recipe at once.
+    #[arg(long, default_value_t = 0)]
     pub loops: usize,
     /// The percentage of a busy session's acquires that give up early.
+    #[arg(long, default_value_t = 0)]
     pub give_up_percent: u64,
+    /// The fenced store (`host:port`, [`crate::store`]) every exclusive hold writes its effect
+    /// to, with its fencing token.
+    #[arg(long)]
+    pub store: Option<String>,
+}
+
+/// `on` or `off`.
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("{other:?}: on or off")),
+    }
+}
+
+/// A whole number of milliseconds.
+fn parse_millis(text: &str) -> Result<Duration, String> {
+    text.parse().map(Duration::from_millis).map_err(|err| format!("{text:?}: {err}"))
 }
 
 /// Runs a contender process until `stop` (exit 0) or EOF on stdin (exit 3).
@@ -175,70 +203,6 @@ pub async fn run(config: ContenderConfig) -> std::io::Result<i32> {
     }
 }
 
-/// One queue consumer: logs `C` for each item delivered, processes it, acks it and logs `K` once
-/// the ack succeeded (`N` when it failed: the item is delivered again).
-async fn consume(
-    framework: Framework,
-    queue: Recipe,
-    config: ContenderConfig,
-    log: Arc<EventLog>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let consumer_name = config.setup.holder("q");
-    let path = queue.lock_path(&config.queue_root);
-    let mut builder = DistributedQueue::builder(&framework, &path).serializer(Utf8Serializer);
-    if config.locking {
-        builder = builder.lock_path(queue.queue_lock_path(&config.queue_root));
-    }
-    let consumer = match queue {
-        Recipe::PriorityQueue => builder.build_priority().map(|queue| queue.consumer()),
-        _ => builder.build().map(|queue| queue.consumer()),
-    };
-    let mut consumer = match consumer {
-        Ok(consumer) => consumer.prefetch(1),
-        Err(err) => {
-            log.event('E', queue, &consumer_name, &format!("making the consumer: {err}"));
-            return;
-        }
-    };
-    loop {
-        let next = tokio::select! {
-            next = consumer.next() => next,
-            _ = stop.wait_for(|stopped| *stopped) => break,
-        };
-        let delivery = match next {
-            Some(Ok(delivery)) => delivery,
-            Some(Err(err)) => {
-                log.event('E', queue, &consumer_name, &err.to_string());
-                continue;
-            }
-            None => break,
-        };
-        let items = delivery.items().to_vec();
-        for item in &items {
-            log.event('C', queue, &consumer_name, item);
-        }
-        tokio::time::sleep(config.process).await;
-        for item in &items {
-            log.event('W', queue, &consumer_name, item);
-        }
-        match delivery.ack().await {
-            Ok(()) => {
-                for item in &items {
-                    log.event('K', queue, &consumer_name, item);
-                }
-            }
-            Err(err) => {
-                for item in &items {
-                    log.event('N', queue, &consumer_name, &format!("{item} {err}"));
-                }
-            }
-        }
-    }
-    drop(consumer);
-    framework.close().await;
-}
-
 async fn futures_join(loops: Vec<tokio::task::JoinHandle<()>>) {
     for handle in loops {
         let _ = handle.await;
@@ -255,78 +219,8 @@ struct Contender {
     log: Arc<EventLog>,
     /// The percentage of acquires that give up early (busy sessions only).
     give_up_percent: u64,
-}
-
-/// How one acquire goes.
-#[derive(Debug, Clone, Copy)]
-enum Attempt {
-    /// Waits up to [`ACQUIRE_TIMEOUT`].
-    Patient,
-    /// Gives up after this deadline (the acquire's own timeout).
-    Deadline(Duration),
-    /// Dropped this long after it started, wherever it is then.
-    DroppedAfter(Duration),
-}
-
-/// Why an acquire returned no hold.
-enum NotAcquired {
-    /// It gave up early, as its [`Attempt`] said.
-    GaveUp(String),
-    /// It failed (a timeout of a patient acquire, a lost session, ...).
-    Failed(String),
-}
-
-/// The lock object of one session, made once.
-enum Lock {
-    Mutex(Mutex),
-    SemaphoreMutex(SemaphoreMutex),
-    Semaphore(Semaphore),
-    RwLock(RwLock),
-    Latch,
-    /// The selector hands each leadership over this channel and keeps it until told it is done.
-    Selector {
-        selector: LeaderSelector,
-        turns: tokio::sync::Mutex<mpsc::Receiver<Turn>>,
-    },
-    Off,
-}
-
-/// One leadership of a selector: it lasts until `done` is sent (or dropped).
-type Turn = (Leadership, oneshot::Sender<()>);
-
-/// One hold: what a write is guarded by and what says it was lost.
-enum Hold {
-    Mutex(MutexGuard),
-    Lease(Lease),
-    Read(RwLockReadGuard),
-    Write(RwLockWriteGuard),
-    Latch { latch: LeaderLatch, node: String, events: tokio::sync::Mutex<LeadershipEvents> },
-    Selector { leadership: Leadership, done: oneshot::Sender<()> },
-    Off,
-}
-
-/// A write of the protocol.
-enum Op {
-    CreateEphemeral(String),
-    SetData(String, Vec<u8>, i32),
-    Delete(String),
-}
-
-/// How a write ended.
-enum Outcome {
-    Ok,
-    /// Our lock node is gone (checked in the same transaction): nothing was written.
-    Lost,
-    /// The write itself failed; nothing was written.
-    Failed(zookeeper_client::Error),
-    /// Unknown (connection loss, timeout).
-    Unknown(String),
-}
-
-/// Why a critical section ended early.
-enum Abort {
-    Lost,
-    Unknown(String),
+    /// The fenced store, when the run serves one.
+    store: Option<Arc<StoreClient>>,
 }
 
 impl Contender {
@@ -345,6 +239,7 @@ impl Contender {
             config: config.clone(),
             log: log.clone(),
             give_up_percent: 0,
+            store: config.store.clone().map(|address| Arc::new(StoreClient::new(address))),
         }
     }
 
@@ -396,6 +291,9 @@ impl Contender {
                     continue;
                 }
             };
+            // Without locking there is no lock node and no token: the control's holders write
+            // their effects with the time they began instead, so the store sees their order.
+            let token = if self.config.locking { token } else { epoch_micros() };
             self.log.event('A', self.recipe, &holder, &token.to_string());
             let marker = format!("{}/{holder}", self.recipe.guard_dir(&self.config.check_root));
             let outcome = tokio::select! {
@@ -426,6 +324,11 @@ impl Contender {
                 }
             }
             hold.release().await;
+            if !self.config.locking {
+                // The control's holder writes once more after its hold ended, as a holder that
+                // was paused and still believes it holds would: the store must see it.
+                self.store_write(&holder, token).await;
+            }
             if ended_early {
                 tokio::time::sleep(BACKOFF).await;
             }
@@ -433,161 +336,6 @@ impl Contender {
         if let Lock::Selector { selector, .. } = &lock {
             let _ = selector.close().await;
         }
-    }
-
-    fn make_lock(&self) -> Result<Lock, String> {
-        if !self.config.locking {
-            return Ok(Lock::Off);
-        }
-        let path = self.recipe.lock_path(&self.config.lock_root);
-        Ok(match self.recipe {
-            Recipe::Mutex => Lock::Mutex(Mutex::new(&self.framework, &path).map_err(|err| err.to_string())?),
-            Recipe::SemaphoreMutex => Lock::SemaphoreMutex(
-                SemaphoreMutex::new(&self.framework, &path).map_err(|err| err.to_string())?,
-            ),
-            Recipe::Semaphore => Lock::Semaphore(
-                Semaphore::new(&self.framework, &path, self.recipe.allowed_holders() as u32)
-                    .map_err(|err| err.to_string())?,
-            ),
-            Recipe::Batch(_) => {
-                Lock::Mutex(Mutex::new(&self.framework, &path).map_err(|err| err.to_string())?)
-            }
-            Recipe::ZooKeeperLock => Lock::Mutex(
-                Mutex::with_layout(&self.framework, &path, LockLayout::ZooKeeperRecipe)
-                    .map_err(|err| err.to_string())?,
-            ),
-            Recipe::KazooLock => Lock::Mutex(
-                Mutex::with_layout(&self.framework, &path, LockLayout::Kazoo)
-                    .map_err(|err| err.to_string())?
-                    .node_data(self.prefix.clone()),
-            ),
-            Recipe::Queue | Recipe::PriorityQueue => return Err("a queue is not a lock".to_owned()),
-            Recipe::Latch => Lock::Latch,
-            Recipe::RwLock => {
-                Lock::RwLock(RwLock::new(&self.framework, &path).map_err(|err| err.to_string())?)
-            }
-            Recipe::Selector => {
-                let (sender, turns) = mpsc::channel::<Turn>(1);
-                let selector = LeaderSelector::builder(&self.framework, &path)
-                    .id(self.prefix.clone())
-                    .auto_requeue(true)
-                    .build(move |leadership: Leadership| {
-                        let sender = sender.clone();
-                        async move {
-                            let (done, finished) = oneshot::channel();
-                            let handed = tokio::select! {
-                                sent = sender.send((leadership.clone(), done)) => sent.is_ok(),
-                                _ = leadership.cancelled() => false,
-                            };
-                            if handed {
-                                let _ = finished.await;
-                            }
-                        }
-                    })
-                    .map_err(|err| err.to_string())?;
-                selector.start().map_err(|err| err.to_string())?;
-                Lock::Selector { selector, turns: tokio::sync::Mutex::new(turns) }
-            }
-        })
-    }
-
-    /// Acquires as `attempt` says and returns the hold with its fencing token (0 without
-    /// locking). Only a mutex gives up early; the other recipes are always patient.
-    async fn acquire(&self, lock: &Lock, holder: &str, attempt: Attempt) -> Result<(Hold, i64), NotAcquired> {
-        let Lock::Mutex(mutex) = lock else {
-            return self.acquire_patiently(lock, holder).await.map_err(NotAcquired::Failed);
-        };
-        let locked = match attempt {
-            Attempt::Patient => mutex.lock_timeout(ACQUIRE_TIMEOUT).await,
-            Attempt::Deadline(deadline) => match mutex.lock_timeout(deadline).await {
-                Err(err) if err.is_timeout() => {
-                    return Err(NotAcquired::GaveUp(format!("deadline {}us", deadline.as_micros())));
-                }
-                locked => locked,
-            },
-            Attempt::DroppedAfter(after) => tokio::select! {
-                locked = mutex.lock_timeout(ACQUIRE_TIMEOUT) => locked,
-                () = tokio::time::sleep(after) => {
-                    return Err(NotAcquired::GaveUp(format!("dropped after {}us", after.as_micros())));
-                }
-            },
-        };
-        let guard = locked.map_err(|err| NotAcquired::Failed(err.to_string()))?;
-        let token = guard.fencing_token();
-        Ok((Hold::Mutex(guard), token))
-    }
-
-    /// Acquires, waiting up to [`ACQUIRE_TIMEOUT`].
-    async fn acquire_patiently(&self, lock: &Lock, holder: &str) -> Result<(Hold, i64), String> {
-        match lock {
-            Lock::Mutex(mutex) => {
-                let guard = mutex.lock_timeout(ACQUIRE_TIMEOUT).await.map_err(|err| err.to_string())?;
-                let token = guard.fencing_token();
-                Ok((Hold::Mutex(guard), token))
-            }
-            Lock::SemaphoreMutex(mutex) => {
-                let lease = mutex.lock_timeout(ACQUIRE_TIMEOUT).await.map_err(|err| err.to_string())?;
-                self.lease_hold(lease).await
-            }
-            Lock::Semaphore(semaphore) => {
-                let lease =
-                    semaphore.acquire_timeout(ACQUIRE_TIMEOUT).await.map_err(|err| err.to_string())?;
-                self.lease_hold(lease).await
-            }
-            Lock::RwLock(lock) => {
-                if is_writer(holder) {
-                    let guard = lock.write_timeout(ACQUIRE_TIMEOUT).await.map_err(|err| err.to_string())?;
-                    let token = guard.fencing_token();
-                    Ok((Hold::Write(guard), token))
-                } else {
-                    let guard = lock.read_timeout(ACQUIRE_TIMEOUT).await.map_err(|err| err.to_string())?;
-                    let token = guard.fencing_token();
-                    Ok((Hold::Read(guard), token))
-                }
-            }
-            Lock::Latch => {
-                let path = self.recipe.lock_path(&self.config.lock_root);
-                let latch =
-                    LeaderLatch::new(&self.framework, &path, holder).map_err(|err| err.to_string())?;
-                let events = latch.subscribe();
-                latch.start().map_err(|err| err.to_string())?;
-                let token = match latch.await_leadership_timeout(ACQUIRE_TIMEOUT).await {
-                    Ok(token) => token,
-                    Err(err) => {
-                        let _ = latch.close(CloseMode::Silent).await;
-                        return Err(err.to_string());
-                    }
-                };
-                let Some(node) = latch.our_node_path() else {
-                    let _ = latch.close(CloseMode::Silent).await;
-                    return Err("leader without a node".to_owned());
-                };
-                Ok((Hold::Latch { latch, node, events: tokio::sync::Mutex::new(events) }, token))
-            }
-            Lock::Selector { turns, .. } => {
-                let mut turns = turns.lock().await;
-                match tokio::time::timeout(ACQUIRE_TIMEOUT, turns.recv()).await {
-                    Ok(Some((leadership, done))) => {
-                        let token = leadership.fencing_token();
-                        Ok((Hold::Selector { leadership, done }, token))
-                    }
-                    Ok(None) => Err("the selector is closed".to_owned()),
-                    Err(_) => Err(format!("no leadership within {ACQUIRE_TIMEOUT:?}")),
-                }
-            }
-            Lock::Off => Ok((Hold::Off, 0)),
-        }
-    }
-
-    /// A lease's fencing token: its node's creation zxid (what the Curator contender uses too).
-    async fn lease_hold(&self, lease: Lease) -> Result<(Hold, i64), String> {
-        let stat = self
-            .framework
-            .exists(lease.node_path(), Deadline::after(STEP_TIMEOUT))
-            .await
-            .map_err(|err| err.to_string())?;
-        let token = stat.map(|stat| stat.czxid).unwrap_or(0);
-        Ok((Hold::Lease(lease), token))
     }
 
     /// The protocol inside a hold: marker, look for other holders' markers, versioned counter
@@ -606,6 +354,7 @@ impl Contender {
             Outcome::Failed(err) => return Err(Abort::Unknown(format!("marker create: {err}"))),
             Outcome::Unknown(what) => return Err(Abort::Unknown(format!("marker create: {what}"))),
         }
+        self.store_write(holder, token).await;
         let guard_dir = recipe.guard_dir(&self.config.check_root);
         let (markers, _) = self
             .framework
@@ -688,6 +437,21 @@ impl Contender {
         self.delete_marker(hold, marker).await
     }
 
+    /// An exclusive holder's effect on the fenced store, with its fencing token, logged as `F`
+    /// (`ok`, `stale`: refused, or `err`).
+    async fn store_write(&self, holder: &str, token: i64) {
+        let Some(store) = &self.store else { return };
+        if !self.recipe.is_exclusive(holder) {
+            return;
+        }
+        let outcome = match store.write(self.recipe.name(), holder, token).await {
+            Ok(true) => "ok".to_owned(),
+            Ok(false) => "stale".to_owned(),
+            Err(err) => format!("err {err}"),
+        };
+        self.log.event('F', self.recipe, holder, &format!("{outcome} {token}"));
+    }
+
     async fn delete_marker(&self, hold: &Hold, marker: &str) -> Result<(), Abort> {
         match hold.write(&self.framework, Op::Delete(marker.to_owned())).await {
             Outcome::Ok => Ok(()),
@@ -731,122 +495,6 @@ impl Contender {
             }
             Err(_) => false,
         }
-    }
-}
-
-impl Hold {
-    /// Commits `op` only while this hold's node exists (one multi with a check of it, on the
-    /// session that owns it); without locking, a plain one-op transaction.
-    async fn write(&self, framework: &Framework, op: Op) -> Outcome {
-        let deadline = Deadline::after(STEP_TIMEOUT);
-        let guarded = match &op {
-            Op::CreateEphemeral(path) => {
-                TransactionOp::Create { path: path.clone(), data: Vec::new(), mode: CreateMode::Ephemeral }
-            }
-            Op::SetData(path, data, version) => {
-                TransactionOp::SetData { path: path.clone(), data: data.clone(), version: Some(*version) }
-            }
-            Op::Delete(path) => TransactionOp::Delete { path: path.clone(), version: None },
-        };
-        let locked = match self {
-            Hold::Mutex(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),
-            Hold::Read(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),
-            Hold::Write(guard) => guard.write_guarded(&[guarded], deadline).await.map(drop),
-            Hold::Lease(lease) => lease.write_guarded(&[guarded], deadline).await.map(drop),
-            Hold::Selector { leadership, .. } => {
-                let check = framework.transaction().check(leadership.node_path().to_owned(), None);
-                return transaction_outcome(op.into_transaction(check).deadline(deadline).await, 1);
-            }
-            Hold::Latch { node, .. } => {
-                return transaction_outcome(
-                    op.into_transaction(framework.transaction().check(node.clone(), None))
-                        .deadline(deadline)
-                        .await,
-                    1,
-                );
-            }
-            Hold::Off => {
-                return transaction_outcome(
-                    op.into_transaction(framework.transaction()).deadline(deadline).await,
-                    0,
-                );
-            }
-        };
-        match locked {
-            Ok(()) => Outcome::Ok,
-            Err(LockError::NodeLost { .. }) => Outcome::Lost,
-            Err(LockError::GuardedWriteFailed { source, .. }) => Outcome::Failed(source),
-            Err(err) => Outcome::Unknown(err.to_string()),
-        }
-    }
-
-    /// Resolves when this hold can no longer be trusted (never without locking).
-    async fn lost(&self) {
-        match self {
-            Hold::Mutex(guard) => {
-                guard.lost().await;
-            }
-            Hold::Lease(lease) => {
-                lease.lost().await;
-            }
-            Hold::Read(guard) => {
-                guard.lost().await;
-            }
-            Hold::Write(guard) => {
-                guard.lost().await;
-            }
-            Hold::Latch { events, .. } => {
-                let mut events = events.lock().await;
-                loop {
-                    match events.next().await {
-                        Some(LeadershipEvent::IsLeader { .. }) => {}
-                        Some(_) | None => return,
-                    }
-                }
-            }
-            Hold::Selector { leadership, .. } => {
-                leadership.cancelled().await;
-            }
-            Hold::Off => std::future::pending().await,
-        }
-    }
-
-    async fn release(self) {
-        // Errors (NodeLost after an expiry, ...) are expected under chaos; the checkers look at
-        // what happened, not at what release says.
-        match self {
-            Hold::Mutex(guard) => drop(guard.release().await),
-            Hold::Lease(lease) => drop(lease.release().await),
-            Hold::Read(guard) => drop(guard.release().await),
-            Hold::Write(guard) => drop(guard.release().await),
-            Hold::Latch { latch, .. } => drop(latch.close(CloseMode::Silent).await),
-            Hold::Selector { done, .. } => drop(done.send(())),
-            Hold::Off => {}
-        }
-    }
-}
-
-impl Op {
-    fn into_transaction(
-        self,
-        transaction: zk_recipes_framework::Transaction,
-    ) -> zk_recipes_framework::Transaction {
-        match self {
-            Op::CreateEphemeral(path) => transaction.create(path, Vec::new(), CreateMode::Ephemeral),
-            Op::SetData(path, data, version) => transaction.set_data(path, data, Some(version)),
-            Op::Delete(path) => transaction.delete(path, None),
-        }
-    }
-}
-
-/// A transaction's outcome; `first_op` is the index of our write (after a check, 1).
-fn transaction_outcome<T>(result: Result<T, FrameworkError>, first_op: usize) -> Outcome {
-    match result {
-        Ok(_) => Outcome::Ok,
-        Err(FrameworkError::TransactionFailed { index, .. }) if index < first_op => Outcome::Lost,
-        Err(FrameworkError::TransactionFailed { source, .. }) => Outcome::Failed(source),
-        Err(FrameworkError::NodeLost { .. }) => Outcome::Lost,
-        Err(err) => Outcome::Unknown(err.to_string()),
     }
 }
 
