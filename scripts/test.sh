@@ -51,14 +51,15 @@ log_dir=$target_dir/example-logs
 rm -rf "$log_dir"
 mkdir -p "$log_dir"
 # shellcheck disable=SC2016 # expanded by the inner shell
+# xargs appends the example's name: $1 is the log folder, $2 the target folder, $3 the example.
 printf '%s\0' "${examples[@]}" | xargs -0 -n 1 -P "$jobs" sh -c '
-    example=$1 log="$2/$1.log"
-    if timeout 180 "$3/debug/examples/$example" >"$log" 2>&1; then
+    example=$3 log="$1/$3.log"
+    if timeout 180 "$2/debug/examples/$example" >"$log" 2>&1; then
         echo "ok     example $example"
     else
         echo "FAILED example $example (exit $?); its log ($log):"
         sed "s/^/    | /" "$log"
-        echo "$example" >>"$2/failed"
+        echo "$example" >>"$1/failed"
     fi' sh "$log_dir" "$target_dir"
 if [[ -s "$log_dir/failed" ]]; then
     echo "error: examples failed: $(tr '\n' ' ' <"$log_dir/failed")" >&2
