@@ -7,7 +7,7 @@
 //! `METRICS_SERVE_SECONDS=600` keeps serving for that long before exiting.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusBuilder;
@@ -21,8 +21,11 @@ mod support;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 1. The recorder first: recipes register their metrics when they are built.
-    let addr: SocketAddr =
-        std::env::var("METRICS_ADDR").unwrap_or_else(|_| "127.0.0.1:9464".into()).parse()?;
+    let addr: SocketAddr = match std::env::var("METRICS_ADDR") {
+        Ok(addr) => addr.parse()?,
+        // A port the system has free right now, so that runs side by side never collide.
+        Err(_) => TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?,
+    };
     PrometheusBuilder::new().with_http_listener(addr).install()?;
     println!("serving metrics at http://{addr}/metrics");
 

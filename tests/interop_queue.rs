@@ -650,12 +650,17 @@ async fn priority_order_across_languages() {
 
 /// A delay item put by one language is not delivered early by the other, nor much later; an item
 /// due at once goes first.
+///
+/// The late item is put first and the due one after it, so the due one is due earlier only when
+/// the first put takes less than `delay_ms`: 5 s leaves room for a cold JVM's first create on a
+/// busy machine. The consumer runs before the puts, so "not much later" times its wakeup alone,
+/// not a JVM's start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delay_items_wait_for_their_time_across_languages() {
     let env = Env::start().await;
     let framework = env.framework().await;
     let root = "/interop-queue-delay";
-    let delay_ms = 1_500;
+    let delay_ms = 5_000;
     let late_by = 2_000;
 
     // Curator puts, Rust consumes.
@@ -691,12 +696,13 @@ async fn delay_items_wait_for_their_time_across_languages() {
     // Rust puts, Curator consumes.
     let queue_path = format!("{root}/to-curator");
     let queue = builder(&framework, &queue_path, None).build_delay().expect("delay queue");
+    let mut driver = java_consumer(&env, "delay", &queue_path, None, 2);
+    within("STARTED", driver.expect_line("STARTED", STEP)).await.expect("Curator consumer started");
     let due = epoch_ms() + delay_ms;
     within("put", queue.put(&"late".to_owned(), UNIX_EPOCH + Duration::from_millis(due as u64)))
         .await
         .expect("put");
     within("put", queue.put_after(&"now".to_owned(), Duration::ZERO)).await.expect("put");
-    let mut driver = java_consumer(&env, "delay", &queue_path, None, 2);
     let got = java_items(&mut driver).await;
     expect_success(driver).await;
     assert_eq!(got.iter().map(|(_, item)| item.as_str()).collect::<Vec<_>>(), ["now", "late"]);

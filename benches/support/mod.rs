@@ -255,9 +255,13 @@ pub async fn server(tick_time: Option<Duration>) -> (String, Option<TestingServe
 }
 
 /// A testing server's builder set as production runs one: full JIT, ZooKeeper's default container
-/// check interval.
+/// check interval. Its start may take up to 2 min (not the default 30 s): a full-JIT JVM boots
+/// slowly on a busy machine, and the smoke runs share theirs with the other test binaries.
 pub fn production_like_server() -> zk_recipes_testing::TestingServerBuilder {
-    TestingServer::builder().jit(Jit::Full).container_check_interval(Duration::from_secs(60))
+    TestingServer::builder()
+        .jit(Jit::Full)
+        .container_check_interval(Duration::from_secs(60))
+        .start_timeout(Duration::from_secs(120))
 }
 
 /// Starts the Curator driver (`crates/testing/java/CuratorDriver.java`) as production runs a JVM.
