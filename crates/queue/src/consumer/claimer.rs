@@ -11,18 +11,20 @@ use futures::stream::FuturesUnordered;
 use tokio::sync::{mpsc, Semaphore};
 use tracing::{debug, error, trace, warn};
 use zk_recipes_framework::zookeeper_client::{self, WatchedEvent};
-use zk_recipes_framework::{ConnectionEvents, Deadline};
+use zk_recipes_framework::{ConnectionEvents, ConnectionState, Deadline};
 
+use crate::acks::LockClaim;
 use crate::background::holds_lock;
 use crate::error::Result;
 use crate::framing::{delivery_count, unframe, with_delivery_count};
 use crate::names::{parse_due, Kind, ITEM_PREFIX};
-use crate::queue::Inner;
+use crate::shared::Inner;
 
-use super::claim::count_delivery;
-use super::commit::release_job;
-use super::delivery::{Delivery, LockClaim};
-use super::StateListener;
+use super::commit::{count_delivery, release_job};
+use super::delivery::Delivery;
+
+/// What a consumer's owner is told of each connection change.
+pub(super) type StateListener = Arc<dyn Fn(ConnectionState) + Send + Sync>;
 
 /// At most this many lock nodes of other consumers are watched at once.
 pub(super) const MAX_LOCK_WATCHES: usize = 256;
