@@ -17,8 +17,8 @@ use zk_recipes_mutex::{Hold, LockError, LostReason, Mutex, MutexGuard};
 use zk_recipes_nodes::{GroupMember, MemberEvent};
 
 use crate::assign::{balanced_share, kazoo_share};
-use crate::builder::{Config, PartitionLayout, KAZOO_PARTY, LOCKS};
-use crate::partitioner::{OwnedItem, PartitionEvent, Shared};
+use crate::config::{Config, PartitionLayout, KAZOO_PARTY, LOCKS};
+use crate::shared::{OwnedItem, PartitionEvent, Shared};
 
 /// How long to wait before trying again after a lock wait or a setup step failed.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
