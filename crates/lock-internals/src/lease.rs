@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::time::Duration;
 
 use zk_recipes_framework::zookeeper_client::{self, CreateMode, EventType};
 use zk_recipes_framework::{
@@ -11,34 +12,11 @@ use zk_recipes_framework::{
 };
 
 use crate::error::{LockError, Result};
+use crate::lost::LostReason;
 
-/// Why a held lock can no longer be trusted ([`Hold::lost`]).
-///
-/// ```no_run
-/// # async fn demo(held: zk_recipes_lock_internals::HeldLease) {
-/// use zk_recipes_framework::ConnectionState;
-/// use zk_recipes_lock_internals::{Hold, LostReason};
-///
-/// match held.lost().await {
-///     LostReason::Connection(ConnectionState::Suspended) => println!("suspended: stop writing"),
-///     LostReason::Connection(state) => println!("connection {state:?}: another may hold it now"),
-///     LostReason::NodeDeleted => println!("our node was deleted"),
-///     LostReason::Closed => println!("the framework is closing"),
-///     other => println!("{other:?}"),
-/// }
-/// # }
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LostReason {
-    /// The connection entered a state the error policy calls an error (`Suspended` under the
-    /// standard policy, `Lost`), or a subscriber lag was treated as `Lost`.
-    Connection(ConnectionState),
-    /// Our node was deleted.
-    NodeDeleted,
-    /// The framework was closed.
-    Closed,
-}
+/// How long a recipe's `release().await` (and an explicit give-back of a lease it did not want)
+/// tries before it gives up and leaves the delete to the framework's cleanup worker.
+pub const RELEASE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Our node while it holds a lease. Deleted when released or dropped. What a holder does with it
 /// is the [`Hold`] trait's, which every recipe's guard shares.
@@ -368,7 +346,7 @@ pub trait Hold {
         let lease = self.held_lease();
         async move {
             let node = &lease.node;
-            crate::internals::wait_for_revocation(node.framework(), node.path(), node.generation()).await?;
+            crate::revocation::wait_for_revocation(node.framework(), node.path(), node.generation()).await?;
             if let Some(timer) = &lease.timer {
                 timer.revoked();
             }
