@@ -5,7 +5,9 @@ use zk_recipes_framework::path;
 
 use crate::inspect::{LeaderView, LockView, NodeRow, QueueView, SemaphoreView, TreeView};
 use crate::services::{ServiceInstancesView, ServicesView};
-use crate::EXIT_NO;
+
+/// The exit code of a read command whose answer is "no": not held, no leader, empty.
+pub const EXIT_NO: u8 = 3;
 
 /// A read command's answer.
 pub trait View {
