@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode, EventType};
 use zk_recipes_framework::{
     ConnectionState, ConnectionUpdate, Deadline, Error as FrameworkError, Framework, OwnedNode,
@@ -184,6 +185,7 @@ impl HeldLease {
     /// Resolves when our node is deleted (re-watching on data changes).
     async fn node_deleted(&self) -> LostReason {
         let framework = self.node.framework();
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
         loop {
             let Ok(session) = framework.session(Deadline::never()).await else {
                 return LostReason::Closed;
@@ -196,7 +198,7 @@ impl HeldLease {
                 Err(zookeeper_client::Error::NoNode) => return LostReason::NodeDeleted,
                 Err(_) => {
                     // Connection trouble: the connection side reports what matters; look again.
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    backoff.pause().await;
                     continue;
                 }
             };
