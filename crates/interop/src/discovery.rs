@@ -85,7 +85,7 @@ impl CuratorDiscovery {
     /// # Example
     /// ```no_run
     /// # async fn demo() -> zk_recipes_interop::Result<()> {
-    /// let json = zk_recipes_testing::CuratorDiscovery::default_instance().await?;
+    /// let json = zk_recipes_interop::CuratorDiscovery::default_instance().await?;
     /// assert!(json.starts_with(r#"{"name":"defaults","id":""#));
     /// # Ok(()) }
     /// ```
@@ -227,7 +227,7 @@ impl CuratorDiscovery {
     ///
     /// # Example
     /// ```no_run
-    /// # async fn demo(curator: &mut zk_recipes_testing::CuratorDiscovery) -> zk_recipes_interop::Result<()> {
+    /// # async fn demo(curator: &mut zk_recipes_interop::CuratorDiscovery) -> zk_recipes_interop::Result<()> {
     /// let watch = curator.watch_cache("orders").await?;
     /// println!("{} instances in {} bytes of heap", watch.instances, watch.heap_bytes);
     /// // ... change the instances ...
@@ -262,7 +262,7 @@ impl CuratorDiscovery {
     ///
     /// # Example
     /// ```no_run
-    /// # async fn demo(curator: &mut zk_recipes_testing::CuratorDiscovery) -> zk_recipes_interop::Result<()> {
+    /// # async fn demo(curator: &mut zk_recipes_interop::CuratorDiscovery) -> zk_recipes_interop::Result<()> {
     /// curator.watch_cache("orders").await?;
     /// let arrivals = curator.cache_arrivals("orders").await?;
     /// assert!(arrivals.is_empty(), "nothing changed yet");

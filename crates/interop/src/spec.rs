@@ -28,7 +28,7 @@ impl CuratorServiceType {
     /// The name Curator writes in `serviceType`, e.g. `"DYNAMIC"`.
     ///
     /// ```
-    /// use zk_recipes_testing::CuratorServiceType;
+    /// use zk_recipes_interop::CuratorServiceType;
     /// assert_eq!(CuratorServiceType::DynamicSequential.as_str(), "DYNAMIC_SEQUENTIAL");
     /// ```
     pub fn as_str(self) -> &'static str {
