@@ -77,7 +77,8 @@ impl CacheBuilder {
     }
 
     /// Starts the cache: a background task sets the persistent watch, loads the tree, sends
-    /// [`CacheEvent::Initialized`], then follows every change. Needs a tokio runtime.
+    /// [`CacheEvent::Initialized`](crate::CacheEvent::Initialized), then follows every change.
+    /// Needs a tokio runtime.
     ///
     /// # Errors
     /// An invalid root path or a load concurrency of 0, before anything is sent.

@@ -82,9 +82,10 @@ impl CuratorDiscoveryBuilder {
     /// thread) and waits until its `ServiceDiscovery` has started.
     ///
     /// # Errors
-    /// As [`CuratorProcess::spawn`]; [`TestingError::Timeout`] if it has not started within the
-    /// start timeout; [`TestingError::Io`] if the driver fails (it cannot connect, say), quoting
-    /// its stderr.
+    /// As [`CuratorProcess::spawn`];
+    /// [`TestingError::Timeout`](crate::TestingError::Timeout) if it has not started within the
+    /// start timeout; [`TestingError::Io`](crate::TestingError::Io) if the driver fails (it
+    /// cannot connect, say), quoting its stderr.
     ///
     /// # Cancel safety
     /// Cancelling drops the JVM being started, which is SIGKILLed: its session ends when the
