@@ -55,7 +55,8 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use zk_recipes::discovery::{ServiceCacheEvent, ServiceDiscovery, ServiceInstance, UriSpec};
 use zk_recipes::framework::zookeeper_client::{AddWatchMode, Client, EventType};
 use zk_recipes::framework::Framework;
-use zk_recipes_testing::{CuratorDiscovery, Jit};
+use zk_recipes_interop::CuratorDiscovery;
+use zk_recipes_testing::Jit;
 
 mod support;
 

@@ -81,20 +81,17 @@ struct Measured {
     writes: u64,
 }
 
-/// A small deterministic generator (xorshift64*), one per client.
-struct Coin(u64);
+/// A deterministic coin, one per client (seeded, so runs compare).
+struct Coin(fastrand::Rng);
 
 impl Coin {
     fn new(seed: u64) -> Self {
-        Coin(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+        Coin(fastrand::Rng::with_seed(seed))
     }
 
     /// True with probability `percent` %.
     fn flip(&mut self, percent: u32) -> bool {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) % 100 < u64::from(percent)
+        self.0.u32(0..100) < percent
     }
 }
 

@@ -39,11 +39,12 @@ use zk_recipes::discovery::{
 };
 use zk_recipes::framework::retry::ExponentialBackoffRetry;
 use zk_recipes::framework::{Deadline, Framework};
-use zk_recipes_test_support::{lost_then_reconnected, session_of};
-use zk_recipes_testing::{
+use zk_recipes_interop::{
     CuratorCachedInstances, CuratorDiscovery, CuratorInstanceSpec, CuratorProviderStrategy,
-    CuratorServiceType, FaultProxy,
+    CuratorServiceType,
 };
+use zk_recipes_test_support::{lost_then_reconnected, session_of};
+use zk_recipes_testing::FaultProxy;
 
 /// How long a JVM start (with the driver's first compile) may take.
 const JVM_START: Duration = Duration::from_secs(90);

@@ -91,8 +91,8 @@ async fn run_rust_side(
             (lock_path.to_owned(), marker_dir.to_owned(), counter_path.to_owned());
         tasks.push(tokio::spawn(async move {
             let mut tally = RustTally::default();
-            // A small deterministic generator for the read/write mix (seeded per contender).
-            let mut seed = 2000 + index as u64;
+            // A deterministic read/write mix (seeded per contender).
+            let mut rng = fastrand::Rng::with_seed(2000 + index as u64);
             for _ in 0..ITERATIONS {
                 match side {
                     RustSide::Mutex(layout) => {
@@ -105,11 +105,10 @@ async fn run_rust_side(
                         tally.writes += 1;
                     }
                     RustSide::KazooRw { write_percent } => {
-                        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                         let lock = RwLock::kazoo(&framework, &lock_path)
                             .expect("rwlock")
                             .node_data(format!("rust-{index}"));
-                        if (seed >> 33) % 100 < write_percent {
+                        if rng.u64(0..100) < write_percent {
                             let guard = lock.write_timeout(STEP).await.expect("write");
                             tally.violations +=
                                 exclusive_section(&framework, &marker_dir, &counter_path).await;

@@ -204,15 +204,12 @@ impl Tally {
     }
 }
 
-/// xorshift64*, so the Rust side's read/write choice is reproducible without a dependency.
-struct Choice(u64);
+/// The Rust side's read/write choice, seeded so a run is reproducible.
+struct Choice(fastrand::Rng);
 
 impl Choice {
     fn write(&mut self) -> bool {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) % 100 < u64::from(WRITE_PERCENT)
+        self.0.u32(0..100) < WRITE_PERCENT
     }
 }
 
@@ -241,7 +238,7 @@ async fn rust_contender(
     locking: bool,
 ) -> Tally {
     let lock = RwLock::new(&framework, &lock_path).expect("rwlock");
-    let mut choice = Choice(0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1));
+    let mut choice = Choice(fastrand::Rng::with_seed(index as u64 + 1));
     let mut tally = Tally::default();
     for _ in 0..iterations {
         let write = choice.write();

@@ -4,8 +4,7 @@
 use tracing::{debug, info_span, Instrument};
 use zk_recipes_framework::{local_address, Deadline, Framework, ParentMode, WatchEvent};
 
-use crate::error::{BarrierError, Result};
-use crate::validate_path;
+use crate::error::{validate_path, BarrierError, Result};
 
 /// A barrier: while its node exists, [`wait`](Self::wait) blocks; once the node is removed,
 /// every waiter goes on (Curator's `DistributedBarrier`).

@@ -5,9 +5,8 @@ use tracing::{debug, info_span, Instrument};
 use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{local_address, path, Deadline, Framework, ParentMode, PersistentWatch};
 
-use crate::error::{BarrierError, Result};
+use crate::error::{validate_path, BarrierError, Result};
 use crate::leave::leave_step;
-use crate::validate_path;
 
 /// The name of the node that says "everyone has entered", a child of the barrier path
 /// (Curator's `READY_NODE`).

@@ -1,6 +1,6 @@
-//! The barrier crate's errors.
+//! The barrier crate's errors, and the path check that makes one before anything is sent.
 
-use zk_recipes_framework::Error as FrameworkError;
+use zk_recipes_framework::{path, Error as FrameworkError};
 
 /// A `Result` with a [`BarrierError`].
 ///
@@ -84,5 +84,38 @@ impl BarrierError {
     /// Whether the caller's deadline passed (Curator's `false` from a timed wait).
     pub fn is_timeout(&self) -> bool {
         matches!(self, Self::Framework(FrameworkError::Timeout { .. }))
+    }
+}
+
+/// Checks a barrier path before anything is sent.
+pub(crate) fn validate_path(barrier_path: &str) -> Result<()> {
+    path::validate(barrier_path).map_err(|reason| {
+        BarrierError::Framework(FrameworkError::InvalidPath { path: barrier_path.to_owned(), reason })
+    })?;
+    if barrier_path == "/" {
+        return Err(BarrierError::InvalidPath {
+            path: barrier_path.to_owned(),
+            reason: "the root cannot be a barrier",
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_checked_before_anything_is_sent() {
+        assert!(validate_path("/a/b").is_ok());
+        assert!(matches!(validate_path("/"), Err(BarrierError::InvalidPath { .. })));
+        assert!(matches!(
+            validate_path("a/b"),
+            Err(BarrierError::Framework(FrameworkError::InvalidPath { .. }))
+        ));
+        assert!(matches!(
+            validate_path("/a/"),
+            Err(BarrierError::Framework(FrameworkError::InvalidPath { .. }))
+        ));
     }
 }

@@ -46,22 +46,6 @@ pub use barrier::DistributedBarrier;
 pub use double::{DistributedDoubleBarrier, Entered, READY_NODE};
 pub use error::{BarrierError, Result};
 
-use zk_recipes_framework::{path, Error as FrameworkError};
-
-/// Checks a barrier path before anything is sent.
-fn validate_path(barrier_path: &str) -> Result<()> {
-    path::validate(barrier_path).map_err(|reason| {
-        BarrierError::Framework(FrameworkError::InvalidPath { path: barrier_path.to_owned(), reason })
-    })?;
-    if barrier_path == "/" {
-        return Err(BarrierError::InvalidPath {
-            path: barrier_path.to_owned(),
-            reason: "the root cannot be a barrier",
-        });
-    }
-    Ok(())
-}
-
 /// The double barrier's leave order as a pure function, without I/O: the code the barrier runs and
 /// the models in the repository's `crates/model` check. Not part of the stable API.
 #[doc(hidden)]
@@ -81,19 +65,5 @@ mod tests {
         assert_send_sync::<DistributedDoubleBarrier>();
         assert_send_sync::<Entered>();
         assert_send_sync::<BarrierError>();
-    }
-
-    #[test]
-    fn paths_are_checked_before_anything_is_sent() {
-        assert!(validate_path("/a/b").is_ok());
-        assert!(matches!(validate_path("/"), Err(BarrierError::InvalidPath { .. })));
-        assert!(matches!(
-            validate_path("a/b"),
-            Err(BarrierError::Framework(FrameworkError::InvalidPath { .. }))
-        ));
-        assert!(matches!(
-            validate_path("/a/"),
-            Err(BarrierError::Framework(FrameworkError::InvalidPath { .. }))
-        ));
     }
 }

@@ -1,34 +1,19 @@
-//! The cache handle, its builder, and the shared state its worker keeps.
+//! The cache handle and its builder.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
-use tokio::sync::{mpsc, watch};
 use zk_recipes_framework::{path, Deadline, Framework};
 
 use crate::error::{CacheError, Result};
-use crate::event::{CacheEvent, CacheEvents};
-use crate::store::{CachedNode, Store};
+use crate::event::CacheEvents;
+use crate::node::CachedNode;
+use crate::settings::Settings;
+use crate::shared::Shared;
 use crate::worker;
 
 /// How many reads a (re)load keeps in flight by default.
 pub const DEFAULT_LOAD_CONCURRENCY: usize = 256;
-
-/// Which nodes a cache keeps: `true` to keep the node at this full path (and look below it).
-///
-/// [`CacheBuilder::filter`] takes the function itself; this is the shape it is kept in.
-///
-/// ```
-/// use std::sync::Arc;
-/// use zk_recipes_cache::PathFilter;
-///
-/// let skip_drafts: PathFilter = Arc::new(|path: &str| !path.ends_with("/drafts"));
-/// assert!(skip_drafts("/docs/published"));
-/// assert!(!skip_drafts("/docs/drafts"));
-/// ```
-pub type PathFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// Configures a [`Cache`] ([`Cache::builder`]).
 ///
@@ -54,55 +39,6 @@ pub struct CacheBuilder {
     framework: Framework,
     root: String,
     pub(crate) settings: Settings,
-}
-
-/// What the worker needs to know besides the framework and the shared state.
-#[derive(Clone)]
-pub(crate) struct Settings {
-    pub(crate) root: String,
-    pub(crate) subtree: bool,
-    pub(crate) with_data: bool,
-    pub(crate) compressed: bool,
-    pub(crate) filter: Option<PathFilter>,
-    pub(crate) load_concurrency: usize,
-}
-
-impl Settings {
-    /// Whether the node at `node_path` belongs in the cache: the root, or (for a subtree
-    /// cache) a node below it that the filter keeps, along with all its ancestors below the root.
-    pub(crate) fn keeps(&self, node_path: &str) -> bool {
-        if node_path == self.root {
-            return self.filter.as_ref().is_none_or(|filter| filter(node_path));
-        }
-        if !self.subtree || !is_below(node_path, &self.root) {
-            return false;
-        }
-        let Some(filter) = &self.filter else { return true };
-        if !filter(&self.root) {
-            return false;
-        }
-        // Each ancestor below the root, then the node itself.
-        let start = if self.root == "/" { 1 } else { self.root.len() + 1 };
-        let mut end = start;
-        while let Some(slash) = node_path[end..].find('/') {
-            end += slash;
-            if !filter(&node_path[..end]) {
-                return false;
-            }
-            end += 1;
-        }
-        filter(node_path)
-    }
-}
-
-fn is_below(node_path: &str, root: &str) -> bool {
-    if root == "/" {
-        node_path != "/"
-    } else {
-        node_path.len() > root.len() + 1
-            && node_path.starts_with(root)
-            && node_path.as_bytes()[root.len()] == b'/'
-    }
 }
 
 impl CacheBuilder {
@@ -141,7 +77,8 @@ impl CacheBuilder {
     }
 
     /// Starts the cache: a background task sets the persistent watch, loads the tree, sends
-    /// [`CacheEvent::Initialized`], then follows every change. Needs a tokio runtime.
+    /// [`CacheEvent::Initialized`](crate::CacheEvent::Initialized), then follows every change.
+    /// Needs a tokio runtime.
     ///
     /// # Errors
     /// An invalid root path or a load concurrency of 0, before anything is sent.
@@ -155,12 +92,7 @@ impl CacheBuilder {
         if self.settings.load_concurrency == 0 {
             return Err(CacheError::InvalidArgument("load concurrency must be at least 1".into()));
         }
-        let (initialized, _) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            state: RwLock::new(State { store: Store::default(), subscribers: Vec::new() }),
-            initialized,
-            failed: watch::channel(None).0,
-        });
+        let shared = Arc::new(Shared::new());
         let task = tokio::spawn(worker::run(self.framework, Arc::clone(&shared), self.settings));
         Ok(Cache { root: self.root, shared, task: Some(task) })
     }
@@ -175,54 +107,6 @@ impl fmt::Debug for CacheBuilder {
             .field("compressed", &self.settings.compressed)
             .field("filtered", &self.settings.filter.is_some())
             .finish_non_exhaustive()
-    }
-}
-
-/// The state the cache's handle and worker share.
-pub(crate) struct Shared {
-    pub(crate) state: RwLock<State>,
-    pub(crate) initialized: watch::Sender<bool>,
-    /// Why the worker stopped for good before its first load (a server that cannot do what the
-    /// cache needs), for [`Cache::initialized`].
-    pub(crate) failed: watch::Sender<Option<zk_recipes_framework::Error>>,
-}
-
-pub(crate) struct State {
-    pub(crate) store: Store,
-    subscribers: Vec<mpsc::UnboundedSender<CacheEvent>>,
-}
-
-impl Shared {
-    /// Applies reads to the store and tells every subscriber what changed, under one lock, so a
-    /// subscriber never sees a change twice or misses one.
-    pub(crate) fn apply(&self, change: impl FnOnce(&mut Store, &mut Vec<CacheEvent>)) -> usize {
-        let mut events = Vec::new();
-        let mut state = self.state.write();
-        change(&mut state.store, &mut events);
-        state.publish(&events);
-        events.len()
-    }
-
-    pub(crate) fn replace_all(&self, fresh: BTreeMap<String, CachedNode>) -> usize {
-        self.apply(|store, events| store.replace_all(fresh, events))
-    }
-
-    pub(crate) fn mark_initialized(&self) {
-        let mut state = self.state.write();
-        if !*self.initialized.borrow() {
-            self.initialized.send_replace(true);
-            state.publish(&[CacheEvent::Initialized]);
-        }
-    }
-}
-
-impl State {
-    fn publish(&mut self, events: &[CacheEvent]) {
-        if events.is_empty() {
-            return;
-        }
-        self.subscribers
-            .retain(|subscriber| events.iter().all(|event| subscriber.send(event.clone()).is_ok()));
     }
 }
 
@@ -340,16 +224,7 @@ impl Cache {
     /// Subscribes to the cache's events: first what it holds now (a `Created` per node, then
     /// `Initialized` if the first load is done), then every change after that, none missed.
     pub fn events(&self) -> CacheEvents {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let mut state = self.shared.state.write();
-        for (path, node) in state.store.iter() {
-            let _ = sender.send(CacheEvent::Created { path: path.clone(), node: node.clone() });
-        }
-        if *self.shared.initialized.borrow() {
-            let _ = sender.send(CacheEvent::Initialized);
-        }
-        state.subscribers.push(sender);
-        CacheEvents { receiver }
+        CacheEvents { receiver: self.shared.subscribe() }
     }
 
     /// Stops the cache and waits for its task to end (its watch removed). Dropping the cache
@@ -381,51 +256,5 @@ impl fmt::Debug for Cache {
             .field("nodes", &self.len())
             .field("initialized", &self.is_initialized())
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn settings(root: &str, filter: Option<PathFilter>) -> Settings {
-        Settings {
-            root: root.into(),
-            subtree: true,
-            with_data: true,
-            compressed: false,
-            filter,
-            load_concurrency: 1,
-        }
-    }
-
-    #[test]
-    fn a_subtree_cache_keeps_its_root_and_what_is_below_it_only() {
-        let settings = settings("/app", None);
-        assert!(settings.keeps("/app"));
-        assert!(settings.keeps("/app/a/b"));
-        assert!(!settings.keeps("/apple"));
-        assert!(!settings.keeps("/"));
-        let root = self::settings("/", None);
-        assert!(root.keeps("/") && root.keeps("/x/y"));
-    }
-
-    #[test]
-    fn a_filtered_out_node_hides_its_whole_subtree() {
-        let settings = settings("/app", Some(Arc::new(|path: &str| !path.ends_with("/private"))));
-        assert!(settings.keeps("/app/public/x"));
-        assert!(!settings.keeps("/app/private"));
-        assert!(!settings.keeps("/app/private/x/y"));
-        let from_root = self::settings("/", Some(Arc::new(|path: &str| path != "/hidden")));
-        assert!(!from_root.keeps("/hidden/child"));
-        assert!(from_root.keeps("/shown/child"));
-    }
-
-    #[test]
-    fn a_single_node_cache_keeps_only_its_node() {
-        let mut settings = settings("/app", None);
-        settings.subtree = false;
-        assert!(settings.keeps("/app"));
-        assert!(!settings.keeps("/app/child"));
     }
 }

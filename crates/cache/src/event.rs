@@ -6,7 +6,7 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use tokio::sync::mpsc;
 
-use crate::store::CachedNode;
+use crate::node::CachedNode;
 
 /// A change to the cache (Curator's `CuratorCacheListener` types).
 ///

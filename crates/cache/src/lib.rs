@@ -52,13 +52,17 @@
 mod cache;
 mod error;
 mod event;
+mod node;
+mod settings;
+mod shared;
 mod store;
 mod worker;
 
-pub use cache::{Cache, CacheBuilder, PathFilter, DEFAULT_LOAD_CONCURRENCY};
+pub use cache::{Cache, CacheBuilder, DEFAULT_LOAD_CONCURRENCY};
 pub use error::{CacheError, Result};
 pub use event::{CacheEvent, CacheEvents};
-pub use store::CachedNode;
+pub use node::CachedNode;
+pub use settings::PathFilter;
 
 #[cfg(test)]
 mod send_sync {

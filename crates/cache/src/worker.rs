@@ -21,8 +21,9 @@ use zk_recipes_framework::{
     path, Deadline, Error as FrameworkError, Framework, WatchEvent, DEFAULT_OPERATION_TIMEOUT,
 };
 
-use crate::cache::{Settings, Shared};
-use crate::store::CachedNode;
+use crate::node::CachedNode;
+use crate::settings::Settings;
+use crate::shared::Shared;
 
 /// Reads of changed nodes in flight at most; past it, watch events wait.
 const MAX_READS_IN_FLIGHT: usize = 1024;

@@ -18,9 +18,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Cli, Command};
-
-/// The exit code of a read command whose answer is "no": not held, no leader, empty.
-pub const EXIT_NO: u8 = 3;
+use output::EXIT_NO;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

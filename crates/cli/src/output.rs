@@ -1,11 +1,14 @@
 //! Printing a view: an aligned table for people, one JSON document with `--json`.
 
 use serde::Serialize;
+use time::{OffsetDateTime, PrimitiveDateTime};
 use zk_recipes_framework::path;
 
 use crate::inspect::{LeaderView, LockView, NodeRow, QueueView, SemaphoreView, TreeView};
 use crate::services::{ServiceInstancesView, ServicesView};
-use crate::EXIT_NO;
+
+/// The exit code of a read command whose answer is "no": not held, no leader, empty.
+pub const EXIT_NO: u8 = 3;
 
 /// A read command's answer.
 pub trait View {
@@ -333,27 +336,22 @@ impl View for ServiceInstancesView {
     }
 }
 
-/// Milliseconds since the Unix epoch as an ISO 8601 UTC time: `2023-11-14T22:13:20.123Z`.
+/// Milliseconds since the Unix epoch as an ISO 8601 UTC time: `2023-11-14T22:13:20.123Z` (clamped
+/// to the years 0000 to 9999).
 fn utc(epoch_ms: i64) -> String {
-    let (seconds, millis) = (epoch_ms.div_euclid(1000), epoch_ms.rem_euclid(1000));
-    let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    let (hour, minute, second) = (second_of_day / 3600, second_of_day % 3600 / 60, second_of_day % 60);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let shifted = days + 719_468; // days since 0000-03-01
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let time = OffsetDateTime::from_unix_timestamp_nanos(i128::from(epoch_ms) * 1_000_000).unwrap_or(
+        if epoch_ms < 0 { PrimitiveDateTime::MIN.assume_utc() } else { PrimitiveDateTime::MAX.assume_utc() },
+    );
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        time.year(),
+        u8::from(time.month()),
+        time.day(),
+        time.hour(),
+        time.minute(),
+        time.second(),
+        time.millisecond()
+    )
 }
 
 #[cfg(test)]

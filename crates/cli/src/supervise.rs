@@ -15,7 +15,7 @@ use zk_recipes_mutex::{Hold, Mutex};
 use zk_recipes_semaphore::Semaphore;
 
 use crate::args::HoldOptions;
-use crate::EXIT_NO;
+use crate::output::EXIT_NO;
 
 /// The exit code when the hold was lost and the command stopped.
 const EXIT_LOST: u8 = 1;

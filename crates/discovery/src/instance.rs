@@ -6,7 +6,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::address::default_address;
-use crate::uri_spec::UriSpec;
+use crate::uri_spec::{
+    UriSpec, FIELD_ADDRESS, FIELD_CLOSE_BRACE, FIELD_ID, FIELD_NAME, FIELD_OPEN_BRACE, FIELD_PORT,
+    FIELD_REGISTRATION_TIME_UTC, FIELD_SCHEME, FIELD_SERVICE_TYPE, FIELD_SSL_PORT,
+};
 
 /// How an instance's node lives (Curator's `ServiceType`, written as `"DYNAMIC"` etc.).
 ///
@@ -353,4 +356,98 @@ impl<P> ServiceInstanceBuilder<P> {
 
 fn now_utc_millis() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|since| since.as_millis() as i64).unwrap_or(0)
+}
+
+/// Resolving a spec needs an instance's fields, so it lives beside the instance.
+impl UriSpec {
+    /// The URI for `instance` (Curator's `build(serviceInstance)`, and the instance's
+    /// `buildUriSpec()`).
+    pub fn resolve<P>(&self, instance: &ServiceInstance<P>) -> String {
+        self.resolve_with(Some(instance), &HashMap::new())
+    }
+
+    /// The URI with the instance's variables (if any), overridden by `variables` (Curator's
+    /// `build(serviceInstance, variables)`; without an instance, `build(variables)`).
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use zk_recipes_discovery::{ServiceInstance, UriSpec};
+    ///
+    /// let spec = UriSpec::parse("{scheme}://{address}:{port}{path}")?;
+    /// let variables = HashMap::from([("path".to_owned(), "/health".to_owned())]);
+    /// assert_eq!(spec.resolve_with::<()>(None, &variables), "http://:/health");
+    /// let instance = ServiceInstance::builder("api").address("h").port(80).build();
+    /// assert_eq!(spec.resolve_with(Some(&instance), &variables), "http://h:80/health");
+    /// # Ok::<(), zk_recipes_discovery::DiscoveryError>(())
+    /// ```
+    pub fn resolve_with<P>(
+        &self,
+        instance: Option<&ServiceInstance<P>>,
+        variables: &HashMap<String, String>,
+    ) -> String {
+        let mut known: HashMap<&str, String> = HashMap::new();
+        known.insert(FIELD_OPEN_BRACE, "{".into());
+        known.insert(FIELD_CLOSE_BRACE, "}".into());
+        known.insert(FIELD_SCHEME, "http".into());
+        if let Some(instance) = instance {
+            let number = |value: Option<i32>| value.map(|value| value.to_string()).unwrap_or_default();
+            known.insert(FIELD_NAME, instance.name.clone());
+            known.insert(FIELD_ID, instance.id.clone());
+            known.insert(FIELD_ADDRESS, instance.address.clone().unwrap_or_default());
+            known.insert(FIELD_PORT, number(instance.port));
+            known.insert(FIELD_SSL_PORT, number(instance.ssl_port));
+            known.insert(FIELD_REGISTRATION_TIME_UTC, instance.registration_time_utc.to_string());
+            known.insert(FIELD_SERVICE_TYPE, instance.service_type.wire_name().to_lowercase());
+            if instance.ssl_port.is_some() {
+                known.insert(FIELD_SCHEME, "https".into());
+            }
+        }
+        let mut uri = String::new();
+        for part in self.parts() {
+            if !part.variable {
+                uri.push_str(&part.value);
+            } else if let Some(value) = variables.get(&part.value) {
+                uri.push_str(value);
+            } else if let Some(value) = known.get(part.value.as_str()) {
+                uri.push_str(value);
+            }
+        }
+        uri
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolving_matches_curators_build() {
+        // What Curator 5.4's buildUriSpec() returned for the same instances.
+        let spec = UriSpec::parse(
+            "{scheme}://{address}:{ssl-port}/x/{name}/{id}?t={registration-time-utc}&s={service-type}&{[}lit{]}",
+        )
+        .expect("spec");
+        let instance = ServiceInstance::builder("worker")
+            .id("id-3")
+            .address("10.0.0.9")
+            .registration_time_utc(1_700_000_000_123)
+            .service_type(ServiceType::DynamicSequential)
+            .build();
+        assert_eq!(
+            spec.resolve(&instance),
+            "http://10.0.0.9:/x/worker/id-3?t=1700000000123&s=dynamic_sequential&{lit}"
+        );
+        let secure = ServiceInstance::builder("api").address("10.0.0.8").port(8080).ssl_port(8443).build();
+        assert_eq!(
+            UriSpec::parse("{scheme}://{address}:{port}").expect("spec").resolve(&secure),
+            "https://10.0.0.8:8080"
+        );
+        let none = UriSpec::parse("{scheme}://{address}:{port}").expect("spec");
+        assert_eq!(none.resolve_with::<()>(None, &HashMap::new()), "http://:");
+        let spaced = UriSpec::parse("{scheme}://{ address }:{port}/{}{ }{unknown}x").expect("spec");
+        let plain = ServiceInstance::builder("api").address("10.0.0.7").port(8080).build();
+        assert_eq!(spaced.resolve(&plain), "http://10.0.0.7:8080/x");
+        let overridden = HashMap::from([("scheme".to_owned(), "grpc".to_owned())]);
+        assert_eq!(none.resolve_with(Some(&secure), &overridden), "grpc://10.0.0.8:8080");
+    }
 }

@@ -1,43 +1,13 @@
 //! [`HeldLease`]: a lease we hold, until its end, a renew, or a release.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 
 use crate::error::{LeaseError, Result};
-use crate::lease::{Lease, LeaseLayout};
-use crate::{kazoo, native};
-
-/// Why a held lease can no longer be trusted ([`HeldLease::lost`]).
-///
-/// ```
-/// use zk_recipes_lease::LostReason;
-/// assert_ne!(LostReason::Expired, LostReason::Gone);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LostReason {
-    /// Its duration ran out by our clock before a renew extended it: from now on another holder
-    /// may take it.
-    Expired,
-    /// A renew or release found it deleted or another holder's.
-    Gone,
-}
-
-/// Where a held lease stands: written by renew, read by everything else.
-#[derive(Debug, Clone)]
-pub(crate) struct HeldState {
-    /// Until when the lease is ours, by our monotonic clock.
-    pub(crate) valid_until: Instant,
-    /// The record's `czxid`.
-    pub(crate) fencing_token: i64,
-    /// The record's data as we last wrote it.
-    pub(crate) data: Vec<u8>,
-    /// kazoo layout: the end we wrote (UTC, whole seconds).
-    pub(crate) end: Option<SystemTime>,
-    /// Set once a renew found the lease gone.
-    pub(crate) lost: Option<LostReason>,
-}
+use crate::layout::LeaseLayout;
+use crate::state::{HeldState, LeaseConfig, LostReason};
 
 /// A lease we hold: ours until [`valid_until`](Self::valid_until), which
 /// [`renew`](Self::renew) moves on; given back early by [`release`](Self::release).
@@ -63,7 +33,8 @@ pub(crate) struct HeldState {
 #[must_use = "a lease held stays taken until it ends; keep it to watch lost(), renew or release it"]
 #[derive(Debug)]
 pub struct HeldLease {
-    pub(crate) lease: Lease,
+    pub(crate) config: Arc<LeaseConfig>,
+    pub(crate) layout: LeaseLayout,
     pub(crate) slot: Option<u32>,
     pub(crate) state: watch::Sender<HeldState>,
     /// One renew or release at a time.
@@ -71,23 +42,18 @@ pub struct HeldLease {
 }
 
 impl HeldLease {
-    pub(crate) fn new(lease: &Lease, state: HeldState) -> Self {
-        Self {
-            lease: lease.clone(),
-            slot: None,
-            state: watch::Sender::new(state),
-            writing: Default::default(),
-        }
+    pub(crate) fn new(config: Arc<LeaseConfig>, layout: LeaseLayout, state: HeldState) -> Self {
+        Self { config, layout, slot: None, state: watch::Sender::new(state), writing: Default::default() }
     }
 
     /// The lease's path (for a [`MultiLease`](crate::MultiLease), the path of the slot we hold).
     pub fn path(&self) -> &str {
-        self.lease.path()
+        &self.config.path
     }
 
     /// Our holder identifier.
     pub fn identifier(&self) -> &str {
-        self.lease.identifier()
+        &self.config.identifier
     }
 
     /// Which lease of a [`MultiLease`](crate::MultiLease) we hold (`<path>/<slot>`); `None` for a
@@ -182,10 +148,7 @@ impl HeldLease {
         if Instant::now() >= state.valid_until {
             return Err(LeaseError::Expired { path: self.path().to_owned() });
         }
-        let renewed = match self.lease.layout() {
-            LeaseLayout::Kazoo => kazoo::renew(&self.lease, &state).await,
-            _ => native::renew(&self.lease, &state).await,
-        };
+        let renewed = self.layout.renew(&self.config, &state).await;
         match renewed {
             Ok(renewed) => {
                 self.state.send_replace(renewed);
@@ -220,9 +183,6 @@ impl HeldLease {
         if state.lost.is_some() {
             return Ok(());
         }
-        match self.lease.layout() {
-            LeaseLayout::Kazoo => kazoo::release(&self.lease, &state).await,
-            _ => native::release(&self.lease, &state).await,
-        }
+        self.layout.release(&self.config, &state).await
     }
 }

@@ -1,9 +1,12 @@
 //! Who holds a lease, and how each layout writes it: kazoo's JSON (as Python's `json.dumps` prints
 //! it, byte for byte) and the native layout's.
 
+use std::io;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use serde_json::ser::Formatter;
+use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time};
 
 /// Who holds a lease, as read from the server ([`Lease::holder`](crate::Lease::holder), or in a
 /// [`LeaseError::Held`](crate::LeaseError::Held)).
@@ -34,12 +37,23 @@ pub struct LeaseHolder {
 /// kazoo's format version (`NonBlockingLease._version`).
 pub(crate) const KAZOO_VERSION: i64 = 1;
 
-/// kazoo's `_date_format`, `%Y-%m-%dT%H:%M:%S`, UTC: `secs` seconds after the epoch.
+/// kazoo's `_date_format`, `%Y-%m-%dT%H:%M:%S`, UTC: `secs` seconds after the epoch (clamped to
+/// the years 0000 to 9999, which the format can show).
 pub(crate) fn format_utc(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let in_day = secs.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}", in_day / 3600, in_day / 60 % 60, in_day % 60)
+    let time = OffsetDateTime::from_unix_timestamp(secs).unwrap_or(if secs < 0 {
+        PrimitiveDateTime::MIN.assume_utc()
+    } else {
+        PrimitiveDateTime::MAX.assume_utc()
+    });
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+        time.year(),
+        u8::from(time.month()),
+        time.day(),
+        time.hour(),
+        time.minute(),
+        time.second()
+    )
 }
 
 /// Reads kazoo's `%Y-%m-%dT%H:%M:%S` (as `strptime` does, fields of one or two digits after a
@@ -48,7 +62,7 @@ pub(crate) fn parse_utc(text: &str) -> Option<i64> {
     let (date, time) = text.split_once('T')?;
     let mut date_fields = date.split('-');
     let mut time_fields = time.split(':');
-    let field = |text: Option<&str>, max_len: usize| -> Option<i64> {
+    let field = |text: Option<&str>, max_len: usize| -> Option<u16> {
         let text = text?;
         (!text.is_empty() && text.len() <= max_len && text.bytes().all(|byte| byte.is_ascii_digit()))
             .then(|| text.parse().ok())
@@ -63,45 +77,11 @@ pub(crate) fn parse_utc(text: &str) -> Option<i64> {
     if date_fields.next().is_some() || time_fields.next().is_some() {
         return None;
     }
-    let valid = (1..=12).contains(&month)
-        && (1..=days_in_month(year, month)).contains(&day)
-        && hour < 24
-        && minute < 60
-        && second < 60;
-    valid.then(|| days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second)
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-/// The date of a day since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let days = days + 719_468;
-    let era = days.div_euclid(146_097);
-    let day_of_era = days - era * 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let small = |value: u16| u8::try_from(value).ok();
+    let date =
+        Date::from_calendar_date(i32::from(year), Month::try_from(small(month)?).ok()?, small(day)?).ok()?;
+    let time = Time::from_hms(small(hour)?, small(minute)?, small(second)?).ok()?;
+    Some(PrimitiveDateTime::new(date, time).assume_utc().unix_timestamp())
 }
 
 /// Microseconds after the epoch of `time` (negative before it), as Python's `datetime` counts.
@@ -120,42 +100,65 @@ pub(crate) fn from_epoch_secs(secs: i64) -> SystemTime {
     }
 }
 
-/// A string as Python's `json.dumps` writes it (`ensure_ascii=True`): `"` and `\` escaped, `\b
-/// \f \n \r \t` by name, every other character outside `' '..='~'` as `\uxxxx` (lowercase hex,
-/// UTF-16: a surrogate pair beyond the BMP).
-pub(crate) fn python_json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for character in text.chars() {
-        match character {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(character),
-            _ => {
+/// serde_json's output as Python's `json.dumps` writes it (`ensure_ascii=True`, the default
+/// separators): `", "` between members, `": "` after a key, and every character outside
+/// `' '..='~'` that serde_json leaves as it is escaped as `\uxxxx` (lowercase hex, UTF-16: a
+/// surrogate pair beyond the BMP). serde_json already escapes `"`, `\`, `\b \f \n \r \t` by
+/// name and other control characters as `\u00xx`, as Python does.
+struct PythonFormatter;
+
+impl Formatter for PythonFormatter {
+    fn begin_object_key<W: ?Sized + io::Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        writer.write_all(b": ")
+    }
+
+    fn begin_array_value<W: ?Sized + io::Write>(&mut self, writer: &mut W, first: bool) -> io::Result<()> {
+        self.begin_object_key(writer, first)
+    }
+
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        for character in fragment.chars() {
+            if (' '..='~').contains(&character) {
+                writer.write_all(&[character as u8])?;
+            } else {
                 let mut units = [0u16; 2];
                 for unit in character.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
+                    write!(writer, "\\u{unit:04x}")?;
                 }
             }
         }
+        Ok(())
     }
-    out.push('"');
-    out
+}
+
+/// kazoo's record as `NonBlockingLease` writes it, its keys in kazoo's order.
+#[derive(Serialize)]
+struct KazooWrite<'a> {
+    version: i64,
+    holder: &'a str,
+    end: String,
 }
 
 /// kazoo's `lease_holder` data: `json.dumps({"version": 1, "holder": ident, "end": end})`, UTF-8.
 pub(crate) fn kazoo_encode(identifier: &str, end_secs: i64) -> Vec<u8> {
-    format!(
-        "{{\"version\": {KAZOO_VERSION}, \"holder\": {}, \"end\": {}}}",
-        python_json_string(identifier),
-        python_json_string(&format_utc(end_secs))
-    )
-    .into_bytes()
+    let record = KazooWrite { version: KAZOO_VERSION, holder: identifier, end: format_utc(end_secs) };
+    let mut data = Vec::new();
+    record
+        .serialize(&mut serde_json::Serializer::with_formatter(&mut data, PythonFormatter))
+        .expect("a record of strings and a number always serializes");
+    data
 }
 
 /// What kazoo's `lease_holder` says, read as kazoo reads it.
@@ -234,7 +237,10 @@ mod tests {
             String::from_utf8(kazoo_encode("h\"é😀\u{7f}\n", 1_795_813_509)).unwrap(),
             r#"{"version": 1, "holder": "h\"\u00e9\ud83d\ude00\u007f\n", "end": "2026-11-27T21:05:09"}"#
         );
-        assert_eq!(python_json_string("a\\b\u{1}\t"), r#""a\\b\u0001\t""#);
+        assert_eq!(
+            String::from_utf8(kazoo_encode("a\\b\u{1}\t", 0)).unwrap(),
+            r#"{"version": 1, "holder": "a\\b\u0001\t", "end": "1970-01-01T00:00:00"}"#
+        );
     }
 
     #[test]

@@ -8,17 +8,19 @@ use zk_recipes_framework::{path, Deadline, NodeData, TransactionOp, TransactionR
 use zk_recipes_mutex::{Hold, MutexGuard};
 
 use crate::error::{LeaseError, Result};
-use crate::held::{HeldLease, HeldState};
 use crate::holder::{
     self, epoch_micros, from_epoch_secs, kazoo_decode, kazoo_encode, KazooRecord, LeaseHolder,
 };
-use crate::lease::{Lease, KAZOO_LEASE_HOLDER};
+use crate::state::{HeldState, LeaseConfig};
+
+/// The name of kazoo's lease record under the lease path.
+pub const KAZOO_LEASE_HOLDER: &str = "lease_holder";
 
 /// How long reading back a write whose reply was lost may take.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
-fn holder_path(lease: &Lease) -> String {
-    path::join(&lease.config.path, KAZOO_LEASE_HOLDER)
+fn holder_path(config: &LeaseConfig) -> String {
+    path::join(&config.path, KAZOO_LEASE_HOLDER)
 }
 
 /// The clock readings a lease's end is computed from: our wall clock (what kazoo compares) and the
@@ -47,20 +49,20 @@ impl Now {
     }
 }
 
-async fn read_record(lease: &Lease, deadline: Deadline) -> Result<Option<NodeData>> {
-    match lease.config.framework.get_data(&holder_path(lease), deadline).await {
+async fn read_record(config: &LeaseConfig, deadline: Deadline) -> Result<Option<NodeData>> {
+    match config.framework.get_data(&holder_path(config), deadline).await {
         Ok(read) => Ok(Some(read)),
         Err(err) if err.is_no_node() => Ok(None),
         Err(err) => Err(err.into()),
     }
 }
 
-fn decode(lease: &Lease, data: &[u8]) -> Result<KazooRecord> {
-    kazoo_decode(data).map_err(|reason| LeaseError::Malformed { path: holder_path(lease), reason })
+fn decode(config: &LeaseConfig, data: &[u8]) -> Result<KazooRecord> {
+    kazoo_decode(data).map_err(|reason| LeaseError::Malformed { path: holder_path(config), reason })
 }
 
-pub(crate) async fn acquire(lease: &Lease, lock: MutexGuard, deadline: Deadline) -> Result<HeldLease> {
-    let outcome = take(lease, &lock, deadline).await;
+pub(crate) async fn acquire(config: &LeaseConfig, lock: MutexGuard, deadline: Deadline) -> Result<HeldState> {
+    let outcome = take(config, &lock, deadline).await;
     if let Err(err) = release_lock(lock).await {
         tracing::debug!(%err, "releasing kazoo's lock failed; the framework's cleanup worker deletes its node");
     }
@@ -69,13 +71,12 @@ pub(crate) async fn acquire(lease: &Lease, lock: MutexGuard, deadline: Deadline)
 
 /// kazoo's `_attempt_obtaining`, under its lock: free, ended, or ours by identifier, it becomes
 /// ours.
-async fn take(lease: &Lease, lock: &MutexGuard, deadline: Deadline) -> Result<HeldLease> {
-    let config = &lease.config;
-    let record_path = holder_path(lease);
+async fn take(config: &LeaseConfig, lock: &MutexGuard, deadline: Deadline) -> Result<HeldState> {
+    let record_path = holder_path(config);
     let now = Now::read();
-    let existing = read_record(lease, deadline).await?;
+    let existing = read_record(config, deadline).await?;
     if let Some(read) = &existing {
-        match decode(lease, &read.data)? {
+        match decode(config, &read.data)? {
             KazooRecord::OtherVersion(version) => {
                 return Err(LeaseError::UnknownVersion { path: config.path.clone(), version });
             }
@@ -108,40 +109,37 @@ async fn take(lease: &Lease, lock: &MutexGuard, deadline: Deadline) -> Result<He
     let stat = match lock.write_guarded(&ops, deadline).await {
         Ok(results) => match results.last() {
             Some(TransactionResult::Created { stat, .. }) if !stat.is_invalid() => *stat,
-            _ => record_stat(lease, &data, deadline).await?,
+            _ => record_stat(config, &data, deadline).await?,
         },
         // Sent once, so after a lost reply it may have been applied: read it back.
-        Err(err) if err.is_retryable() || err.is_timeout() => match written(lease, &data).await {
+        Err(err) if err.is_retryable() || err.is_timeout() => match written(config, &data).await {
             Some(stat) => stat,
             None => return Err(err.into()),
         },
         Err(err) => return Err(err.into()),
     };
     tracing::debug!(czxid = stat.czxid, end = %holder::format_utc(end_secs), "kazoo lease taken");
-    Ok(HeldLease::new(
-        lease,
-        HeldState {
-            valid_until: now.until(end_secs),
-            fencing_token: stat.czxid,
-            data,
-            end: Some(from_epoch_secs(end_secs)),
-            lost: None,
-        },
-    ))
+    Ok(HeldState {
+        valid_until: now.until(end_secs),
+        fencing_token: stat.czxid,
+        data,
+        end: Some(from_epoch_secs(end_secs)),
+        lost: None,
+    })
 }
 
 /// The stat of the record we just wrote, for servers that send none in a transaction.
-async fn record_stat(lease: &Lease, data: &[u8], deadline: Deadline) -> Result<Stat> {
-    match read_record(lease, deadline).await? {
+async fn record_stat(config: &LeaseConfig, data: &[u8], deadline: Deadline) -> Result<Stat> {
+    match read_record(config, deadline).await? {
         Some(read) if read.data == data => Ok(read.stat),
-        _ => Err(LeaseError::Lost { path: lease.config.path.clone() }),
+        _ => Err(LeaseError::Lost { path: config.path.clone() }),
     }
 }
 
 /// The stat of the record if it holds exactly `data` (a write whose reply was lost was applied);
 /// `None` if it does not, or if that cannot be read (then the record, if ours, ends at its end).
-async fn written(lease: &Lease, data: &[u8]) -> Option<Stat> {
-    match read_record(lease, Deadline::after(RESOLVE_TIMEOUT)).await {
+async fn written(config: &LeaseConfig, data: &[u8]) -> Option<Stat> {
+    match read_record(config, Deadline::after(RESOLVE_TIMEOUT)).await {
         Ok(Some(read)) if read.data == data => Some(read.stat),
         Ok(_) => None,
         Err(err) => {
@@ -158,24 +156,23 @@ async fn release_lock(lock: MutexGuard) -> Result<()> {
 /// Whether the record is still the one we hold: the same `czxid` (anyone else taking it, kazoo's
 /// renewal included, creates it again) and our identifier. Its end may differ from the one we
 /// last knew, after a renew whose reply was lost or that was cancelled.
-fn is_ours(lease: &Lease, state: &HeldState, read: &NodeData) -> bool {
+fn is_ours(config: &LeaseConfig, state: &HeldState, read: &NodeData) -> bool {
     read.stat.czxid == state.fencing_token
-        && matches!(kazoo_decode(&read.data), Ok(KazooRecord::Current { holder, .. }) if holder == lease.config.identifier)
+        && matches!(kazoo_decode(&read.data), Ok(KazooRecord::Current { holder, .. }) if holder == config.identifier)
 }
 
 /// Takes kazoo's lock, runs `write` with the record if it is still ours, releases the lock.
 async fn while_ours<T>(
-    lease: &Lease,
+    config: &LeaseConfig,
     state: &HeldState,
     write: impl AsyncFnOnce(&MutexGuard, NodeData, Deadline) -> Result<T>,
 ) -> Result<Option<T>> {
-    let config = &lease.config;
     let deadline = Deadline::after(config.timeout);
     let mutex = config.mutex.as_ref().expect("a kazoo-layout lease has kazoo's lock");
     let lock = mutex.lock_until(deadline).await?;
     let outcome: Result<Option<T>> = async {
-        match read_record(lease, deadline).await? {
-            Some(read) if is_ours(lease, state, &read) => Ok(Some(write(&lock, read, deadline).await?)),
+        match read_record(config, deadline).await? {
+            Some(read) if is_ours(config, state, &read) => Ok(Some(write(&lock, read, deadline).await?)),
             _ => Ok(None),
         }
     }
@@ -186,21 +183,20 @@ async fn while_ours<T>(
     Ok(outcome)
 }
 
-pub(crate) async fn renew(lease: &Lease, state: &HeldState) -> Result<HeldState> {
-    let config = &lease.config;
-    let renewed = while_ours(lease, state, async |lock, read, deadline| {
+pub(crate) async fn renew(config: &LeaseConfig, state: &HeldState) -> Result<HeldState> {
+    let renewed = while_ours(config, state, async |lock, read, deadline| {
         let now = Now::read();
         let end_secs = now.end_secs(config.duration);
         let data = kazoo_encode(&config.identifier, end_secs);
         let ops = [TransactionOp::SetData {
-            path: holder_path(lease),
+            path: holder_path(config),
             data: data.clone(),
             version: Some(read.stat.version),
         }];
         match lock.write_guarded(&ops, deadline).await {
             Ok(_) => {}
             // Sent once: after a lost reply, read it back.
-            Err(err) if err.is_retryable() || err.is_timeout() => match written(lease, &data).await {
+            Err(err) if err.is_retryable() || err.is_timeout() => match written(config, &data).await {
                 Some(stat) if stat.czxid == state.fencing_token => {}
                 _ => return Err(err.into()),
             },
@@ -217,9 +213,9 @@ pub(crate) async fn renew(lease: &Lease, state: &HeldState) -> Result<HeldState>
     renewed.ok_or_else(|| LeaseError::Lost { path: config.path.clone() })
 }
 
-pub(crate) async fn release(lease: &Lease, state: &HeldState) -> Result<()> {
-    let deleted = while_ours(lease, state, async |lock, read, deadline| {
-        let ops = [TransactionOp::Delete { path: holder_path(lease), version: Some(read.stat.version) }];
+pub(crate) async fn release(config: &LeaseConfig, state: &HeldState) -> Result<()> {
+    let deleted = while_ours(config, state, async |lock, read, deadline| {
+        let ops = [TransactionOp::Delete { path: holder_path(config), version: Some(read.stat.version) }];
         lock.write_guarded(&ops, deadline).await?;
         Ok(())
     })
@@ -230,13 +226,13 @@ pub(crate) async fn release(lease: &Lease, state: &HeldState) -> Result<()> {
     Ok(())
 }
 
-pub(crate) async fn holder(lease: &Lease, deadline: Deadline) -> Result<Option<LeaseHolder>> {
-    let Some(read) = read_record(lease, deadline).await? else {
+pub(crate) async fn holder(config: &LeaseConfig, deadline: Deadline) -> Result<Option<LeaseHolder>> {
+    let Some(read) = read_record(config, deadline).await? else {
         return Ok(None);
     };
-    match decode(lease, &read.data)? {
+    match decode(config, &read.data)? {
         KazooRecord::OtherVersion(version) => {
-            Err(LeaseError::UnknownVersion { path: lease.config.path.clone(), version })
+            Err(LeaseError::UnknownVersion { path: config.path.clone(), version })
         }
         KazooRecord::Current { holder, end_secs } => Ok(Some(LeaseHolder {
             identifier: holder,

@@ -6,42 +6,20 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tracing::Instrument;
-use zk_recipes_framework::{path, Deadline, Feature, Framework, ReadableDuration, MAX_TTL};
-use zk_recipes_mutex::{LockLayout, Mutex, MutexGuard};
+use zk_recipes_framework::{path, Deadline, Framework, ReadableDuration, MAX_TTL};
+use zk_recipes_mutex::MutexGuard;
 
 use crate::error::{LeaseError, Result};
 use crate::held::HeldLease;
 use crate::holder::LeaseHolder;
-use crate::multi::MultiLease;
-use crate::{kazoo, native};
+use crate::layout::LeaseLayout;
+use crate::state::LeaseConfig;
 
 /// The longest holder identifier, in bytes of UTF-8.
 pub const MAX_IDENTIFIER_LEN: usize = 1024;
 
 /// The default deadline of one call ([`LeaseBuilder::timeout`]): 30 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The name of kazoo's lease record under the lease path.
-pub const KAZOO_LEASE_HOLDER: &str = "lease_holder";
-
-/// How a lease is stored, and so whose clocks it trusts (see the crate docs).
-///
-/// ```
-/// use zk_recipes_lease::LeaseLayout;
-/// assert_eq!(LeaseLayout::default(), LeaseLayout::Native);
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LeaseLayout {
-    /// One `PERSISTENT_WITH_TTL` node at the lease path, deleted by the server when the lease
-    /// ends: trusts the server's clock (and the rate of ours), never clocks' agreement.
-    #[default]
-    Native,
-    /// kazoo 2.11's `NonBlockingLease`: kazoo's `Lock` on the path and a `lease_holder` child
-    /// holding `{"version": 1, "holder": ..., "end": ...}`: trusts that every client's wall clock
-    /// agrees (UTC).
-    Kazoo,
-}
 
 /// A lease on a path: at most one holder at a time, each for a duration (kazoo's
 /// `NonBlockingLease`, or the native TTL-node layout). Cheap to clone.
@@ -69,22 +47,10 @@ pub enum LeaseLayout {
 #[derive(Debug, Clone)]
 pub struct Lease {
     pub(crate) config: Arc<LeaseConfig>,
-}
-
-/// What a lease was built with.
-#[derive(Debug)]
-pub(crate) struct LeaseConfig {
-    pub(crate) framework: Framework,
-    pub(crate) path: String,
-    pub(crate) duration: Duration,
-    pub(crate) identifier: String,
     pub(crate) layout: LeaseLayout,
-    pub(crate) timeout: Duration,
-    /// kazoo's `Lock` on the path (kazoo layout only).
-    pub(crate) mutex: Option<Mutex>,
 }
 
-/// Builds a [`Lease`] or a [`MultiLease`]: see [`Lease::builder`].
+/// Builds a [`Lease`] or a [`MultiLease`](crate::MultiLease): see [`Lease::builder`].
 ///
 /// Defaults: the native layout, the identifier this host's name (kazoo's default,
 /// `socket.gethostname()`), each call within [`DEFAULT_TIMEOUT`] (30 s).
@@ -148,23 +114,9 @@ impl LeaseBuilder {
         self.build_at(path)
     }
 
-    /// kazoo's `MultiNonBlockingLease`: `count` leases at `<path>/0` … `<path>/<count - 1>`, the
-    /// first free one taken (see [`MultiLease`]).
-    ///
-    /// # Errors
-    /// As [`build`](Self::build); [`LeaseError::ZeroCount`]. Nothing is sent.
-    pub fn build_multi(self, count: u32) -> Result<MultiLease> {
-        if count == 0 {
-            return Err(LeaseError::ZeroCount);
-        }
-        let base = self.clone().build()?;
-        let leases = (0..count)
-            .map(|slot| self.clone().build_at(format!("{}/{slot}", base.path())))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(MultiLease::new(base.path().to_owned(), leases))
-    }
-
-    fn build_at(self, lease_path: String) -> Result<Lease> {
+    /// The lease at `lease_path`, with the builder's settings (a multi-lease's slots are built
+    /// with it too).
+    pub(crate) fn build_at(self, lease_path: String) -> Result<Lease> {
         let invalid_path = |reason: String| LeaseError::InvalidPath { path: lease_path.clone(), reason };
         path::validate(&lease_path).map_err(|reason| invalid_path(reason.to_string()))?;
         if lease_path == "/" {
@@ -176,24 +128,17 @@ impl LeaseBuilder {
             None => default_identifier(),
         };
         validate_identifier(&identifier)?;
-        let mutex = match self.layout {
-            LeaseLayout::Kazoo => Some(
-                Mutex::with_layout(&self.framework, &lease_path, LockLayout::Kazoo)
-                    .map_err(LeaseError::Lock)?
-                    .node_data(identifier.as_bytes()),
-            ),
-            _ => None,
-        };
+        let mutex = self.layout.lock(&self.framework, &lease_path, &identifier)?;
         Ok(Lease {
             config: Arc::new(LeaseConfig {
                 framework: self.framework,
                 path: lease_path,
                 duration: self.duration,
                 identifier,
-                layout: self.layout,
                 timeout: self.timeout,
                 mutex,
             }),
+            layout: self.layout,
         })
     }
 }
@@ -273,7 +218,7 @@ impl Lease {
 
     /// The layout.
     pub fn layout(&self) -> LeaseLayout {
-        self.config.layout
+        self.layout
     }
 
     /// Takes the lease if nobody else holds it (kazoo's `NonBlockingLease(...)`; it does not
@@ -306,12 +251,10 @@ impl Lease {
     /// record is read back, and if it is ours the acquire holds it. A native acquire that still
     /// fails with its outcome unknown deletes its node if it finds it.
     pub async fn acquire(&self) -> Result<HeldLease> {
-        if self.config.layout == LeaseLayout::Native {
-            self.config.framework.require(Feature::TtlNodes, self.config.timeout).await?;
-        }
+        self.layout.check_server(&self.config).await?;
         let lease = self.clone();
         let (mut reply, outcome) = oneshot::channel();
-        let span = tracing::info_span!("lease", path = %self.config.path, layout = ?self.config.layout);
+        let span = tracing::info_span!("lease", path = %self.config.path, layout = ?self.layout);
         tokio::spawn(
             async move {
                 let deadline = Deadline::after(lease.config.timeout);
@@ -350,10 +293,8 @@ impl Lease {
 
     /// The write that takes the lease, run to its end.
     async fn commit(&self, lock: Option<MutexGuard>, deadline: Deadline) -> Result<HeldLease> {
-        match lock {
-            Some(lock) => kazoo::acquire(self, lock, deadline).await,
-            None => native::acquire(self, deadline).await,
-        }
+        let state = self.layout.acquire(&self.config, lock, deadline).await?;
+        Ok(HeldLease::new(Arc::clone(&self.config), self.layout, state))
     }
 
     /// Who holds the lease now, as stored; `None` if nobody does. kazoo's record stays after its
@@ -375,9 +316,6 @@ impl Lease {
     /// ```
     pub async fn holder(&self) -> Result<Option<LeaseHolder>> {
         let deadline = Deadline::after(self.config.timeout);
-        match self.config.layout {
-            LeaseLayout::Kazoo => kazoo::holder(self, deadline).await,
-            _ => native::holder(self, deadline).await,
-        }
+        self.layout.holder(&self.config, deadline).await
     }
 }

@@ -118,15 +118,20 @@ mod error;
 mod held;
 mod holder;
 mod kazoo;
+mod layout;
 mod lease;
 mod multi;
 mod native;
+mod state;
 
 pub use error::{LeaseError, Result};
-pub use held::{HeldLease, LostReason};
+pub use held::HeldLease;
 pub use holder::LeaseHolder;
-pub use lease::{Lease, LeaseBuilder, LeaseLayout, DEFAULT_TIMEOUT, KAZOO_LEASE_HOLDER, MAX_IDENTIFIER_LEN};
+pub use kazoo::KAZOO_LEASE_HOLDER;
+pub use layout::LeaseLayout;
+pub use lease::{Lease, LeaseBuilder, DEFAULT_TIMEOUT, MAX_IDENTIFIER_LEN};
 pub use multi::MultiLease;
+pub use state::LostReason;
 
 #[cfg(test)]
 mod tests {

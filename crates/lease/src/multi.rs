@@ -2,7 +2,7 @@
 
 use crate::error::{LeaseError, Result};
 use crate::held::HeldLease;
-use crate::lease::Lease;
+use crate::lease::{Lease, LeaseBuilder};
 
 /// kazoo's `MultiNonBlockingLease`: `count` leases at `<path>/0` … `<path>/<count - 1>`; an
 /// acquire tries them in order and takes the first free one, so at most `count` holders hold at
@@ -75,5 +75,24 @@ impl MultiLease {
             }
         }
         Err(LeaseError::AllHeld { path: self.path.clone(), count: self.count() })
+    }
+}
+
+/// Building a multi-lease: each slot is a lease built with the builder's settings.
+impl LeaseBuilder {
+    /// kazoo's `MultiNonBlockingLease`: `count` leases at `<path>/0` … `<path>/<count - 1>`, the
+    /// first free one taken (see [`MultiLease`]).
+    ///
+    /// # Errors
+    /// As [`build`](LeaseBuilder::build); [`LeaseError::ZeroCount`]. Nothing is sent.
+    pub fn build_multi(self, count: u32) -> Result<MultiLease> {
+        if count == 0 {
+            return Err(LeaseError::ZeroCount);
+        }
+        let base = self.clone().build()?;
+        let leases = (0..count)
+            .map(|slot| self.clone().build_at(format!("{}/{slot}", base.path())))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MultiLease::new(base.path().to_owned(), leases))
     }
 }

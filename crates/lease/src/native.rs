@@ -6,9 +6,8 @@ use zk_recipes_framework::zookeeper_client;
 use zk_recipes_framework::{Deadline, Error as FrameworkError, NodeData, ParentMode};
 
 use crate::error::{LeaseError, Result};
-use crate::held::{HeldLease, HeldState};
 use crate::holder::{LeaseHolder, NativeRecord};
-use crate::lease::Lease;
+use crate::state::{HeldState, LeaseConfig};
 
 /// How long an acquire whose outcome stayed unknown may take to find and delete its node.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -24,8 +23,7 @@ fn is_bad_version(err: &FrameworkError) -> bool {
     matches!(err, FrameworkError::ZooKeeper(zookeeper_client::Error::BadVersion))
 }
 
-pub(crate) async fn acquire(lease: &Lease, deadline: Deadline) -> Result<HeldLease> {
-    let config = &lease.config;
+pub(crate) async fn acquire(config: &LeaseConfig, deadline: Deadline) -> Result<HeldState> {
     let record = NativeRecord {
         holder: config.identifier.clone(),
         duration_ms: u64::try_from(config.duration.as_millis()).unwrap_or(u64::MAX),
@@ -36,7 +34,7 @@ pub(crate) async fn acquire(lease: &Lease, deadline: Deadline) -> Result<HeldLea
     // its TTL after this instant.
     let sent_after = Instant::now();
     let valid_until = sent_after + config.duration;
-    let outcome = take(lease, &data, deadline).await;
+    let outcome = take(config, &data, deadline).await;
     let state = |stat: zookeeper_client::Stat| HeldState {
         valid_until,
         fencing_token: stat.czxid,
@@ -47,13 +45,13 @@ pub(crate) async fn acquire(lease: &Lease, deadline: Deadline) -> Result<HeldLea
     match outcome {
         Ok(stat) => {
             tracing::debug!(czxid = stat.czxid, "lease taken");
-            Ok(HeldLease::new(lease, state(stat)))
+            Ok(state(stat))
         }
         Err(err @ (LeaseError::Held { .. } | LeaseError::Malformed { .. })) => Err(err),
         Err(err) => {
             // The create may have been applied: find our node and delete it, while it cannot yet
             // be anyone else's.
-            delete_if_ours(lease, &data, valid_until).await;
+            delete_if_ours(config, &data, valid_until).await;
             Err(err)
         }
     }
@@ -61,8 +59,7 @@ pub(crate) async fn acquire(lease: &Lease, deadline: Deadline) -> Result<HeldLea
 
 /// Creates the node; a `NodeExists` is ours (a retried create meeting its own node) if it holds
 /// our data, else another holder's.
-async fn take(lease: &Lease, data: &[u8], deadline: Deadline) -> Result<zookeeper_client::Stat> {
-    let config = &lease.config;
+async fn take(config: &LeaseConfig, data: &[u8], deadline: Deadline) -> Result<zookeeper_client::Stat> {
     loop {
         let created = config
             .framework
@@ -78,7 +75,7 @@ async fn take(lease: &Lease, data: &[u8], deadline: Deadline) -> Result<zookeepe
             {
                 Ok(read) if read.data == data => return Ok(read.stat),
                 Ok(read) => {
-                    let holder = read_holder(lease, &read.data, read.stat.czxid)?;
+                    let holder = read_holder(config, &read.data, read.stat.czxid)?;
                     return Err(LeaseError::Held { path: config.path.clone(), holder: Box::new(holder) });
                 }
                 // It ended between the create and the read: try again.
@@ -92,8 +89,7 @@ async fn take(lease: &Lease, data: &[u8], deadline: Deadline) -> Result<zookeepe
 
 /// Deletes the node if it holds `data` (ours), while `valid_until` has not passed (so the server
 /// cannot have reaped it and let another holder create a node of the same version). Best effort.
-async fn delete_if_ours(lease: &Lease, data: &[u8], valid_until: Instant) {
-    let config = &lease.config;
+async fn delete_if_ours(config: &LeaseConfig, data: &[u8], valid_until: Instant) {
     let deadline = Deadline::after(RESOLVE_TIMEOUT).min(Some(valid_until.into()));
     let read = match config.framework.get_data(&config.path, deadline).await {
         Ok(read) if read.data == data => read,
@@ -113,8 +109,7 @@ async fn delete_if_ours(lease: &Lease, data: &[u8], valid_until: Instant) {
 }
 
 /// Reads the node: its data and stat if it is still the one we hold (our `czxid`, our data).
-async fn read_ours(lease: &Lease, state: &HeldState, deadline: Deadline) -> Result<Option<NodeData>> {
-    let config = &lease.config;
+async fn read_ours(config: &LeaseConfig, state: &HeldState, deadline: Deadline) -> Result<Option<NodeData>> {
     match config.framework.get_data(&config.path, deadline).await {
         Ok(read) if read.stat.czxid == state.fencing_token && read.data == state.data => Ok(Some(read)),
         Ok(_) => Ok(None),
@@ -123,8 +118,7 @@ async fn read_ours(lease: &Lease, state: &HeldState, deadline: Deadline) -> Resu
     }
 }
 
-pub(crate) async fn renew(lease: &Lease, state: &HeldState) -> Result<HeldState> {
-    let config = &lease.config;
+pub(crate) async fn renew(config: &LeaseConfig, state: &HeldState) -> Result<HeldState> {
     let lost = || LeaseError::Lost { path: config.path.clone() };
     let sent_after = Instant::now();
     // Never sent once the lease may have ended: the node could be another holder's by then.
@@ -133,7 +127,7 @@ pub(crate) async fn renew(lease: &Lease, state: &HeldState) -> Result<HeldState>
     // Read first: a node made again by another holder starts at version 0 as ours did, so a
     // versioned set alone could land on theirs. The read leaves one round trip for that, and
     // only for a node deleted by hand (the server cannot reap ours while it is valid).
-    let Some(read) = read_ours(lease, state, deadline).await? else {
+    let Some(read) = read_ours(config, state, deadline).await? else {
         return Err(lost());
     };
     match config.framework.set_data(&config.path, &state.data, Some(read.stat.version), deadline).await {
@@ -141,7 +135,7 @@ pub(crate) async fn renew(lease: &Lease, state: &HeldState) -> Result<HeldState>
         Ok(_) => Err(lost()),
         Err(err) if err.is_no_node() => Err(lost()),
         // A retried set meeting its own write, or someone else's node.
-        Err(err) if is_bad_version(&err) => match read_ours(lease, state, deadline).await? {
+        Err(err) if is_bad_version(&err) => match read_ours(config, state, deadline).await? {
             Some(_) => Ok(renewed()),
             None => Err(lost()),
         },
@@ -149,8 +143,7 @@ pub(crate) async fn renew(lease: &Lease, state: &HeldState) -> Result<HeldState>
     }
 }
 
-pub(crate) async fn release(lease: &Lease, state: &HeldState) -> Result<()> {
-    let config = &lease.config;
+pub(crate) async fn release(config: &LeaseConfig, state: &HeldState) -> Result<()> {
     if Instant::now() >= state.valid_until {
         tracing::debug!("the lease has ended: nothing to release");
         return Ok(());
@@ -159,7 +152,7 @@ pub(crate) async fn release(lease: &Lease, state: &HeldState) -> Result<()> {
     // Read first, for the reason renew does; a `BadVersion` (a cancelled renew moved our
     // version on between the read and the delete) reads again.
     for _ in 0..2 {
-        let Some(read) = read_ours(lease, state, deadline).await? else {
+        let Some(read) = read_ours(config, state, deadline).await? else {
             tracing::debug!("the lease node is no longer ours: nothing to release");
             return Ok(());
         };
@@ -179,18 +172,17 @@ pub(crate) async fn release(lease: &Lease, state: &HeldState) -> Result<()> {
     Err(LeaseError::Lost { path: config.path.clone() })
 }
 
-pub(crate) async fn holder(lease: &Lease, deadline: Deadline) -> Result<Option<LeaseHolder>> {
-    let config = &lease.config;
+pub(crate) async fn holder(config: &LeaseConfig, deadline: Deadline) -> Result<Option<LeaseHolder>> {
     match config.framework.get_data(&config.path, deadline).await {
-        Ok(read) => Ok(Some(read_holder(lease, &read.data, read.stat.czxid)?)),
+        Ok(read) => Ok(Some(read_holder(config, &read.data, read.stat.czxid)?)),
         Err(err) if err.is_no_node() => Ok(None),
         Err(err) => Err(err.into()),
     }
 }
 
-fn read_holder(lease: &Lease, data: &[u8], czxid: i64) -> Result<LeaseHolder> {
+fn read_holder(config: &LeaseConfig, data: &[u8], czxid: i64) -> Result<LeaseHolder> {
     let record = NativeRecord::decode(data)
-        .map_err(|reason| LeaseError::Malformed { path: lease.config.path.clone(), reason })?;
+        .map_err(|reason| LeaseError::Malformed { path: config.path.clone(), reason })?;
     Ok(LeaseHolder {
         identifier: record.holder,
         end: None,

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use zk_recipes_framework::Deadline;
 
 use crate::error::Result;
-use crate::lease::HeldLease;
-use crate::RELEASE_TIMEOUT;
+use crate::lease::{HeldLease, RELEASE_TIMEOUT};
 
 /// A [`HeldLease`] shared by every guard of one hold: the guard a lock handed out and the ones
 /// made from it with [`reenter`](Self::reenter) (the explicit form of Curator's per-thread

@@ -3,7 +3,9 @@
 
 use std::fmt;
 use std::future::Future;
+use std::time::Duration;
 
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode, EventType};
 use zk_recipes_framework::{
     ConnectionState, ConnectionUpdate, Deadline, Error as FrameworkError, Framework, OwnedNode,
@@ -12,39 +14,11 @@ use zk_recipes_framework::{
 
 use crate::error::{LockError, Result};
 use crate::expiry::until_hold_deadline;
+use crate::lost::LostReason;
 
-/// Why a held lock can no longer be trusted ([`Hold::lost`]).
-///
-/// ```no_run
-/// # async fn demo(held: zk_recipes_lock_internals::HeldLease) {
-/// use zk_recipes_framework::ConnectionState;
-/// use zk_recipes_lock_internals::{Hold, LostReason};
-///
-/// match held.lost().await {
-///     LostReason::Connection(ConnectionState::Suspended) => println!("suspended: stop writing"),
-///     LostReason::Connection(state) => println!("connection {state:?}: another may hold it now"),
-///     LostReason::NodeDeleted => println!("our node was deleted"),
-///     LostReason::Closed => println!("the framework is closing"),
-///     other => println!("{other:?}"),
-/// }
-/// # }
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LostReason {
-    /// The connection entered a state the error policy calls an error (`Suspended` under the
-    /// standard policy, `Lost`), or a subscriber lag was treated as `Lost`.
-    Connection(ConnectionState),
-    /// Our node was deleted.
-    NodeDeleted,
-    /// The framework was closed.
-    Closed,
-    /// The server may expire the session that holds our node soon: by the framework's expiry
-    /// clock it has not answered a request sent within the session timeout, less a tenth of it
-    /// ([`hold_deadline`](crate::hold_deadline)), although the connection may look healthy (its
-    /// replies or watch events still arrive).
-    SessionMayExpire,
-}
+/// How long a recipe's `release().await` (and an explicit give-back of a lease it did not want)
+/// tries before it gives up and leaves the delete to the framework's cleanup worker.
+pub const RELEASE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Our node while it holds a lease. Deleted when released or dropped. What a holder does with it
 /// is the [`Hold`] trait's, which every recipe's guard shares.
@@ -214,6 +188,7 @@ impl HeldLease {
     /// Resolves when our node is deleted (re-watching on data changes).
     async fn node_deleted(&self) -> LostReason {
         let framework = self.node.framework();
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::from_secs(1));
         loop {
             let Ok(session) = framework.session(Deadline::never()).await else {
                 return LostReason::Closed;
@@ -226,7 +201,7 @@ impl HeldLease {
                 Err(zookeeper_client::Error::NoNode) => return LostReason::NodeDeleted,
                 Err(_) => {
                     // Connection trouble: the connection side reports what matters; look again.
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    backoff.pause().await;
                     continue;
                 }
             };
@@ -295,8 +270,9 @@ pub trait Hold {
     /// Resolves when the lock can no longer be trusted: the connection entered an error state per
     /// the framework's error policy (or the session was lost), the server may expire the session
     /// soon by the framework's expiry clock, whatever the connection says
-    /// ([`LostReason::SessionMayExpire`]), our node was deleted, or the framework began closing (before [`Framework::close`](zk_recipes_framework::Framework::close)
-    /// ends the session that holds our node). From then on another process may hold the lock.
+    /// ([`LostReason::SessionMayExpire`]), our node was deleted, or the framework began closing
+    /// (before [`Framework::close`](zk_recipes_framework::Framework::close) ends the session that
+    /// holds our node). From then on another process may hold the lock.
     /// Checks the current state first, so it resolves at once if the lock is already unsafe.
     ///
     /// # Cancel safety
@@ -377,7 +353,7 @@ pub trait Hold {
         let lease = self.held_lease();
         async move {
             let node = &lease.node;
-            crate::internals::wait_for_revocation(node.framework(), node.path(), node.generation()).await?;
+            crate::revocation::wait_for_revocation(node.framework(), node.path(), node.generation()).await?;
             if let Some(timer) = &lease.timer {
                 timer.revoked();
             }

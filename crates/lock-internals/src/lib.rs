@@ -54,8 +54,10 @@ mod internals;
 mod layouts;
 mod lease;
 mod listing;
+mod lost;
 mod metrics;
 mod multi;
+mod revocation;
 
 pub use driver::{
     sort_children, sort_children_by, sort_key, Decision, LockDriver, NextStep, OurNodeMissing, StandardDriver,
@@ -63,12 +65,13 @@ pub use driver::{
 pub use error::{LockError, Result};
 pub use expiry::{hold_deadline, step_down_margin};
 pub use hold::SharedHold;
-pub use internals::{revoke, LockInternals, QueuedNode, Wait, REVOKE_MESSAGE};
+pub use internals::{LockInternals, QueuedNode, Wait};
 pub use layouts::{
     trailing_sequence, KazooDriver, LockLayout, ZooKeeperRecipeDriver, KAZOO_LOCK_NAME, KAZOO_READ_LOCK_NAME,
     ZOOKEEPER_RECIPE_DATA, ZOOKEEPER_RECIPE_PREFIX,
 };
-pub use lease::{HeldLease, Hold, LostReason};
+pub use lease::{HeldLease, Hold, RELEASE_TIMEOUT};
+pub use lost::LostReason;
 pub use metrics::{HoldTimer, LockMetrics};
 /// The framework's transaction ops and results, which [`Hold::write_guarded`] takes and returns.
 pub use zk_recipes_framework::{TransactionOp, TransactionResult};
@@ -78,10 +81,7 @@ pub mod futures_compat {
     pub use futures::future::BoxFuture;
 }
 pub use multi::{DistributedGuard, DistributedLock, MultiGuard, MultiLock};
-
-/// How long a recipe's `release().await` (and an explicit give-back of a lease it did not want)
-/// tries before it gives up and leaves the delete to the framework's cleanup worker.
-pub const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub use revocation::{revoke, REVOKE_MESSAGE};
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@ use tracing::info;
 use zk_recipes_framework::metrics::names;
 use zk_recipes_framework::Framework;
 
-use crate::lease::LostReason;
+use crate::lost::LostReason;
 
 /// The metrics of one lock (one directory and node name), registered once so that an acquire
 /// only records into handles. Every lock built on [`crate::LockInternals`] has them; a recipe that
@@ -96,14 +96,14 @@ impl HoldTimer {
             return;
         }
         info!(path, ?reason, "a held lock is lost: another process may hold it now");
-        let reason = match reason {
-            LostReason::Connection(_) => "connection",
-            LostReason::NodeDeleted => "node_deleted",
-            LostReason::Closed => "closed",
-            LostReason::SessionMayExpire => "session_may_expire",
-        };
-        let labels: Vec<Label> =
-            self.metrics.0.labels.iter().cloned().chain([Label::new("reason", reason)]).collect();
+        let labels: Vec<Label> = self
+            .metrics
+            .0
+            .labels
+            .iter()
+            .cloned()
+            .chain([Label::new("reason", reason.metric_label())])
+            .collect();
         metrics::counter!(names::LOCK_LOST, labels).increment(1);
     }
 

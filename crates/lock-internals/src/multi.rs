@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use tracing::debug;
 use zk_recipes_framework::Deadline;
 
-use crate::error::Result;
+use crate::error::{LockError, Result};
 
 /// A lock that can take part in a [`MultiLock`]: the mutex, the semaphore mutex and the halves of
 /// the read-write lock implement it.
@@ -107,7 +107,7 @@ impl MultiLock {
     }
 }
 
-async fn release_in_reverse(guards: Vec<Box<dyn DistributedGuard>>) -> Vec<crate::LockError> {
+async fn release_in_reverse(guards: Vec<Box<dyn DistributedGuard>>) -> Vec<LockError> {
     let mut errors = Vec::new();
     for guard in guards.into_iter().rev() {
         let node_path = guard.node_path().to_owned();

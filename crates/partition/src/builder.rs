@@ -8,54 +8,12 @@ use std::time::Duration;
 use zk_recipes_framework::{local_address, path, Framework};
 use zk_recipes_mutex::{LockLayout, Mutex};
 
+use crate::config::{Config, PartitionLayout, KAZOO_PARTY, LOCKS, MEMBERS};
 use crate::error::{PartitionError, Result};
 use crate::partitioner::Partitioner;
 
 /// The default settle time ([`PartitionerBuilder::settle`]): 5 s.
 pub const DEFAULT_SETTLE: Duration = Duration::from_secs(5);
-
-/// The child of the partitioner's path that holds one lock per item, in both layouts.
-pub const LOCKS: &str = "locks";
-/// The child that holds our layout's party ([`PartitionLayout::Native`]).
-pub const MEMBERS: &str = "members";
-/// The child that holds kazoo's party ([`PartitionLayout::Kazoo`]).
-pub const KAZOO_PARTY: &str = "party";
-
-/// How the partitioner's nodes are laid out, and so whom it shares items with.
-///
-/// ```
-/// use zk_recipes_partition::PartitionLayout;
-/// assert_eq!(PartitionLayout::default(), PartitionLayout::Native);
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PartitionLayout {
-    /// Ours: members `<path>/members/<identifier>` (ephemeral), one Curator-style mutex per item
-    /// at `<path>/locks/<item>`, items dealt by balanced rendezvous hashing (few items move when
-    /// the party changes). Shares items with other zk-recipes workers only.
-    #[default]
-    Native,
-    /// kazoo 2.11's `SetPartitioner`: members `<path>/party/<uuid hex>-<identifier>`
-    /// (`ShallowParty`, ephemeral), one kazoo `Lock` per item at `<path>/locks/<item>`, items
-    /// dealt as `sorted(items)[i::len(workers)]`. Shares items with kazoo workers.
-    Kazoo,
-}
-
-/// What a partitioner was built with.
-#[derive(Debug)]
-pub(crate) struct Config {
-    pub(crate) framework: Framework,
-    pub(crate) path: String,
-    pub(crate) items: Vec<String>,
-    pub(crate) identifier: String,
-    pub(crate) settle: Duration,
-    pub(crate) layout: PartitionLayout,
-    /// The party's path and our member node's name under it.
-    pub(crate) party_path: String,
-    pub(crate) member_name: String,
-    /// One lock per item.
-    pub(crate) locks: Vec<(String, Mutex)>,
-}
 
 /// Builds and starts a [`Partitioner`]: see [`Partitioner::builder`].
 ///
@@ -233,6 +191,25 @@ fn default_identifier() -> String {
     let address = String::from_utf8_lossy(&local_address()).into_owned();
     let address = if address.is_empty() { "localhost".to_owned() } else { address };
     format!("{address}-{}-{}", std::process::id(), STARTED.fetch_add(1, Ordering::Relaxed) + 1)
+}
+
+/// Where a partitioner starts: its builder.
+impl Partitioner {
+    /// Starts building a partitioner of `items` at `path`.
+    ///
+    /// ```no_run
+    /// # fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_partition::Result<()> {
+    /// let partitioner = zk_recipes_partition::Partitioner::builder(&framework, "/app/queues", ["q1", "q2", "q3"])
+    ///     .start()?;
+    /// # drop(partitioner); Ok(()) }
+    /// ```
+    pub fn builder<I, S>(framework: &Framework, path: &str, items: I) -> PartitionerBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        PartitionerBuilder::new(framework, path, items.into_iter().map(Into::into).collect())
+    }
 }
 
 #[cfg(test)]

@@ -11,17 +11,21 @@ use tokio::task::{JoinError, JoinSet};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::CreateMode;
 use zk_recipes_framework::{path, Deadline, ParentMode};
 use zk_recipes_mutex::{Hold, LockError, LostReason, Mutex, MutexGuard};
 use zk_recipes_nodes::{GroupMember, MemberEvent};
 
 use crate::assign::{balanced_share, kazoo_share};
-use crate::builder::{Config, PartitionLayout, KAZOO_PARTY, LOCKS};
-use crate::partitioner::{OwnedItem, PartitionEvent, Shared};
+use crate::config::{Config, PartitionLayout, KAZOO_PARTY, LOCKS};
+use crate::shared::{OwnedItem, PartitionEvent, Shared};
 
 /// How long to wait before trying again after a lock wait or a setup step failed.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
+
+/// The longest pause between two tries of creating kazoo's paths (each pause doubles up to it).
+const RETRY_PAUSE_MAX: Duration = Duration::from_secs(16);
 
 /// How long one try at a setup step (creating kazoo's paths, loading the party) may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -122,6 +126,7 @@ impl Driver {
             path::join(&self.config.path, LOCKS),
             path::join(&self.config.path, KAZOO_PARTY),
         ] {
+            let mut backoff = Backoff::new(RETRY_PAUSE, RETRY_PAUSE_MAX);
             loop {
                 let create = framework
                     .create(&node)
@@ -134,7 +139,7 @@ impl Driver {
                     Err(zk_recipes_framework::Error::Closed) => return false,
                     Err(err) => tracing::warn!(%err, node, "creating kazoo's path failed; trying again"),
                 }
-                if !self.pause(RETRY_PAUSE).await {
+                if !self.pause(backoff.next_pause()).await {
                     return false;
                 }
             }

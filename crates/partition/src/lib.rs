@@ -76,13 +76,17 @@
 
 mod assign;
 mod builder;
+mod config;
 mod driver;
 mod error;
 mod partitioner;
+mod shared;
 
-pub use builder::{PartitionLayout, PartitionerBuilder, DEFAULT_SETTLE, KAZOO_PARTY, LOCKS, MEMBERS};
+pub use builder::{PartitionerBuilder, DEFAULT_SETTLE};
+pub use config::{PartitionLayout, KAZOO_PARTY, LOCKS, MEMBERS};
 pub use error::{PartitionError, Result};
-pub use partitioner::{OwnedItem, PartitionEvent, PartitionEvents, Partitioner};
+pub use partitioner::Partitioner;
+pub use shared::{OwnedItem, PartitionEvent, PartitionEvents};
 
 #[cfg(test)]
 mod tests {

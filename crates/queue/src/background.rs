@@ -205,7 +205,7 @@ impl Worker {
                 match session.client().create(prefix, bytes, &options).await {
                     Ok(_) => Ok(()),
                     Err(zookeeper_client::Error::NoNode) => {
-                        crate::queue::create_persistent(framework, &session, queue_path, queue_data).await?;
+                        crate::nodes::create_persistent(framework, &session, queue_path, queue_data).await?;
                         session.client().create(prefix, bytes, &options).await?;
                         Ok(())
                     }

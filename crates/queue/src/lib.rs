@@ -64,21 +64,25 @@
 //! # Ok(()) }
 //! ```
 
+mod acks;
 mod background;
 mod consumer;
 mod error;
 pub mod framing;
 mod metrics;
 pub mod names;
+mod nodes;
+mod options;
 mod queue;
+mod shared;
 mod simple;
 
 pub use consumer::{Consumer, Delivery, Item, DEFAULT_DRAIN_TIMEOUT, DEFAULT_PREFETCH};
 pub use error::{BoxError, QueueError, Result};
 pub use framing::{BytesSerializer, FnSerializer, QueueSerializer, Utf8Serializer};
+pub use options::{ErrorMode, DEFAULT_MAX_NODE_BYTES};
 pub use queue::{
-    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, ErrorMode,
-    QueueBuilder, DEFAULT_MAX_NODE_BYTES,
+    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, QueueBuilder,
 };
 pub use simple::SimpleQueue;
 

@@ -10,7 +10,7 @@ use zk_recipes_framework::{path, ConnectionEvents, Deadline, Error as FrameworkE
 
 use crate::error::{QueueError, Result};
 use crate::names::SIMPLE_PREFIX;
-use crate::DEFAULT_MAX_NODE_BYTES;
+use crate::options::DEFAULT_MAX_NODE_BYTES;
 
 /// A FIFO queue of byte strings on ZooKeeper — ZooKeeper's own queue recipe, Curator's
 /// `SimpleDistributedQueue`, with the same nodes: `<path>/qn-<seq>`, PERSISTENT_SEQUENTIAL,

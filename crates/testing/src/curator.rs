@@ -7,7 +7,7 @@
 //! commands (`release`, `go`) from stdin, and exits as soon as its stdin closes. See the Java file's
 //! header for every command; the other files in `java/` add commands for more recipes (each
 //! file's header lists its own), and `CuratorDiscovery.java`'s service-discovery commands are typed
-//! by [`CuratorDiscovery`](crate::CuratorDiscovery).
+//! by `CuratorDiscovery` in the workspace's unpublished `zk-recipes-interop` crate.
 
 use std::collections::hash_map::DefaultHasher;
 use std::ffi::{OsStr, OsString};
@@ -39,7 +39,7 @@ pub(crate) const CURATOR_DRIVER_SOURCES: &[(&str, &str)] = &[
 /// Payload classes the driver's commands write, compiled with it (file name, text): stand-ins with
 /// the names and properties of other frameworks' classes, in those frameworks' packages, so that
 /// the JSON Curator writes names the same `@class` (Spring Cloud Zookeeper's `ZookeeperInstance`,
-/// for [`CuratorDiscovery`](crate::CuratorDiscovery)).
+/// for the discovery interop driver).
 pub(crate) const PAYLOAD_STAND_IN_SOURCES: &[(&str, &str)] =
     &[("ZookeeperInstance.java", include_str!("../java/ZookeeperInstance.java"))];
 

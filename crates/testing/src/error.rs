@@ -46,9 +46,9 @@ pub enum TestingError {
     #[error(
         "kazoo {} not found in the virtualenv {} ({found}); run `bash scripts/install-deps.sh` \
          (it makes the virtualenv and pip-installs kazoo=={}.*), or set ZK_RECIPES_VENV",
-        crate::kazoo::KAZOO_VERSION,
+        crate::venv::KAZOO_VERSION,
         venv.display(),
-        crate::kazoo::KAZOO_VERSION
+        crate::venv::KAZOO_VERSION
     )]
     KazooNotFound {
         /// The virtualenv looked in.

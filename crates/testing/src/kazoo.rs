@@ -8,6 +8,7 @@ use std::process::Command;
 
 use crate::curator::CuratorProcess;
 use crate::error::{Result, TestingError};
+use crate::venv::{DEFAULT_VENV, KAZOO_VERSION, VENV_ENV};
 
 /// The kazoo scripts (file name, text), embedded so that a published copy of this crate carries
 /// them.
@@ -34,15 +35,6 @@ fn script_path(script: &str) -> Result<PathBuf> {
     }
     Ok(path)
 }
-
-/// Environment variable naming the virtualenv that holds kazoo (defaults to [`DEFAULT_VENV`]).
-pub const VENV_ENV: &str = "ZK_RECIPES_VENV";
-
-/// Where `scripts/install-deps.sh` makes the virtualenv with kazoo 2.11 from PyPI.
-pub const DEFAULT_VENV: &str = "/opt/zk-recipes-venv";
-
-/// The kazoo version the interop tests are written against (its `lock.py` and `election.py`).
-pub const KAZOO_VERSION: &str = "2.11";
 
 /// The Python of the kazoo virtualenv, once kazoo imports there at [`KAZOO_VERSION`].
 ///

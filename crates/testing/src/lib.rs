@@ -17,8 +17,8 @@
 //!   black-holes them (targeted session expiry) or cuts right after a chosen request (a create,
 //!   a delete, a multi, ...) reached the server, before its reply reaches the client.
 //! * [`CuratorProcess`]: Apache Curator 5.4 in a JVM, driven line by line from interop tests;
-//!   [`CuratorDiscovery`] drives Curator's service discovery (`curator-x-discovery`) with typed
-//!   methods.
+//!   the workspace's unpublished `zk-recipes-interop` crate types its service-discovery
+//!   commands.
 //! * Four-letter words ([`four_letter_word`], `mntr`, `wchc`, `srvr` helpers) to assert on
 //!   server-side state such as leftover watches and znodes.
 //!
@@ -51,7 +51,6 @@
 mod classpath;
 mod cluster;
 mod curator;
-mod curator_discovery;
 mod error;
 mod four_letter;
 mod kazoo;
@@ -64,6 +63,7 @@ mod server;
 mod slot;
 mod sys;
 mod tls;
+mod venv;
 mod wait;
 
 pub use classpath::{
@@ -72,15 +72,11 @@ pub use classpath::{
 };
 pub use cluster::{ClusterMember, TestingCluster, TestingClusterBuilder};
 pub use curator::{curator_driver_classes, CuratorProcess, CURATOR_DRIVER_CLASS, JAVAC_ENV};
-pub use curator_discovery::{
-    CuratorArrival, CuratorCacheWatch, CuratorCachedInstances, CuratorDiscovery, CuratorDiscoveryBuilder,
-    CuratorInstanceSpec, CuratorProviderStrategy, CuratorServiceType, DISCOVERY_REPLY, DISCOVERY_START,
-};
 pub use error::{Result, TestingError};
 pub use four_letter::{
     four_letter_word, parse_mntr, parse_srvr_mode, parse_wchc, ServerMode, DEFAULT_FOUR_LETTER_TIMEOUT,
 };
-pub use kazoo::{kazoo_python, DEFAULT_VENV, KAZOO_VERSION, VENV_ENV};
+pub use kazoo::kazoo_python;
 pub use network::Degradation;
 pub use proxy::{
     BlackHoleAtRequest, CutAfterCreate, CutAfterReply, CutCreate, CutReply, FaultProxy, HeldRequest,
@@ -89,6 +85,7 @@ pub use proxy::{
 pub use server::{TestingServer, TestingServerBuilder};
 pub use slot::ServerSlot;
 pub use tls::{TestingTls, TlsClientAuth, OPENSSL_ENV, TLS_CLIENT_SUBJECT};
+pub use venv::{DEFAULT_VENV, KAZOO_VERSION, VENV_ENV};
 pub use wait::{
     capture_warnings, eventually, init_tracing, within, within_for, CapturedLogs, SERVER_START, STEP,
 };

@@ -13,12 +13,12 @@ use zk_recipes_framework::{path, Deadline, OwnedNode, ProtectedCreate};
 
 use super::handle::LockInternals;
 use super::queued::QueuedNode;
-use super::revocation::wait_for_revocation;
 use super::wait::Wait;
 use crate::driver::{Decision, NextStep};
 use crate::error::{LockError, Result};
 use crate::lease::HeldLease;
 use crate::listing::{self, SortedChildren};
+use crate::revocation::wait_for_revocation;
 
 impl LockInternals {
     /// Queues for the lock with a node holding `data` and, per `wait`, waits until it holds.

@@ -13,12 +13,9 @@
 pub(crate) mod acquire;
 pub(crate) mod handle;
 pub(crate) mod queued;
-pub(crate) mod revocation;
 pub(crate) mod same_session;
 pub(crate) mod wait;
 
 pub use handle::LockInternals;
 pub use queued::QueuedNode;
-pub(crate) use revocation::wait_for_revocation;
-pub use revocation::{revoke, REVOKE_MESSAGE};
 pub use wait::Wait;

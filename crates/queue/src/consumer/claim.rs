@@ -5,13 +5,13 @@ use tracing::{debug, trace, warn};
 use zk_recipes_framework::zookeeper_client::{self, CreateMode, MultiWriteError};
 use zk_recipes_framework::{Deadline, Error as FrameworkError, Session};
 
+use crate::acks::LockClaim;
 use crate::background::{register_lock, unregister_lock};
 use crate::error::Result;
-use crate::queue::Inner;
 
 use super::claimer::Claimer;
-use super::commit::{release_job, COMMIT_TIMEOUT};
-use super::delivery::{Delivery, LockClaim};
+use super::commit::release_job;
+use super::delivery::Delivery;
 
 impl<T: Send + 'static> Claimer<T> {
     /// At most once: read and delete each item in one round trip; ours if our delete won.
@@ -311,38 +311,4 @@ impl<T: Send + 'static> Claimer<T> {
         }
         Ok(())
     }
-}
-
-/// Writes a lock-safe delivery's new count into the item, on the session that holds our lock,
-/// before the item is handed out (so a delivery cut short by a crash counts too). `version` is the
-/// item's version as we read it: nobody else writes an item whose lock we hold.
-pub(super) async fn count_delivery<T>(
-    inner: &Inner<T>,
-    name: &str,
-    claim: &LockClaim,
-    counted: &[u8],
-    version: i32,
-) -> Result<(), FrameworkError> {
-    let item_path = inner.item_path(name);
-    let item_path = &item_path;
-    inner
-        .framework
-        .retry_on_session(claim.generation, Deadline::after(COMMIT_TIMEOUT), |session| async move {
-            if session.id().0 != claim.session_id {
-                return Err(FrameworkError::SessionLost);
-            }
-            match session.client().set_data(item_path, counted, Some(version)).await {
-                Ok(_) => Ok(()),
-                // A try whose reply was lost may have written it already.
-                Err(zookeeper_client::Error::BadVersion) => {
-                    match session.client().get_data(item_path).await {
-                        Ok((data, _)) if data == counted => Ok(()),
-                        Ok(_) => Err(zookeeper_client::Error::BadVersion.into()),
-                        Err(err) => Err(err.into()),
-                    }
-                }
-                Err(err) => Err(err.into()),
-            }
-        })
-        .await
 }

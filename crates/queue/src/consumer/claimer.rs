@@ -10,19 +10,22 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use tokio::sync::{mpsc, Semaphore};
 use tracing::{debug, error, trace, warn};
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::{self, WatchedEvent};
-use zk_recipes_framework::{ConnectionEvents, Deadline};
+use zk_recipes_framework::{ConnectionEvents, ConnectionState, Deadline};
 
+use crate::acks::LockClaim;
 use crate::background::holds_lock;
 use crate::error::Result;
 use crate::framing::{delivery_count, unframe, with_delivery_count};
 use crate::names::{parse_due, Kind, ITEM_PREFIX};
-use crate::queue::Inner;
+use crate::shared::Inner;
 
-use super::claim::count_delivery;
-use super::commit::release_job;
-use super::delivery::{Delivery, LockClaim};
-use super::StateListener;
+use super::commit::{count_delivery, release_job};
+use super::delivery::Delivery;
+
+/// What a consumer's owner is told of each connection change.
+pub(super) type StateListener = Arc<dyn Fn(ConnectionState) + Send + Sync>;
 
 /// At most this many lock nodes of other consumers are watched at once.
 pub(super) const MAX_LOCK_WATCHES: usize = 256;
@@ -65,8 +68,8 @@ pub(super) struct Claimer<T> {
     pub(super) next_due: Option<i64>,
     /// Lock creates whose outcome is unknown (connection lost in flight): item, lock claim.
     pub(super) uncertain: Vec<(String, LockClaim)>,
-    /// Consecutive errors, for backing off.
-    pub(super) errors: u32,
+    /// The pause after an error: 100 ms, doubling up to 1.6 s; a success starts it over.
+    pub(super) backoff: Backoff,
 }
 
 impl<T: Send + 'static> Claimer<T> {
@@ -97,7 +100,7 @@ impl<T: Send + 'static> Claimer<T> {
             watched: HashSet::new(),
             next_due: None,
             uncertain: Vec::new(),
-            errors: 0,
+            backoff: Backoff::new(Duration::from_millis(100), Duration::from_millis(1600)),
         }
     }
 
@@ -131,15 +134,14 @@ impl<T: Send + 'static> Claimer<T> {
             let want = 1 + extra;
             let deliveries = match self.take_some(want).await {
                 Ok(deliveries) => {
-                    self.errors = 0;
+                    self.backoff.reset();
                     deliveries
                 }
                 Err(err) if err.is_closed() => break,
                 Err(err) => {
                     self.credits.add_permits(want);
-                    self.errors += 1;
                     self.must_relist = true;
-                    let backoff = Duration::from_millis(50 << self.errors.min(5));
+                    let backoff = self.backoff.next_pause();
                     debug!(%err, backoff = %zk_recipes_framework::ReadableDuration(backoff), "consumer error");
                     if self.sender.send(Err(err)).await.is_err() {
                         break;

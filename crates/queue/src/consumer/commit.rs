@@ -7,27 +7,15 @@ use tracing::trace;
 use zk_recipes_framework::zookeeper_client::{self, CreateMode, MultiWriteError};
 use zk_recipes_framework::{Deadline, Error as FrameworkError};
 
+use crate::acks::{AckBatcher, AckRequest, Committed, Finish, LockClaim};
 use crate::background::{register_lock, unregister_lock, Job};
 use crate::error::{QueueError, Result};
-use crate::queue::Inner;
+use crate::shared::Inner;
 
-use super::delivery::{Finish, LockClaim};
 use super::finish::{finish_verdict, FinishAnswer, FinishVerdict};
 
 /// How long an ack, requeue or reject keeps retrying through connection trouble.
 pub(super) const COMMIT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// What a lock-safe finish found.
-#[derive(Debug)]
-pub(super) enum Committed {
-    /// Committed (with the requeued item's name).
-    Done(Option<String>),
-    LockLost,
-    /// Our session expired after a try was sent, and the item is gone: that try may have
-    /// committed, or another consumer took the item after our lock went with the session.
-    OutcomeUnknown,
-    ItemGone,
-}
 
 /// The lock-safe finish: one multi {check lock, delete item, [create requeued item], delete lock}
 /// on the session that holds the lock.
@@ -110,22 +98,7 @@ pub(super) async fn commit<T>(
 /// At most this many acks go in one multi (three operations each).
 pub(super) const MAX_ACKS_PER_MULTI: usize = 300;
 
-/// Group commit of lock-safe acks: acks that arrive while one multi is in flight go together in
-/// the next one (one transaction for many items). If a combined multi fails, each ack is
-/// committed on its own, so one lost lock never fails the others.
-#[derive(Debug, Default)]
-pub(crate) struct AckBatcher {
-    waiting: parking_lot::Mutex<Vec<AckRequest>>,
-    flushing: tokio::sync::Mutex<()>,
-}
-
-#[derive(Debug)]
-pub(super) struct AckRequest {
-    pub(super) name: String,
-    pub(super) claim: LockClaim,
-    pub(super) reply: tokio::sync::oneshot::Sender<Result<Committed, FrameworkError>>,
-}
-
+/// The group commit's steps: an ack waits with the others, one flusher sends them all.
 impl AckBatcher {
     /// Deletes the item (and our lock), together with whatever other acks are waiting.
     pub(super) async fn delete<T>(
@@ -341,4 +314,38 @@ pub(super) fn release_job(claim: &LockClaim, verify_owner: bool) -> Job {
         session_id: claim.session_id,
         verify_owner,
     }
+}
+
+/// Writes a lock-safe delivery's new count into the item, on the session that holds our lock,
+/// before the item is handed out (so a delivery cut short by a crash counts too). `version` is the
+/// item's version as we read it: nobody else writes an item whose lock we hold.
+pub(super) async fn count_delivery<T>(
+    inner: &Inner<T>,
+    name: &str,
+    claim: &LockClaim,
+    counted: &[u8],
+    version: i32,
+) -> Result<(), FrameworkError> {
+    let item_path = inner.item_path(name);
+    let item_path = &item_path;
+    inner
+        .framework
+        .retry_on_session(claim.generation, Deadline::after(COMMIT_TIMEOUT), |session| async move {
+            if session.id().0 != claim.session_id {
+                return Err(FrameworkError::SessionLost);
+            }
+            match session.client().set_data(item_path, counted, Some(version)).await {
+                Ok(_) => Ok(()),
+                // A try whose reply was lost may have written it already.
+                Err(zookeeper_client::Error::BadVersion) => {
+                    match session.client().get_data(item_path).await {
+                        Ok((data, _)) if data == counted => Ok(()),
+                        Ok(_) => Err(zookeeper_client::Error::BadVersion.into()),
+                        Err(err) => Err(err.into()),
+                    }
+                }
+                Err(err) => Err(err.into()),
+            }
+        })
+        .await
 }

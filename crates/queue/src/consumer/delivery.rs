@@ -6,19 +6,12 @@ use std::sync::Arc;
 use tracing::{debug, info_span, trace, Instrument};
 use zk_recipes_framework::{ConnectionState, ConnectionUpdate};
 
+use crate::acks::{Committed, Finish, LockClaim};
 use crate::background::{unregister_lock, Job};
 use crate::error::{QueueError, Result};
-use crate::queue::Inner;
+use crate::shared::Inner;
 
-use super::commit::{commit, requeue_plain, Committed};
-
-/// Our lock on an item (lock-safe mode).
-#[derive(Debug, Clone)]
-pub(super) struct LockClaim {
-    pub(super) lock_node: String,
-    pub(super) generation: u64,
-    pub(super) session_id: i64,
-}
+use super::commit::{commit, requeue_plain};
 
 /// One node taken from the queue: its items, and (lock-safe) our lock on it.
 ///
@@ -59,15 +52,6 @@ impl<T> fmt::Debug for Delivery<T> {
             .field("lock", &self.claim.as_ref().map(|claim| &claim.lock_node))
             .finish_non_exhaustive()
     }
-}
-
-/// How an item leaves the queue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Finish {
-    Delete,
-    Requeue,
-    /// Past `max_deliveries`: to the dead-letter path (or deleted without one).
-    DeadLetter,
 }
 
 impl<T> Delivery<T> {

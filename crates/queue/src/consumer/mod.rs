@@ -21,10 +21,11 @@ use tracing::{error, info, info_span, warn, Instrument};
 use zk_recipes_framework::ConnectionState;
 
 use crate::error::{QueueError, Result};
-use crate::queue::{ErrorMode, Inner};
+use crate::options::ErrorMode;
+use crate::shared::Inner;
 
-use claimer::Claimer;
-pub(crate) use commit::{remove_item, AckBatcher};
+use claimer::{Claimer, StateListener};
+pub(crate) use commit::remove_item;
 pub use delivery::Delivery;
 pub use item::Item;
 
@@ -34,8 +35,6 @@ pub const DEFAULT_PREFETCH: usize = 16;
 /// How long a stopped [`Consumer::run`] waits for its handlers by default
 /// ([`Consumer::drain_timeout`]).
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
-type StateListener = Arc<dyn Fn(ConnectionState) + Send + Sync>;
 
 /// Takes items from a queue of the distributed-queue family: a stream of [`Delivery`] values
 /// ([`next`](Self::next), [`into_stream`](Self::into_stream)) or a handler

@@ -10,13 +10,13 @@ use zk_recipes_framework::{local_address, path, Error as FrameworkError, Framewo
 
 use super::distributed::DistributedQueue;
 use super::kinds::{DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue};
-use super::options::{ErrorMode, DEFAULT_MAX_NODE_BYTES};
-use super::shared::Inner;
+use crate::acks::AckBatcher;
 use crate::background::Background;
-use crate::consumer::AckBatcher;
 use crate::error::{QueueError, Result};
 use crate::framing::{BytesSerializer, QueueSerializer};
 use crate::names::{Kind, SEPARATOR};
+use crate::options::{ErrorMode, DEFAULT_MAX_NODE_BYTES};
+use crate::shared::Inner;
 
 /// Builds the queues of the distributed-queue family (Curator's `QueueBuilder`). Start from
 /// [`DistributedQueue::builder`].

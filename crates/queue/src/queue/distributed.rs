@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use zk_recipes_framework::Deadline;
 
-use super::shared::Inner;
 use crate::consumer::Consumer;
 use crate::error::Result;
 use crate::names::ITEM_PREFIX;
+use crate::shared::Inner;
 
 /// A distributed FIFO queue on ZooKeeper — Curator's `DistributedQueue`, with the same nodes and
 /// bytes, so Rust and Java producers and consumers share one queue.

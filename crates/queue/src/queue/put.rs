@@ -5,10 +5,10 @@ use tracing::{debug, info_span, Instrument};
 use zk_recipes_framework::{Deadline, Error as FrameworkError};
 
 use super::distributed::DistributedQueue;
-use super::nodes::{chunks, create_nodes};
 use crate::error::{QueueError, Result};
 use crate::framing::frame;
 use crate::names::ITEM_PREFIX;
+use crate::nodes::{chunks, create_nodes};
 use crate::simple::wait_for_change;
 
 impl<T: Send + 'static> DistributedQueue<T> {

@@ -20,3 +20,12 @@ mod reconfig;
 pub use builder::TestingClusterBuilder;
 pub use handle::TestingCluster;
 pub use member::ClusterMember;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn public_types_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<super::TestingCluster>();
+    }
+}

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use zk_recipes_framework::retry::Backoff;
-use zk_recipes_framework::{Deadline, Framework};
+use zk_recipes_framework::{Deadline, Framework, WatchEvent};
 
-use super::watch::InstanceWatch;
 use crate::error::Result;
 use crate::instance::ServiceType;
 
@@ -93,4 +93,25 @@ pub(super) struct State {
     /// `watch_instances`: whether to follow our nodes, and the watch once set (`watch.rs`).
     pub(super) watch_instances: bool,
     pub(super) watch: Option<InstanceWatch>,
+}
+
+/// The discovery's one watch: a task that sets it (waiting for a session) and forwards its
+/// events. Dropping it (on close, or with the registrar) aborts the task, which drops the watch
+/// and so removes it from the server.
+pub(crate) struct InstanceWatch {
+    pub(super) events: mpsc::UnboundedReceiver<WatchEvent>,
+    pub(super) task: JoinHandle<()>,
+}
+
+impl Drop for InstanceWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl InstanceWatch {
+    /// The next event; `None` once the watch is gone for good (the framework closed).
+    pub(super) async fn next(&mut self) -> Option<WatchEvent> {
+        self.events.recv().await
+    }
 }

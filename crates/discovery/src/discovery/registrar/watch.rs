@@ -9,33 +9,11 @@
 //! same name and id. A deleted node is not adopted (Curator's listener ignores it too).
 
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tracing::{debug, info, warn, Instrument};
 use zk_recipes_framework::{Deadline, WatchEvent};
 
-use super::state::{State, BACKGROUND_OPERATION_TIMEOUT};
+use super::state::{InstanceWatch, State, BACKGROUND_OPERATION_TIMEOUT};
 use crate::json::JsonInstanceSerializer;
-
-/// The discovery's one watch: a task that sets it (waiting for a session) and forwards its
-/// events. Dropping it (on close, or with the registrar) aborts the task, which drops the watch
-/// and so removes it from the server.
-pub(crate) struct InstanceWatch {
-    events: mpsc::UnboundedReceiver<WatchEvent>,
-    task: JoinHandle<()>,
-}
-
-impl Drop for InstanceWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl InstanceWatch {
-    /// The next event; `None` once the watch is gone for good (the framework closed).
-    pub(super) async fn next(&mut self) -> Option<WatchEvent> {
-        self.events.recv().await
-    }
-}
 
 impl State {
     /// With `watch_instances`, sets the watch if it is not there yet (at the first registration:

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use zk_recipes_framework::{path, Error as FrameworkError, Framework, Session};
 
-use super::nodes::create_persistent;
-use super::options::ErrorMode;
+use crate::acks::AckBatcher;
 use crate::background::{Background, Job};
-use crate::consumer::AckBatcher;
 use crate::error::Result;
 use crate::framing::QueueSerializer;
 use crate::names::{Kind, ITEM_PREFIX};
+use crate::nodes::create_persistent;
+use crate::options::ErrorMode;
 
 /// What every handle, consumer and delivery of one queue shares.
 pub(crate) struct Inner<T> {
@@ -32,7 +32,7 @@ pub(crate) struct Inner<T> {
     /// Default node data (this host's address), for the queue and lock paths and lock nodes.
     pub(crate) data: Arc<[u8]>,
     /// Whether the queue path (and lock path) are known to exist.
-    pub(super) created: AtomicBool,
+    pub(crate) created: AtomicBool,
     pub(crate) background: Background,
     /// Group commit of lock-safe acks.
     pub(crate) acks: AckBatcher,

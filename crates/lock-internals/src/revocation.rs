@@ -1,6 +1,9 @@
 //! Revocation, as Curator's `Revoker`: [`revoke`] asks a node's owner to give it up, and
 //! [`wait_for_revocation`] is how an owner hears it.
 
+use std::time::Duration;
+
+use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::zookeeper_client::{self, EventType};
 use zk_recipes_framework::{path, Deadline, Error as FrameworkError, Framework};
 
@@ -62,6 +65,7 @@ pub(crate) async fn wait_for_revocation(
 /// [`wait_for_revocation`] without the session's end: reads and watches the node's data.
 async fn watch_for_revocation(framework: &Framework, node_path: &str, generation: u64) -> Result<()> {
     let lost = || LockError::NodeLost { path: node_path.to_owned() };
+    let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_secs(1));
     loop {
         let session = framework
             .session_of(generation, Deadline::never())
@@ -72,7 +76,7 @@ async fn watch_for_revocation(framework: &Framework, node_path: &str, generation
             Ok((_, _, watcher)) => watcher,
             Err(zookeeper_client::Error::NoNode) => return Err(lost()),
             Err(err) if FrameworkError::from(err.clone()).is_retryable() => {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                backoff.pause().await;
                 continue;
             }
             Err(err) => return Err(FrameworkError::from(err).into()),

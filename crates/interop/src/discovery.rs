@@ -1,390 +1,16 @@
-//! Curator's service discovery (`curator-x-discovery` 5.4, Debian's `libcurator-discovery-java`)
-//! in a Curator driver JVM, with typed methods: the Java side of the discovery interop tests.
-//!
-//! [`CuratorDiscovery`] runs the driver's `discovery` command (`java/CuratorDiscovery.java` in this
-//! crate): one Curator client and one `ServiceDiscovery<Object>` with Curator's
-//! `JsonInstanceSerializer`, driven line by line as every [`CuratorProcess`] is. Instances go in as
-//! [`CuratorInstanceSpec`]s and come back as the JSON Curator serializes them, one `String` each.
+//! [`CuratorDiscovery`]: the typed commands of a running discovery driver.
 
 use std::time::Duration;
 
-use crate::classpath::Jit;
-use crate::curator::CuratorProcess;
-use crate::error::{Result, TestingError};
+use zk_recipes_testing::{CuratorProcess, Result, TestingError};
 
-/// How long [`CuratorDiscoveryBuilder::start`] waits by default for the JVM to start, connect and
-/// start its `ServiceDiscovery` (the first start in a test process also compiles the driver).
-pub const DISCOVERY_START: Duration = Duration::from_secs(60);
+use crate::spec::{
+    CuratorArrival, CuratorCacheWatch, CuratorCachedInstances, CuratorInstanceSpec, CuratorProviderStrategy,
+    DISCOVERY_START,
+};
 
-/// How long each typed call of a [`CuratorDiscovery`] waits by default for Curator's answer.
-pub const DISCOVERY_REPLY: Duration = Duration::from_secs(30);
-
-/// stderr lines quoted in errors.
-const LOG_TAIL_LINES: usize = 30;
-
-/// Curator's `ServiceType`: which kind of node an instance is registered as.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum CuratorServiceType {
-    /// `DYNAMIC`: an ephemeral node, gone with the session (Curator's default).
-    #[default]
-    Dynamic,
-    /// `DYNAMIC_SEQUENTIAL`: an ephemeral-sequential node (`<id><sequence>`).
-    DynamicSequential,
-    /// `STATIC`: a persistent node.
-    Static,
-    /// `PERMANENT`: a persistent node.
-    Permanent,
-}
-
-impl CuratorServiceType {
-    /// The name Curator writes in `serviceType`, e.g. `"DYNAMIC"`.
-    ///
-    /// ```
-    /// use zk_recipes_testing::CuratorServiceType;
-    /// assert_eq!(CuratorServiceType::DynamicSequential.as_str(), "DYNAMIC_SEQUENTIAL");
-    /// ```
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CuratorServiceType::Dynamic => "DYNAMIC",
-            CuratorServiceType::DynamicSequential => "DYNAMIC_SEQUENTIAL",
-            CuratorServiceType::Static => "STATIC",
-            CuratorServiceType::Permanent => "PERMANENT",
-        }
-    }
-}
-
-/// The `ProviderStrategy` of a Curator `ServiceProvider`
-/// ([`CuratorDiscovery::start_provider`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CuratorProviderStrategy {
-    /// `RoundRobinStrategy`.
-    RoundRobin,
-    /// `RandomStrategy`.
-    Random,
-    /// `StickyStrategy` over a `RoundRobinStrategy`.
-    Sticky,
-}
-
-impl CuratorProviderStrategy {
-    fn as_str(self) -> &'static str {
-        match self {
-            CuratorProviderStrategy::RoundRobin => "round-robin",
-            CuratorProviderStrategy::Random => "random",
-            CuratorProviderStrategy::Sticky => "sticky",
-        }
-    }
-}
-
-/// An instance for the Java side to register or update, built with Curator's
-/// `ServiceInstance.builder()`: every field left unset keeps Curator's default (a random UUID id,
-/// the first non-loopback local address, now as the registration time, [`CuratorServiceType::Dynamic`],
-/// no ports, no payload, no URI spec, enabled).
-///
-/// # Example
-/// ```
-/// use zk_recipes_testing::{CuratorInstanceSpec, CuratorServiceType};
-///
-/// let spec = CuratorInstanceSpec::new("orders")
-///     .id("orders-1")
-///     .address("10.0.0.7")
-///     .port(8080)
-///     .payload_json(r#"{"zone":"eu-1"}"#)
-///     .service_type(CuratorServiceType::Static)
-///     .uri_spec("{scheme}://{address}:{port}")
-///     .registration_time_utc(1_700_000_000_000);
-/// assert_eq!(
-///     spec.to_json(),
-///     r#"{"name":"orders","id":"orders-1","address":"10.0.0.7","port":8080,"payload":{"zone":"eu-1"},"serviceType":"STATIC","uriSpec":"{scheme}://{address}:{port}","registrationTimeUTC":1700000000000}"#
-/// );
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CuratorInstanceSpec {
-    name: String,
-    id: Option<String>,
-    address: Option<String>,
-    port: Option<u16>,
-    ssl_port: Option<u16>,
-    payload_json: Option<String>,
-    service_type: Option<CuratorServiceType>,
-    uri_spec: Option<String>,
-    registration_time_utc: Option<i64>,
-    enabled: Option<bool>,
-}
-
-impl CuratorInstanceSpec {
-    /// An instance of the service `name`, every other field Curator's default.
-    pub fn new(name: impl Into<String>) -> CuratorInstanceSpec {
-        CuratorInstanceSpec {
-            name: name.into(),
-            id: None,
-            address: None,
-            port: None,
-            ssl_port: None,
-            payload_json: None,
-            service_type: None,
-            uri_spec: None,
-            registration_time_utc: None,
-            enabled: None,
-        }
-    }
-
-    /// The instance id (the node's name). Defaults to Curator's random UUID.
-    pub fn id(mut self, id: impl Into<String>) -> CuratorInstanceSpec {
-        self.id = Some(id.into());
-        self
-    }
-
-    /// The address. Defaults to Curator's choice: the first non-loopback local address.
-    pub fn address(mut self, address: impl Into<String>) -> CuratorInstanceSpec {
-        self.address = Some(address.into());
-        self
-    }
-
-    /// The port. Defaults to none (`null`).
-    pub fn port(mut self, port: u16) -> CuratorInstanceSpec {
-        self.port = Some(port);
-        self
-    }
-
-    /// The SSL port. Defaults to none (`null`).
-    pub fn ssl_port(mut self, ssl_port: u16) -> CuratorInstanceSpec {
-        self.ssl_port = Some(ssl_port);
-        self
-    }
-
-    /// The payload, as JSON text (sent as is; line breaks become spaces). The Java side reads it
-    /// with Jackson: an object becomes a `LinkedHashMap` (written back with
-    /// `"@class":"java.util.LinkedHashMap"`), an array an `ArrayList`, a scalar its Java type;
-    /// an object with `"@class"` becomes an instance of that class, such as
-    /// `org.springframework.cloud.zookeeper.discovery.ZookeeperInstance` (a stand-in the driver
-    /// carries, with Spring Cloud Zookeeper's `id`, `name` and `metadata`) or `java.util.TreeMap`.
-    /// Defaults to none (`null`).
-    pub fn payload_json(mut self, payload_json: impl Into<String>) -> CuratorInstanceSpec {
-        self.payload_json = Some(payload_json.into());
-        self
-    }
-
-    /// The service type. Defaults to [`CuratorServiceType::Dynamic`].
-    pub fn service_type(mut self, service_type: CuratorServiceType) -> CuratorInstanceSpec {
-        self.service_type = Some(service_type);
-        self
-    }
-
-    /// The URI spec template, e.g. `{scheme}://{address}:{port}` (Curator's `new UriSpec(...)`).
-    /// Defaults to none (`null`).
-    pub fn uri_spec(mut self, template: impl Into<String>) -> CuratorInstanceSpec {
-        self.uri_spec = Some(template.into());
-        self
-    }
-
-    /// The registration time, in milliseconds since the epoch: set it to make Curator's bytes
-    /// predictable. Defaults to the time the Java side builds the instance.
-    pub fn registration_time_utc(mut self, epoch_millis: i64) -> CuratorInstanceSpec {
-        self.registration_time_utc = Some(epoch_millis);
-        self
-    }
-
-    /// Whether the instance is enabled (only written with
-    /// [`CuratorDiscoveryBuilder::enabled_field`]). Defaults to `true`.
-    pub fn enabled(mut self, enabled: bool) -> CuratorInstanceSpec {
-        self.enabled = Some(enabled);
-        self
-    }
-
-    /// The spec as the one line of JSON the driver reads (its keys are `ServiceInstance`'s field
-    /// names; unset fields are left out).
-    pub fn to_json(&self) -> String {
-        let mut fields = vec![format!("\"name\":{}", json_string(&self.name))];
-        let mut text = |key: &str, value: &Option<String>| {
-            if let Some(value) = value {
-                fields.push(format!("\"{key}\":{}", json_string(value)));
-            }
-        };
-        text("id", &self.id);
-        text("address", &self.address);
-        if let Some(port) = self.port {
-            fields.push(format!("\"port\":{port}"));
-        }
-        if let Some(ssl_port) = self.ssl_port {
-            fields.push(format!("\"sslPort\":{ssl_port}"));
-        }
-        if let Some(payload) = &self.payload_json {
-            fields.push(format!("\"payload\":{}", payload.replace(['\n', '\r'], " ")));
-        }
-        if let Some(service_type) = self.service_type {
-            fields.push(format!("\"serviceType\":\"{}\"", service_type.as_str()));
-        }
-        if let Some(uri_spec) = &self.uri_spec {
-            fields.push(format!("\"uriSpec\":{}", json_string(uri_spec)));
-        }
-        if let Some(millis) = self.registration_time_utc {
-            fields.push(format!("\"registrationTimeUTC\":{millis}"));
-        }
-        if let Some(enabled) = self.enabled {
-            fields.push(format!("\"enabled\":{enabled}"));
-        }
-        format!("{{{}}}", fields.join(","))
-    }
-}
-
-/// A JSON string literal for `text`.
-fn json_string(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for character in text.chars() {
-        match character {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            control if u32::from(control) < 0x20 => {
-                quoted.push_str(&format!("\\u{:04x}", u32::from(control)));
-            }
-            other => quoted.push(other),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
-/// What a Curator `ServiceCache` holds ([`CuratorDiscovery::cache_instances`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CuratorCachedInstances {
-    /// `getInstances()`, each as Curator serializes it, sorted by id.
-    pub instances: Vec<String>,
-    /// How many times the cache's listener was told `cacheChanged` since the cache started.
-    pub changes: u64,
-}
-
-/// A Curator `ServiceCache` started for a benchmark ([`CuratorDiscovery::watch_cache`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CuratorCacheWatch {
-    /// Java heap in use after full GCs, after the cache's first load minus before it was built.
-    pub heap_bytes: i64,
-    /// How many instances it held after its first load.
-    pub instances: usize,
-}
-
-/// An instance a watched Curator `ServiceCache` got ([`CuratorDiscovery::cache_arrivals`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CuratorArrival {
-    /// When Curator called the cache's listener, in microseconds since the Unix epoch (the JVM's
-    /// clock: this machine's).
-    pub epoch_micros: u64,
-    /// The id of the instance that was added or re-read.
-    pub id: String,
-}
-
-/// Settings of a [`CuratorDiscovery`]; [`start`](Self::start) launches it.
-///
-/// # Example
-/// ```no_run
-/// # async fn demo(connect: &str) -> zk_recipes_testing::Result<()> {
-/// use std::time::Duration;
-/// use zk_recipes_testing::CuratorDiscovery;
-///
-/// let curator = CuratorDiscovery::builder(connect, "/services")
-///     .watch_instances(true)
-///     .session_timeout(Duration::from_secs(4))
-///     .start()
-///     .await?;
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone)]
-#[must_use = "a builder does nothing until `start` is awaited"]
-pub struct CuratorDiscoveryBuilder {
-    connect: String,
-    base_path: String,
-    watch_instances: bool,
-    enabled_field: bool,
-    session_timeout: Option<Duration>,
-    start_timeout: Duration,
-    reply_timeout: Duration,
-    jit: Jit,
-}
-
-impl CuratorDiscoveryBuilder {
-    /// Curator's `watchInstances`: the discovery watches the nodes of the instances it registered
-    /// and re-reads them when they change. Defaults to `false`, as Curator's.
-    pub fn watch_instances(mut self, watch_instances: bool) -> CuratorDiscoveryBuilder {
-        self.watch_instances = watch_instances;
-        self
-    }
-
-    /// Serialize with `JsonInstanceSerializer(Object.class, false)`, which also writes
-    /// `"enabled"`. Defaults to `false`: Curator's default serializer, in compatible mode, leaves
-    /// it out.
-    pub fn enabled_field(mut self, enabled_field: bool) -> CuratorDiscoveryBuilder {
-        self.enabled_field = enabled_field;
-        self
-    }
-
-    /// The session timeout the Curator client asks for. Defaults to the driver's 10 s.
-    pub fn session_timeout(mut self, session_timeout: Duration) -> CuratorDiscoveryBuilder {
-        self.session_timeout = Some(session_timeout);
-        self
-    }
-
-    /// How long [`start`](Self::start) waits for the discovery to start. Defaults to 60 s
-    /// ([`DISCOVERY_START`]).
-    pub fn start_timeout(mut self, start_timeout: Duration) -> CuratorDiscoveryBuilder {
-        self.start_timeout = start_timeout;
-        self
-    }
-
-    /// How long each typed call waits for Curator's answer. Defaults to 30 s
-    /// ([`DISCOVERY_REPLY`]).
-    pub fn reply_timeout(mut self, reply_timeout: Duration) -> CuratorDiscoveryBuilder {
-        self.reply_timeout = reply_timeout;
-        self
-    }
-
-    /// How the JVM compiles its hot code. Defaults to [`Jit::QuickStart`]; a benchmark uses
-    /// [`Jit::Full`].
-    pub fn jit(mut self, jit: Jit) -> CuratorDiscoveryBuilder {
-        self.jit = jit;
-        self
-    }
-
-    /// Launches the JVM (compiling the driver first if this process has not yet, on a blocking
-    /// thread) and waits until its `ServiceDiscovery` has started.
-    ///
-    /// # Errors
-    /// As [`CuratorProcess::spawn`]; [`TestingError::Timeout`] if it has not started within the
-    /// start timeout; [`TestingError::Io`] if the driver fails (it cannot connect, say), quoting
-    /// its stderr.
-    ///
-    /// # Cancel safety
-    /// Cancelling drops the JVM being started, which is SIGKILLed: its session ends when the
-    /// server expires it.
-    pub async fn start(self) -> Result<CuratorDiscovery> {
-        let mut args = Vec::new();
-        if let Some(timeout) = self.session_timeout {
-            args.extend(["--session-timeout-ms".to_owned(), timeout.as_millis().to_string()]);
-        }
-        args.extend(["discovery".to_owned(), self.connect.clone(), self.base_path.clone()]);
-        if self.watch_instances {
-            args.push("watch-instances".to_owned());
-        }
-        if self.enabled_field {
-            args.push("enabled-field".to_owned());
-        }
-        let jit = self.jit;
-        let mut process = tokio::task::spawn_blocking(move || CuratorProcess::spawn_with_jit(jit, args))
-            .await
-            .map_err(|join| TestingError::io("starting the Curator driver", std::io::Error::other(join)))??;
-        let session = process.expect_line("SESSION ", self.start_timeout).await?;
-        let session_id = session
-            .split_whitespace()
-            .next()
-            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
-            .map(|id| id as i64)
-            .ok_or_else(|| unexpected(&process, "SESSION <hex id> timeout-ms=<ms>", &session))?;
-        process.lines_until("STARTED", self.start_timeout).await?;
-        Ok(CuratorDiscovery { process, session_id, reply_timeout: self.reply_timeout })
-    }
-}
+/// How many stderr lines an error quotes.
+pub(crate) const LOG_TAIL_LINES: usize = 30;
 
 /// Curator's service discovery in a JVM: a `ServiceDiscovery<Object>` with Curator's
 /// `JsonInstanceSerializer` on one Curator client (its own session), plus the `ServiceCache`s and
@@ -396,7 +22,8 @@ impl CuratorDiscoveryBuilder {
 /// the instance as Curator understood the node, serialized again (so a `Map` payload read from a
 /// node written elsewhere comes back with `"@class":"java.util.LinkedHashMap"`).
 ///
-/// Every typed call waits at most the reply timeout ([`DISCOVERY_REPLY`] by default). A call that
+/// Every typed call waits at most the reply timeout
+/// ([`DISCOVERY_REPLY`](crate::DISCOVERY_REPLY) by default). A call that
 /// Curator fails (an update of an instance not registered here, a bad spec) ends the driver, as
 /// every command of the Curator driver does: the call returns [`TestingError::Io`] with Curator's
 /// message and stderr, and later calls fail too.
@@ -408,8 +35,8 @@ impl CuratorDiscoveryBuilder {
 ///
 /// # Example
 /// ```no_run
-/// # async fn demo(connect: &str) -> zk_recipes_testing::Result<()> {
-/// use zk_recipes_testing::{
+/// # async fn demo(connect: &str) -> zk_recipes_interop::Result<()> {
+/// use zk_recipes_interop::{
 ///     CuratorDiscovery, CuratorInstanceSpec, CuratorProviderStrategy, CuratorServiceType,
 /// };
 ///
@@ -439,38 +66,12 @@ impl CuratorDiscoveryBuilder {
 /// ```
 #[derive(Debug)]
 pub struct CuratorDiscovery {
-    process: CuratorProcess,
-    session_id: i64,
-    reply_timeout: Duration,
+    pub(crate) process: CuratorProcess,
+    pub(crate) session_id: i64,
+    pub(crate) reply_timeout: Duration,
 }
 
 impl CuratorDiscovery {
-    /// Settings for a discovery on the server(s) at `connect`, its services under `base_path`.
-    pub fn builder(connect: impl Into<String>, base_path: impl Into<String>) -> CuratorDiscoveryBuilder {
-        CuratorDiscoveryBuilder {
-            connect: connect.into(),
-            base_path: base_path.into(),
-            watch_instances: false,
-            enabled_field: false,
-            session_timeout: None,
-            start_timeout: DISCOVERY_START,
-            reply_timeout: DISCOVERY_REPLY,
-            jit: Jit::QuickStart,
-        }
-    }
-
-    /// A discovery with the builder's defaults ([`builder`](Self::builder)): Curator's own
-    /// defaults, a 10 s session.
-    ///
-    /// # Errors
-    /// As [`CuratorDiscoveryBuilder::start`].
-    ///
-    /// # Cancel safety
-    /// As [`CuratorDiscoveryBuilder::start`].
-    pub async fn start(connect: &str, base_path: &str) -> Result<CuratorDiscovery> {
-        CuratorDiscovery::builder(connect, base_path).start().await
-    }
-
     /// What Curator's `ServiceInstance.builder().name("defaults").build()` fills in, serialized
     /// (its own short-lived JVM, no server): the default id, address, registration time and
     /// service type, the compare point for a Rust builder's defaults.
@@ -483,15 +84,15 @@ impl CuratorDiscovery {
     ///
     /// # Example
     /// ```no_run
-    /// # async fn demo() -> zk_recipes_testing::Result<()> {
-    /// let json = zk_recipes_testing::CuratorDiscovery::default_instance().await?;
+    /// # async fn demo() -> zk_recipes_interop::Result<()> {
+    /// let json = zk_recipes_interop::CuratorDiscovery::default_instance().await?;
     /// assert!(json.starts_with(r#"{"name":"defaults","id":""#));
     /// # Ok(()) }
     /// ```
     pub async fn default_instance() -> Result<String> {
         let mut process = tokio::task::spawn_blocking(|| CuratorProcess::spawn(["discovery-defaults"]))
             .await
-            .map_err(|join| TestingError::io("starting the Curator driver", std::io::Error::other(join)))??;
+            .map_err(|join| io_error("starting the Curator driver", std::io::Error::other(join)))??;
         process.expect_line("DEFAULT-INSTANCE ", DISCOVERY_START).await
     }
 
@@ -626,7 +227,7 @@ impl CuratorDiscovery {
     ///
     /// # Example
     /// ```no_run
-    /// # async fn demo(curator: &mut zk_recipes_testing::CuratorDiscovery) -> zk_recipes_testing::Result<()> {
+    /// # async fn demo(curator: &mut zk_recipes_interop::CuratorDiscovery) -> zk_recipes_interop::Result<()> {
     /// let watch = curator.watch_cache("orders").await?;
     /// println!("{} instances in {} bytes of heap", watch.instances, watch.heap_bytes);
     /// // ... change the instances ...
@@ -661,7 +262,7 @@ impl CuratorDiscovery {
     ///
     /// # Example
     /// ```no_run
-    /// # async fn demo(curator: &mut zk_recipes_testing::CuratorDiscovery) -> zk_recipes_testing::Result<()> {
+    /// # async fn demo(curator: &mut zk_recipes_interop::CuratorDiscovery) -> zk_recipes_interop::Result<()> {
     /// curator.watch_cache("orders").await?;
     /// let arrivals = curator.cache_arrivals("orders").await?;
     /// assert!(arrivals.is_empty(), "nothing changed yet");
@@ -790,7 +391,7 @@ impl CuratorDiscovery {
         if status.success() {
             Ok(())
         } else {
-            Err(TestingError::io(
+            Err(io_error(
                 format!(
                     "the Curator discovery driver exited with {status}; last stderr lines:\n{}",
                     self.process.log_tail(LOG_TAIL_LINES)
@@ -832,8 +433,13 @@ fn word(text: &str) -> Result<&str> {
     }
 }
 
-fn unexpected(process: &CuratorProcess, expected: &str, line: &str) -> TestingError {
-    TestingError::io(
+/// An I/O error of the driver, with what it was doing.
+pub(crate) fn io_error(context: impl Into<String>, source: std::io::Error) -> TestingError {
+    TestingError::Io { context: context.into(), source }
+}
+
+pub(crate) fn unexpected(process: &CuratorProcess, expected: &str, line: &str) -> TestingError {
+    io_error(
         format!(
             "the Curator discovery driver printed {line:?} where {expected} was due; last stderr lines:\n{}",
             process.log_tail(LOG_TAIL_LINES)
@@ -847,50 +453,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn specs_are_one_line_of_json_with_curators_keys() {
-        let spec = CuratorInstanceSpec::new("a \"quoted\"\nname")
-            .ssl_port(8443)
-            .payload_json("{\n  \"k\": [1, 2]\n}")
-            .enabled(false);
-        assert_eq!(
-            spec.to_json(),
-            r#"{"name":"a \"quoted\"\nname","sslPort":8443,"payload":{   "k": [1, 2] },"enabled":false}"#
-        );
-        assert!(!spec.to_json().contains('\n'));
-        assert_eq!(json_string("tab\tbell\u{7}é"), r#""tab\tbell\u0007é""#);
-    }
-
-    #[test]
     fn words_have_no_whitespace() {
         assert_eq!(word("orders-1").expect("a word"), "orders-1");
         for bad in ["", "two words", "tab\there", "line\n"] {
             assert!(matches!(word(bad), Err(TestingError::InvalidArgument(_))), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn service_types_are_curators_names() {
-        let names: Vec<_> = [
-            CuratorServiceType::Dynamic,
-            CuratorServiceType::DynamicSequential,
-            CuratorServiceType::Static,
-            CuratorServiceType::Permanent,
-        ]
-        .iter()
-        .map(|kind| kind.as_str())
-        .collect();
-        assert_eq!(names, ["DYNAMIC", "DYNAMIC_SEQUENTIAL", "STATIC", "PERMANENT"]);
-        assert_eq!(CuratorServiceType::default(), CuratorServiceType::Dynamic);
-    }
-
-    #[test]
-    fn public_types_are_send_and_sync() {
-        fn assert_send_sync<T: Send + Sync>() {}
-        assert_send_sync::<CuratorDiscovery>();
-        assert_send_sync::<CuratorDiscoveryBuilder>();
-        assert_send_sync::<CuratorInstanceSpec>();
-        assert_send_sync::<CuratorCachedInstances>();
-        assert_send_sync::<CuratorCacheWatch>();
-        assert_send_sync::<CuratorArrival>();
     }
 }

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use zk_recipes_testing::{
-    eventually, within, within_for, CuratorDiscovery, CuratorInstanceSpec, CuratorProviderStrategy,
-    CuratorServiceType, TestingError, TestingServer, SERVER_START,
+use zk_recipes_interop::{
+    CuratorDiscovery, CuratorInstanceSpec, CuratorProviderStrategy, CuratorServiceType,
 };
+use zk_recipes_testing::{eventually, within, within_for, TestingError, TestingServer, SERVER_START};
 use zookeeper_client::{Client, Stat};
 
 /// Everything this test writes lives under here.
