@@ -3,7 +3,7 @@
 
 use futures::Stream;
 use tokio::sync::broadcast;
-use zk_recipes_framework::ConnectionState;
+use zk_recipes_framework::{ConnectionState, ErrorPolicy};
 
 /// Whether closing a latch tells its subscribers that leadership ended (Curator's
 /// `LeaderLatch.CloseMode`).
@@ -157,5 +157,29 @@ impl LeadershipEvents {
             let event = events.next().await?;
             Some((event, events))
         }))
+    }
+}
+
+/// Whether `state` ends leadership: an error state per the policy, or a read-only connection (the
+/// quorum, which we cannot reach, may expire our session meanwhile).
+pub(super) fn ends_leadership(policy: ErrorPolicy, state: ConnectionState) -> bool {
+    policy.is_error_state(state) || state == ConnectionState::ReadOnly
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_states_and_read_only_connections_end_leadership() {
+        use ConnectionState::*;
+        for (policy, ending) in [
+            (ErrorPolicy::Standard, vec![Suspended, Lost, ReadOnly]),
+            (ErrorPolicy::SessionOnly, vec![Lost, ReadOnly]),
+        ] {
+            for state in [Connected, Suspended, Reconnected, Lost, ReadOnly] {
+                assert_eq!(ends_leadership(policy, state), ending.contains(&state), "{policy:?} {state:?}");
+            }
+        }
     }
 }

@@ -3,9 +3,9 @@
 //! the election loop look again.
 
 use tokio::time::Instant;
-use zk_recipes_framework::{ConnectionEvents, ConnectionState, ErrorPolicy, DEFAULT_SESSION_TIMEOUT};
+use zk_recipes_framework::{ConnectionEvents, ConnectionState, DEFAULT_SESSION_TIMEOUT};
 
-use super::events::NotLeaderReason;
+use super::events::{ends_leadership, NotLeaderReason};
 use super::state::{OurNode, Shared};
 use zk_recipes_lock_internals::hold_deadline;
 
@@ -83,30 +83,6 @@ impl Shared {
             match hold_deadline(&self.framework, node.generation, None) {
                 Some(deadline) if deadline <= Instant::now() => {}
                 _ => return,
-            }
-        }
-    }
-}
-
-/// Whether `state` ends leadership: an error state per the policy, or a read-only connection (the
-/// quorum, which we cannot reach, may expire our session meanwhile).
-pub(super) fn ends_leadership(policy: ErrorPolicy, state: ConnectionState) -> bool {
-    policy.is_error_state(state) || state == ConnectionState::ReadOnly
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn error_states_and_read_only_connections_end_leadership() {
-        use ConnectionState::*;
-        for (policy, ending) in [
-            (ErrorPolicy::Standard, vec![Suspended, Lost, ReadOnly]),
-            (ErrorPolicy::SessionOnly, vec![Lost, ReadOnly]),
-        ] {
-            for state in [Connected, Suspended, Reconnected, Lost, ReadOnly] {
-                assert_eq!(ends_leadership(policy, state), ending.contains(&state), "{policy:?} {state:?}");
             }
         }
     }

@@ -11,8 +11,7 @@ use tracing::debug;
 use zk_recipes_framework::{Framework, OwnedNode};
 use zk_recipes_lock_internals::LockInternals;
 
-use super::events::{CloseMode, LeadershipEvent, NotLeaderReason, Signal};
-use super::follow::ends_leadership;
+use super::events::{ends_leadership, CloseMode, LeadershipEvent, NotLeaderReason, Signal};
 use crate::handle::{HandleTarget, HandleView, Lifecycle, Status};
 use zk_recipes_lock_internals::hold_deadline;
 

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use tokio::sync::watch;
-use tracing::debug;
+use tracing::{debug, info_span, Instrument};
 use zk_recipes_framework::retry::Backoff;
 use zk_recipes_framework::CloseDelay;
 
-use super::state::Shared;
+use super::state::{Shared, State};
 use crate::error::LeaderError;
 use crate::handle::{Lifecycle, Status};
 
@@ -59,4 +59,15 @@ pub(super) async fn run(shared: Arc<Shared>, round: u64, _delay: CloseDelay) {
 /// Resolves once the selector is closed.
 pub(super) async fn wait_closed(status: &mut watch::Receiver<Status>) {
     let _ = status.wait_for(|status| status.lifecycle == Lifecycle::Closed).await;
+}
+
+impl Shared {
+    /// Starts the next round's task (the caller holds the state lock).
+    pub(super) fn spawn_round(self: &Arc<Self>, state: &mut State) {
+        state.round += 1;
+        let span = info_span!("leader_selector", path = %self.path, id = %self.id);
+        // Taken before the task runs: a framework close that begins meanwhile still waits for it.
+        let delay = self.framework.delay_close();
+        state.task = Some(tokio::spawn(run(self.clone(), state.round, delay).instrument(span)));
+    }
 }

@@ -4,17 +4,15 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::AtomicUsize;
-use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tracing::{debug, info_span, Instrument};
+use tracing::debug;
 use zk_recipes_framework::Framework;
 use zk_recipes_mutex::Mutex as ZkMutex;
 
-use super::election::run;
 use super::{CancelReason, Leadership};
 use crate::handle::{HandleTarget, HandleView, Lifecycle, Status};
 
@@ -61,14 +59,6 @@ impl HandleTarget for Shared {
 }
 
 impl Shared {
-    pub(super) fn spawn_round(self: &Arc<Self>, state: &mut State) {
-        state.round += 1;
-        let span = info_span!("leader_selector", path = %self.path, id = %self.id);
-        // Taken before the task runs: a framework close that begins meanwhile still waits for it.
-        let delay = self.framework.delay_close();
-        state.task = Some(tokio::spawn(run(self.clone(), state.round, delay).instrument(span)));
-    }
-
     /// Marks the selector closed and cancels a running leadership; returns the task, or `None` if
     /// it was closed already (or never ran).
     pub(super) fn mark_closed(&self) -> Option<JoinHandle<()>> {
