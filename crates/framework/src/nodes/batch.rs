@@ -52,6 +52,8 @@ use zookeeper_client::{CreateMode, MultiReadResult, MultiWriteError, MultiWriteR
 
 use super::cleanup::{CleanupSender, CleanupTask};
 use super::layers::batch_layers;
+pub(crate) use crate::session::upper::batch::{Batcher, CreateAnswer, ListingAnswer, QueuedCreate};
+use crate::session::upper::batch::{Queued, State};
 use crate::session::{Error, Session};
 
 /// How many creates and deletes (each batch counts as one) a busy session sends on their own
@@ -75,37 +77,6 @@ pub(crate) const MAX_QUEUED_DATA: usize = 16 * 1024;
 /// caller that stops polling its request (without dropping it) delays the next batches by this
 /// much, not for ever. On a link slower than this, batches go about this often.
 const SLOT_WAIT: Duration = Duration::from_millis(10);
-
-/// What the server answered to a create: its stat and sequence (`-1` when not sequential).
-pub(crate) type CreateAnswer = Result<(Stat, i64), zookeeper_client::Error>;
-/// The listing sent behind a create, when asked for.
-pub(crate) type ListingAnswer = Option<Result<Vec<String>, zookeeper_client::Error>>;
-
-/// A session's batcher: see the module's documentation.
-#[derive(Debug)]
-pub(crate) struct Batcher {
-    enabled: bool,
-    state: Mutex<State>,
-    slot_freed: Notify,
-    /// Where a node made for a caller that is gone goes, to be deleted.
-    cleanup: CleanupSender,
-    /// The framework's runtime, which runs the batches (`None` outside a runtime: then every
-    /// request goes on its own).
-    runtime: Option<tokio::runtime::Handle>,
-}
-
-#[derive(Debug)]
-struct State {
-    /// Creates and deletes sent and not yet answered (each batch counts as one).
-    in_flight: usize,
-    /// The creates and deletes in flight, each batch's counted one by one.
-    operations_in_flight: usize,
-    /// How many may be in flight before the next ones wait for a batch.
-    direct_limit: usize,
-    queued: Vec<Queued>,
-    /// A batch task is waiting to take the queue.
-    batch_waiting: bool,
-}
 
 impl Default for State {
     fn default() -> Self {
@@ -140,24 +111,6 @@ impl State {
             false => (self.direct_limit + 1).min(MAX_DIRECT_LIMIT),
         };
     }
-}
-
-/// A create waiting for a batch.
-#[derive(Debug)]
-pub(crate) struct QueuedCreate {
-    pub(crate) path: String,
-    pub(crate) data: Vec<u8>,
-    pub(crate) mode: CreateMode,
-    pub(crate) ttl: Option<Duration>,
-    /// The parent to list right behind the create.
-    pub(crate) list: Option<String>,
-}
-
-#[derive(Debug)]
-enum Queued {
-    /// A create, the size of its ACL on the wire, and where to answer.
-    Create(QueuedCreate, usize, oneshot::Sender<(CreateAnswer, ListingAnswer)>),
-    Delete(String, oneshot::Sender<Result<(), zookeeper_client::Error>>),
 }
 
 impl Queued {
@@ -378,7 +331,7 @@ impl Batcher {
 /// Deletes `path` on `session` (with any version): at once, or in the session's next batch.
 /// `session`'s batcher.
 fn batcher_of(session: &Session) -> &Batcher {
-    session.upper::<Batcher>()
+    &session.upper().batcher
 }
 
 pub(crate) async fn delete(session: &Session, path: &str) -> Result<(), zookeeper_client::Error> {

@@ -22,7 +22,9 @@
 //! - [`batch`], [`layers`]: a busy session's creates and deletes sent together, in layers;
 //! - [`cleanup`]: the worker that deletes what nobody waits on any more;
 //! - [`watch`]: persistent watches;
-//! - [`floor`]: the floor's own state, kept in the framework and in each session.
+//! - [`floor`]: the floor's parts of the framework and of each session, handed to the session
+//!   floor when the framework starts. Their types are state only, on the session floor
+//!   ([`crate::session::upper`]); their `impl` blocks are here.
 //!
 //! [`Framework`]: crate::Framework
 //! [`Deadline`]: crate::Deadline

@@ -15,6 +15,7 @@ use super::events::ConnectionEvents;
 use super::live_session::Session;
 use super::retry::RetryPolicy;
 use super::state::{ConnectionSnapshot, ErrorPolicy};
+use super::upper::FrameworkUpper;
 
 /// The framework: one cheap-to-clone handle that always gives recipes a live ZooKeeper session
 /// (Curator's `CuratorFramework`).
@@ -88,9 +89,9 @@ impl Framework {
         &self.handle.core
     }
 
-    /// The floor above's part of type `T` in this framework ([`super::upper`]).
-    pub(crate) fn upper<T: std::any::Any>(&self) -> &T {
-        self.handle.core.upper.framework.get()
+    /// The floor above's parts in this framework ([`super::upper`]).
+    pub(crate) fn upper(&self) -> &FrameworkUpper {
+        &self.handle.core.upper.framework
     }
 
     /// An identity of this framework, the same for all its clones, and not reused by another
