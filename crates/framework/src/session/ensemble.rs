@@ -242,7 +242,7 @@ fn chroot_suffix(connect_string: &str) -> &str {
 }
 
 /// The servers of the ensemble changed: new sessions open with `new_servers`
-/// ([`Framework::ensemble_changes`]).
+/// ([`Framework::ensemble_changes`](crate::Framework::ensemble_changes)).
 ///
 /// ```no_run
 /// # async fn demo(framework: zk_recipes_framework::Framework) {

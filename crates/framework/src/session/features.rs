@@ -133,7 +133,8 @@ pub(crate) struct FeatureProbe {
     /// concurrent callers share it.
     cache: tokio::sync::Mutex<Option<ServerFeatures>>,
     /// The features some probe of this framework found supported (bits of [`Feature`]):
-    /// [`Framework::require`](crate::Framework::require) answers these at once, with no probe, on every session after.
+    /// [`Framework::require`](crate::Framework::require) answers these at once, with no probe, on
+    /// every session after.
     seen_supported: std::sync::atomic::AtomicU8,
     /// The framework's settings, for the probe's session.
     config: FrameworkBuilder,
