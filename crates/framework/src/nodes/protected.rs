@@ -13,13 +13,12 @@ use futures::future::Either;
 use parking_lot::Mutex;
 use tracing::debug;
 
-use super::cleanup::{CleanupQueue, CleanupTask};
+use super::cleanup::CleanupTask;
 use super::marker::NodeMarker;
-use super::on_session::KnownParents;
 use super::owned::OwnedNode;
 use super::protected_options::ProtectedCreate;
 use super::protected_try::create_or_find;
-use super::session_marker::{MarkerLane, MarkerLanes, SequenceFloor, UndecidedCreate};
+use super::session_marker::{MarkerLane, SequenceFloor, UndecidedCreate};
 use crate::path;
 use crate::session::calls::Nesting;
 use crate::session::waiting::Sessions;
@@ -88,12 +87,12 @@ impl Framework {
                     false => None,
                     true => {
                         let prefix = request.marker.render(session.id());
-                        let lanes = session.upper::<MarkerLanes>();
+                        let lanes = &session.upper().marker_lanes;
                         Some(Box::pin(lanes.turn(request.parent, &prefix)).await)
                     }
                 };
                 let (prefix, search_first, floor) = attempt.lock().prefix_for(&session, lane);
-                let known_parents = self.upper::<KnownParents>();
+                let known_parents = &self.upper().known_parents;
                 let outcome =
                     create_or_find(&session, request, &prefix, search_first, floor, known_parents).await;
                 if let Err(err) = &outcome {
@@ -253,7 +252,7 @@ impl<'a> ProtectedAttempt<'a> {
                 // The prefix names the call: whatever carries it is this create's.
                 None => CleanupTask::Protected { parent: self.parent.to_owned(), prefix: prefix.to_string() },
             };
-            self.framework.upper::<CleanupQueue>().submit(task);
+            self.framework.upper().cleanup.submit(task);
         }
         self.maybe_created = false;
     }
