@@ -483,7 +483,7 @@ mod tests {
         // A Curator call long enough for a retry wrote 1, a Rust call 2, its retry 3.
         let log = lines(
             "W atomic-long J0x1-0 10\nW atomic-long r0x1-0 100000\nI atomic-long r0x1-0 110000 ok 2\n\
-             I atomic-long J0x1-0 400000 ok 3",
+             I atomic-long J0x1-0 1200000 ok 3",
         );
         let report = check_counter(Counter::AtomicLong, log.iter().copied(), Some(3));
         assert_eq!(report.curator_double_applied, 1);
