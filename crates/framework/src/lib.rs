@@ -31,10 +31,7 @@
 //! The crate has two floors, each a folder: the *session* floor (`session/`: the handle, the
 //! supervisor that owns the session, connection states, retries, deadlines) and the *nodes*
 //! floor on top of it (`nodes/`: the node API, protected creates, owned nodes, batches, the cleanup
-//! worker, watches). The nodes floor imports the session floor, never the other way round. What
-//! the nodes floor keeps in the framework and in each session (its cleanup queue, a session's
-//! batcher) is a field of a known type there: the types are on the session floor, state only,
-//! and their behaviour is on the nodes floor.
+//! worker, watches). The nodes floor imports the session floor, never the other way round.
 //! Folders rather than two crates, because the node API is methods on [`Framework`], which a
 //! second crate could only add through an extension trait every user would import. The map is in
 //! `docs/framework.md`.
@@ -91,8 +88,7 @@ pub use session::duration::ReadableDuration;
 pub use session::ensemble::{EnsembleChange, EnsembleConfig, EnsembleServer, ServerRole};
 pub use session::error::{ConnectionFailure, Error, Result};
 pub use session::events::ConnectionEvents;
-pub use session::feature::Feature;
-pub use session::features::ServerFeatures;
+pub use session::features::{Feature, ServerFeatures};
 pub use session::handle::Framework;
 pub use session::host::local_address;
 pub use session::live_session::Session;
@@ -108,9 +104,8 @@ pub use zookeeper_client;
 #[doc(hidden)]
 pub mod decisions {
     pub use crate::nodes::layers::batch_layers;
-    pub use crate::nodes::session_marker::{undecided_node, SeveralAboveFloor};
+    pub use crate::nodes::session_marker::{undecided_node, SequenceFloor, SeveralAboveFloor};
     pub use crate::session::expiry_clock::{earliest_expiry, lost_at};
-    pub use crate::session::upper::lanes::SequenceFloor;
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! grouping.
 //!
 //! A batch pays only when many wait: a batched create costs two round trips (the multi, then the
-//! read of its stat, see [`super::batch_send`]) where a create alone costs one, and the requests behind the limit
+//! read of its stat, see below) where a create alone costs one, and the requests behind the limit
 //! wait for a slot. So the direct limit follows how many wait when a batch is taken (queued, and in
 //! flight on their own or in batches): it starts at [`DIRECT_LIMIT`] (two), grows by one with each
 //! batch taken while fewer than [`BUSY`] wait, up to [`MAX_DIRECT_LIMIT`], and falls back to two
@@ -22,25 +22,37 @@
 //! A request alone goes on its own at once, exactly as before: the batcher only changes what a
 //! busy session sends. At most one create per parent goes in a multi (its nodes would share a
 //! `czxid`, the fencing token of a hold): a batch is sent as layers, one multi each, back to back.
-//! What a multi cannot settle falls back to requests of their own ([`super::batch_send`]).
+//! What a multi cannot settle falls back to requests of their own:
+//! - a multi fails as a whole if one of its operations fails (a reaped parent, a node already
+//!   gone), so then every operation of the batch is sent again on its own, and each caller gets its
+//!   own answer;
+//! - a create in a multi is answered without its `Stat` by servers before 3.7.2 / 3.8.2
+//!   (ZOOKEEPER-4026), so the stat is read in one multi-read behind the batch, with the listings
+//!   the creates asked for (and with `exists` where the multi-read cannot give it);
+//! - a create whose node is made but whose stat or sequence is not known is answered with a
+//!   connection loss, so its caller finds the node by its marker: never an answer that would have
+//!   it forget a node it made;
+//! - a multi that failed as a whole without an answer is answered to each create as a connection
+//!   loss (its node may be there), but as the session's loss when the session is gone: a create
+//!   on an expired session gets what it would have got alone, and starts over on the next session;
+//! - a caller gone before its batch is sent is left out; a node made for one gone meanwhile goes
+//!   to the cleanup worker.
 //!
 //! Every batch runs on the session it was queued on, and only there: a caller that must stay on
 //! its node's session (a release) gets that session's answer, or its loss.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::future::join_all;
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, Notify};
 use tracing::trace;
+use zookeeper_client::{CreateMode, MultiReadResult, MultiWriteError, MultiWriteResult, Stat};
 
-pub(crate) use super::batch_send::is_sequential;
-use super::batch_send::{one_by_one, send_multi};
-use super::cleanup::CleanupSender;
+use super::cleanup::{CleanupSender, CleanupTask};
 use super::layers::batch_layers;
-pub(crate) use crate::session::upper::batch::{Batcher, CreateAnswer, ListingAnswer, QueuedCreate};
-use crate::session::upper::batch::{Queued, State};
-use crate::session::Session;
+use crate::session::{Error, Session};
 
 /// How many creates and deletes (each batch counts as one) a busy session sends on their own
 /// before the next ones wait for a batch: the direct limit at first, and once the session is busy.
@@ -63,6 +75,37 @@ pub(crate) const MAX_QUEUED_DATA: usize = 16 * 1024;
 /// caller that stops polling its request (without dropping it) delays the next batches by this
 /// much, not for ever. On a link slower than this, batches go about this often.
 const SLOT_WAIT: Duration = Duration::from_millis(10);
+
+/// What the server answered to a create: its stat and sequence (`-1` when not sequential).
+pub(crate) type CreateAnswer = Result<(Stat, i64), zookeeper_client::Error>;
+/// The listing sent behind a create, when asked for.
+pub(crate) type ListingAnswer = Option<Result<Vec<String>, zookeeper_client::Error>>;
+
+/// A session's batcher: see the module's documentation.
+#[derive(Debug)]
+pub(crate) struct Batcher {
+    enabled: bool,
+    state: Mutex<State>,
+    slot_freed: Notify,
+    /// Where a node made for a caller that is gone goes, to be deleted.
+    cleanup: CleanupSender,
+    /// The framework's runtime, which runs the batches (`None` outside a runtime: then every
+    /// request goes on its own).
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Creates and deletes sent and not yet answered (each batch counts as one).
+    in_flight: usize,
+    /// The creates and deletes in flight, each batch's counted one by one.
+    operations_in_flight: usize,
+    /// How many may be in flight before the next ones wait for a batch.
+    direct_limit: usize,
+    queued: Vec<Queued>,
+    /// A batch task is waiting to take the queue.
+    batch_waiting: bool,
+}
 
 impl Default for State {
     fn default() -> Self {
@@ -99,6 +142,24 @@ impl State {
     }
 }
 
+/// A create waiting for a batch.
+#[derive(Debug)]
+pub(crate) struct QueuedCreate {
+    pub(crate) path: String,
+    pub(crate) data: Vec<u8>,
+    pub(crate) mode: CreateMode,
+    pub(crate) ttl: Option<Duration>,
+    /// The parent to list right behind the create.
+    pub(crate) list: Option<String>,
+}
+
+#[derive(Debug)]
+enum Queued {
+    /// A create, the size of its ACL on the wire, and where to answer.
+    Create(QueuedCreate, usize, oneshot::Sender<(CreateAnswer, ListingAnswer)>),
+    Delete(String, oneshot::Sender<Result<(), zookeeper_client::Error>>),
+}
+
 impl Queued {
     fn is_cancelled(&self) -> bool {
         match self {
@@ -115,6 +176,24 @@ impl Queued {
             Queued::Delete(path, _) => OVERHEAD + path.len(),
         }
     }
+
+    /// Answers with `err`. A create whose caller is gone may have made its node (the outcome of a
+    /// lost reply is unknown): whatever carries its name goes to the cleanup worker.
+    fn fail(self, err: zookeeper_client::Error, batcher: &Batcher) {
+        match self {
+            Queued::Create(create, _, reply) => {
+                if reply.send((Err(err), None)).is_err() {
+                    batcher.clean_up_unknown(&create);
+                }
+            }
+            Queued::Delete(_, reply) => drop(reply.send(Err(err))),
+        }
+    }
+}
+
+/// Whether the server appends a sequence to a node created in `mode`.
+pub(crate) fn is_sequential(mode: CreateMode) -> bool {
+    matches!(mode, CreateMode::EphemeralSequential | CreateMode::PersistentSequential)
 }
 
 /// A place among the requests a session has in flight, given back when dropped.
@@ -282,14 +361,26 @@ impl Batcher {
         }
         layers
     }
-}
 
-/// `session`'s batcher.
-fn batcher_of(session: &Session) -> &Batcher {
-    &session.upper().batcher
+    /// Hands a node made for a caller that is gone to the cleanup worker.
+    fn clean_up(&self, path: String) {
+        self.cleanup.submit(CleanupTask::Node { path, czxid: None });
+    }
+
+    /// Hands whatever a create of a caller that is gone may have made to the cleanup worker: the
+    /// children of its parent whose names start with its own (its marker makes it unique).
+    fn clean_up_unknown(&self, create: &QueuedCreate) {
+        let (parent, prefix) = crate::path::split(&create.path);
+        self.cleanup.submit(CleanupTask::Protected { parent: parent.to_owned(), prefix: prefix.to_owned() });
+    }
 }
 
 /// Deletes `path` on `session` (with any version): at once, or in the session's next batch.
+/// `session`'s batcher.
+fn batcher_of(session: &Session) -> &Batcher {
+    session.upper::<Batcher>()
+}
+
 pub(crate) async fn delete(session: &Session, path: &str) -> Result<(), zookeeper_client::Error> {
     match batcher_of(session).delete_turn(session, path) {
         Turn::Now(_slot) => session.client().delete(path, None).await,
@@ -348,6 +439,226 @@ async fn run_batch(mut pending: PendingBatch) {
         }
     }))
     .await;
+}
+
+/// The create options of a queued create on `session`.
+fn options_of<'a>(session: &'a Session, create: &QueuedCreate) -> zookeeper_client::CreateOptions<'a> {
+    let options = session.create_options_for(&create.path, create.mode);
+    match create.ttl {
+        Some(ttl) => options.with_ttl(ttl),
+        None => options,
+    }
+}
+
+async fn send_multi(session: &Session, batch: Vec<Queued>) {
+    let mut writer = session.client().new_multi_writer();
+    let mut sent = Vec::with_capacity(batch.len());
+    for queued in batch {
+        let added = match &queued {
+            Queued::Create(create, _, _) => {
+                writer.add_create(&create.path, &create.data, &options_of(session, create))
+            }
+            Queued::Delete(path, _) => writer.add_delete(path, None),
+        };
+        match added {
+            Ok(()) => sent.push(queued),
+            Err(err) => queued.fail(err, batcher_of(session)),
+        }
+    }
+    match writer.commit().await {
+        Ok(results) => answer_multi(session, sent, results).await,
+        // One operation failed and the others were not applied: each goes again on its own, and
+        // gets its own answer.
+        Err(MultiWriteError::OperationFailed { index, source }) => {
+            trace!(index, %source, "a batched write failed: sending the batch one by one");
+            one_by_one(session, sent).await;
+        }
+        // Nothing is known of the batch: each caller handles the error as its own (a create looks
+        // for its node by its marker, a delete tries again on the same session).
+        Err(MultiWriteError::RequestFailed { source }) => {
+            // A create's node may be there (a reply lost on the way): answered as a connection
+            // loss, so that its caller looks for it; unless the session is gone (expired or
+            // closed), which each create alone would have been told too: then no node of the
+            // session is left to look for (an ephemeral one went with it; one that outlives its
+            // session is looked for on the next), and the caller starts over on the next session.
+            let create_error = match Error::ZooKeeper(source.clone()).is_session_lost() {
+                true => source.clone(),
+                false => zookeeper_client::Error::ConnectionLoss,
+            };
+            let batcher = batcher_of(session);
+            for queued in sent {
+                let err = match &queued {
+                    Queued::Create(..) => create_error.clone(),
+                    Queued::Delete(..) => source.clone(),
+                };
+                queued.fail(err, batcher);
+            }
+        }
+    }
+}
+
+/// A create of a successful multi, and what it still needs: its stat read, its parent listed.
+struct CreatedInBatch {
+    create: QueuedCreate,
+    reply: oneshot::Sender<(CreateAnswer, ListingAnswer)>,
+    path: String,
+    /// Its stat, once known.
+    stat: Option<Stat>,
+    /// Where its stat is in the multi-read's answers.
+    stat_read: Option<usize>,
+    /// Where its listing is in the multi-read's answers (the first create of a parent only).
+    listing_read: Option<usize>,
+}
+
+async fn answer_multi(session: &Session, sent: Vec<Queued>, results: Vec<MultiWriteResult>) {
+    let mut reader = session.client().new_multi_reader();
+    let mut reads = 0;
+    let mut next_read = || {
+        reads += 1;
+        reads - 1
+    };
+    let mut listed: HashSet<String> = HashSet::new();
+    let mut created = Vec::new();
+    for (queued, result) in sent.into_iter().zip(results) {
+        match (queued, result) {
+            (Queued::Create(create, _, reply), MultiWriteResult::Create { path, stat }) => {
+                let stat = (!stat.is_invalid()).then_some(stat);
+                let stat_read = match stat {
+                    None if reader.add_get_data(&path).is_ok() => Some(next_read()),
+                    _ => None,
+                };
+                let listing_read = match &create.list {
+                    Some(parent) if !listed.contains(parent) && reader.add_get_children(parent).is_ok() => {
+                        listed.insert(parent.clone());
+                        Some(next_read())
+                    }
+                    _ => None,
+                };
+                created.push(CreatedInBatch { create, reply, path, stat, stat_read, listing_read });
+            }
+            (Queued::Delete(_, reply), MultiWriteResult::Delete) => drop(reply.send(Ok(()))),
+            (queued, other) => {
+                // The multi was applied: a create's node is there, so its caller looks for it.
+                let err = match &queued {
+                    Queued::Create(..) => zookeeper_client::Error::ConnectionLoss,
+                    Queued::Delete(..) => zookeeper_client::Error::UnexpectedError(format!(
+                        "a batched delete answered {other:?}"
+                    )),
+                };
+                queued.fail(err, batcher_of(session));
+            }
+        }
+    }
+    if created.is_empty() {
+        return;
+    }
+    // A failed multi-read leaves every read to be done on its own; a server without multi-read
+    // (before 3.6, which drops the connection on one) is never sent one ([`crate::session::features`]).
+    let batcher = batcher_of(session);
+    let multi_read = reads > 0 && session.features().multi_read(batcher.runtime.as_ref()).await;
+    let mut answers: Vec<Option<MultiReadResult>> = match multi_read {
+        false => (0..reads).map(|_| None).collect(),
+        true => match reader.commit().await {
+            Ok(answers) if answers.len() == reads => answers.into_iter().map(Some).collect(),
+            _ => (0..reads).map(|_| None).collect(),
+        },
+    };
+    for created in &mut created {
+        if let Some(MultiReadResult::Data { stat, .. }) = created.stat_read.and_then(|at| answers[at].take())
+        {
+            created.stat = Some(stat);
+        }
+    }
+    // A stat the multi-read did not give (no READ permission, a failed multi-read) is read on its
+    // own: `exists` needs no permission.
+    let client = session.client();
+    let stats = created.iter().map(|created| {
+        let missing = created.stat.is_none().then(|| client.check_stat(&created.path));
+        async move {
+            match missing {
+                Some(check) => check.await.ok().flatten(),
+                None => None,
+            }
+        }
+    });
+    let stats = join_all(stats).await;
+    for (mut created, read) in created.into_iter().zip(stats) {
+        let listing = match created.listing_read.and_then(|at| answers[at].take()) {
+            Some(MultiReadResult::Children { children }) => Some(Ok(children)),
+            Some(MultiReadResult::Error { err }) => Some(Err(err)),
+            _ => None,
+        };
+        // The node is there. Without its stat or sequence the caller gets a connection loss, and
+        // finds it again by its marker: never an answer that would have it forget the node.
+        let answer = match (created.stat.or(read), sequence_of(&created.create, &created.path)) {
+            (Some(stat), Some(sequence)) => Ok((stat, sequence)),
+            _ => Err(zookeeper_client::Error::ConnectionLoss),
+        };
+        if created.reply.send((answer, listing)).is_err() {
+            batcher.clean_up(std::mem::take(&mut created.path));
+        }
+    }
+}
+
+/// The sequence the server appended to a queued create's path (`-1` for a plain node); `None` if
+/// the path does not have one where it should.
+fn sequence_of(create: &QueuedCreate, created_path: &str) -> Option<i64> {
+    if !is_sequential(create.mode) {
+        return Some(-1);
+    }
+    created_path.strip_prefix(create.path.as_str())?.parse().ok()
+}
+
+/// Sends every request of a batch on its own, pipelined (creates first, then the listings behind
+/// them), and answers each caller. A create whose caller is gone is not sent.
+async fn one_by_one(session: &Session, batch: Vec<Queued>) {
+    let client = session.client();
+    let mut creates = Vec::new();
+    let mut deletes = Vec::new();
+    for queued in batch {
+        match queued {
+            Queued::Create(_, _, reply) if reply.is_closed() => {}
+            Queued::Create(create, _, reply) => creates.push((create, reply)),
+            Queued::Delete(path, reply) => deletes.push((path, reply)),
+        }
+    }
+    // Sent in this order as the futures are made: creates, deletes, then the listings.
+    let created: Vec<_> = creates
+        .iter()
+        .map(|(create, _)| client.create(&create.path, &create.data, &options_of(session, create)))
+        .collect();
+    let deleted: Vec<_> = deletes.iter().map(|(path, _)| client.delete(path, None)).collect();
+    let listed: Vec<_> = creates
+        .iter()
+        .map(|(create, _)| {
+            let listing = create.list.as_deref().map(|parent| client.list_children(parent));
+            async move {
+                match listing {
+                    Some(listing) => Some(listing.await),
+                    None => None,
+                }
+            }
+        })
+        .collect();
+    let (created, deleted, listed) = futures::join!(join_all(created), join_all(deleted), join_all(listed));
+    for (((mut create, reply), answer), listing) in creates.into_iter().zip(created).zip(listed) {
+        let answer = answer.map(|(stat, sequence)| (stat, sequence.into_i64()));
+        let made = answer.as_ref().ok().map(|(_, sequence)| *sequence);
+        if reply.send((answer, listing)).is_err() {
+            match made {
+                Some(sequence) => {
+                    if is_sequential(create.mode) {
+                        crate::path::push_sequence(&mut create.path, sequence);
+                    }
+                    batcher_of(session).clean_up(create.path);
+                }
+                None => batcher_of(session).clean_up_unknown(&create),
+            }
+        }
+    }
+    for ((_, reply), answer) in deletes.into_iter().zip(deleted) {
+        let _ = reply.send(answer);
+    }
 }
 
 #[cfg(test)]

@@ -11,11 +11,44 @@ use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
 use super::on_session::{delete_children, delete_if_created, delete_if_marked};
+use super::session_marker::UndecidedCreate;
 use crate::path;
 use crate::session::duration::ReadableDuration;
+use crate::session::in_flight::InFlight;
 use crate::session::retry::Backoff;
-pub(crate) use crate::session::upper::cleanup::{CleanupQueue, CleanupSender, CleanupTask, SettlingGuard};
 use crate::session::{Deadline, Error, Framework, Result, Session};
+
+/// A node (or nodes) to delete.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum CleanupTask {
+    /// Delete this exact path (any version).
+    /// A node's path, and its czxid when known: then only the node that create made is deleted,
+    /// not a node made later under the same name.
+    Node { path: String, czxid: Option<i64> },
+    /// A guaranteed delete: `path` at `version`, and its descendants first if `with_children`.
+    Guaranteed { path: String, version: Option<i32>, with_children: bool },
+    /// Delete every child of `parent` whose name starts with `prefix` (a protected create whose
+    /// outcome is unknown: the prefix holds a UUID of ours, so whatever carries it is ours).
+    Protected { parent: String, prefix: String },
+    /// Delete `path` if it is still the ephemeral node of session `session_id` holding `mark` (a
+    /// node at a fixed path, which another may hold later); nothing once that session is gone.
+    Marked { path: String, session_id: zookeeper_client::SessionId, mark: Vec<u8> },
+    /// The node (if any) of a create whose name names only the session (ZooKeeper's lock recipe):
+    /// told apart from the session's other nodes by its lane's floor ([`crate::session_marker`]).
+    Undecided(UndecidedCreate),
+}
+
+/// The sending side, owned by the framework core.
+#[derive(Debug)]
+pub(crate) struct CleanupQueue {
+    sending: CleanupSender,
+    receiver: parking_lot::Mutex<Option<mpsc::UnboundedReceiver<CleanupTask>>>,
+}
+
+/// See [`CleanupQueue::settling`].
+pub(crate) struct SettlingGuard {
+    pending: Arc<InFlight>,
+}
 
 impl Drop for SettlingGuard {
     fn drop(&mut self) {
@@ -48,6 +81,13 @@ impl CleanupQueue {
     }
 }
 
+/// A clone of the queue's sending side: see [`CleanupQueue::sender`].
+#[derive(Debug, Clone)]
+pub(crate) struct CleanupSender {
+    sender: mpsc::UnboundedSender<CleanupTask>,
+    pending: Arc<InFlight>,
+}
+
 impl CleanupSender {
     /// As [`CleanupQueue::submit`].
     pub(crate) fn submit(&self, task: CleanupTask) {
@@ -69,7 +109,7 @@ impl Framework {
     /// Deletes `path` in the background, retrying through connection losses until it is gone or
     /// the framework is closed. For nodes with a unique name (every protected node is).
     pub fn delete_in_background(&self, path: impl Into<String>) {
-        self.upper().cleanup.submit(CleanupTask::Node { path: path.into(), czxid: None });
+        self.upper::<CleanupQueue>().submit(CleanupTask::Node { path: path.into(), czxid: None });
     }
 
     /// Hands a guaranteed delete ([`crate::DeleteBuilder::guaranteed`]) to the worker.
@@ -79,12 +119,12 @@ impl Framework {
         version: Option<i32>,
         with_children: bool,
     ) {
-        self.upper().cleanup.submit(CleanupTask::Guaranteed { path, version, with_children });
+        self.upper::<CleanupQueue>().submit(CleanupTask::Guaranteed { path, version, with_children });
     }
 
     /// How many background deletions are not finished yet.
     pub fn pending_cleanups(&self) -> usize {
-        self.upper().cleanup.sending.pending.count()
+        self.upper::<CleanupQueue>().sending.pending.count()
     }
 
     /// Waits until every background deletion handed over so far has finished, and every
@@ -98,7 +138,7 @@ impl Framework {
     /// Cancel safe: it only waits. The cleanups go on in the background either way.
     pub async fn wait_for_cleanups(&self, deadline: impl Into<Deadline>) -> Result<()> {
         let deadline = deadline.into();
-        let pending = self.upper().cleanup.sending.pending.clone();
+        let pending = self.upper::<CleanupQueue>().sending.pending.clone();
         deadline
             .run(async move {
                 pending.idle().await;
@@ -113,7 +153,7 @@ impl Framework {
 /// It must not keep the framework open: it works through a handle that does not close it on drop
 /// ([`Framework::without_keeping_open`]), and stops when the framework closes.
 pub(crate) async fn run_worker(framework: Framework) {
-    let queue = &framework.upper().cleanup;
+    let queue = framework.upper::<CleanupQueue>();
     let Some(mut receiver) = queue.receiver.lock().take() else {
         return;
     };

@@ -4,6 +4,7 @@ use tokio::sync::oneshot;
 use tracing::debug;
 use zookeeper_client::{CreateMode, Stat};
 
+use super::cleanup::CleanupQueue;
 use super::cleanup::CleanupTask;
 use super::on_session::ensure_containers;
 use super::owned::OwnedNode;
@@ -59,7 +60,7 @@ impl Framework {
         let framework = self.clone();
         let (path, data) = (path.to_owned(), data.to_vec());
         // Pending for wait_for_cleanups until the task has settled (and handed over any cleanup).
-        let settling = self.upper().cleanup.settling();
+        let settling = self.upper::<CleanupQueue>().settling();
         tokio::spawn(async move {
             // Every session a try was sent on: a try whose reply never came may have created the
             // node there.
@@ -87,7 +88,7 @@ impl Framework {
                 // reply created, if it is still ours (that session's, with our data).
                 for session_id in tried.into_inner() {
                     let task = CleanupTask::Marked { path: path.clone(), session_id, mark: data.clone() };
-                    framework.upper().cleanup.submit(task);
+                    framework.upper::<CleanupQueue>().submit(task);
                 }
             }
             // A caller that is gone drops the node here, which deletes it if still ours.

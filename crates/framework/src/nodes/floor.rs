@@ -1,14 +1,15 @@
-//! The nodes floor's parts, handed to the session floor when the framework starts: per framework,
-//! the cleanup queue and the parents its creates have found in place; per session, the batcher and
-//! the lanes of session-marked creates. Each module reads its part by name
+//! The nodes floor's parts, attached to the session floor when the framework starts: per
+//! framework, the cleanup queue and the parents its creates have found in place; per session,
+//! the batcher and the lanes of session-marked creates. Each module reads its part back by type
 //! ([`crate::session::upper`]).
 
 use tracing::{info_span, Instrument};
 
 use super::batch::Batcher;
 use super::cleanup::{run_worker, CleanupQueue};
+use super::on_session::KnownParents;
 use super::session_marker::MarkerLanes;
-use crate::session::upper::{FrameworkUpper, KnownParents, SessionUpper, Upper};
+use crate::session::upper::{Upper, UpperParts};
 use crate::session::Framework;
 
 /// The nodes floor's parts of a framework and of each of its sessions; `batch_writes` says
@@ -18,10 +19,11 @@ pub(crate) fn parts(batch_writes: bool) -> Upper {
     let cleanup = CleanupQueue::new();
     let sender = cleanup.sender();
     Upper {
-        framework: FrameworkUpper { cleanup, known_parents: KnownParents::default() },
-        session_opened: Box::new(move || SessionUpper {
-            batcher: Batcher::new(batch_writes, sender.clone()),
-            marker_lanes: MarkerLanes::default(),
+        framework: UpperParts::default().with(cleanup).with(KnownParents::default()),
+        session_opened: Box::new(move || {
+            UpperParts::default()
+                .with(Batcher::new(batch_writes, sender.clone()))
+                .with(MarkerLanes::default())
         }),
     }
 }

@@ -19,13 +19,10 @@
 //! - [`owned`]: [`OwnedNode`], a node we own, deleted when dropped;
 //! - [`exclusive`], [`conditional`]: a create at a fixed path that is ours alone, and writes sent
 //!   exactly once;
-//! - [`batch`], [`batch_send`], [`layers`]: a busy session's creates and deletes sent together,
-//!   in layers: when they wait and what a batch takes, how it is sent and each caller answered;
+//! - [`batch`], [`layers`]: a busy session's creates and deletes sent together, in layers;
 //! - [`cleanup`]: the worker that deletes what nobody waits on any more;
 //! - [`watch`]: persistent watches;
-//! - [`floor`]: the floor's parts of the framework and of each session, handed to the session
-//!   floor when the framework starts. Their types are state only, on the session floor
-//!   ([`crate::session::upper`]); their `impl` blocks are here.
+//! - [`floor`]: the floor's own state, kept in the framework and in each session.
 //!
 //! [`Framework`]: crate::Framework
 //! [`Deadline`]: crate::Deadline
@@ -36,7 +33,6 @@
 //! [`OwnedNode`]: crate::OwnedNode
 
 pub(crate) mod batch;
-pub(crate) mod batch_send;
 pub(crate) mod cleanup;
 pub(crate) mod conditional;
 pub(crate) mod create;

@@ -5,7 +5,6 @@
 use zookeeper_client::CreateMode;
 
 use crate::path;
-use crate::session::upper::KnownParents;
 use crate::session::{Error, Result, Session};
 
 /// How a create makes missing parents (Curator's `creatingParentsIfNeeded` /
@@ -34,6 +33,15 @@ impl ParentMode {
             ParentMode::Container => CreateMode::Container,
         }
     }
+}
+
+/// The parents a framework's protected creates have found in place, so that only the first create
+/// under a parent sends the parent's create ahead of its own. A parent deleted since (a reaped
+/// container) fails the node create with NoNode, which makes the parents again: the set only
+/// chooses the order of requests, never what is on the server.
+#[derive(Debug, Default)]
+pub(crate) struct KnownParents {
+    paths: parking_lot::Mutex<std::collections::HashSet<String>>,
 }
 
 impl KnownParents {

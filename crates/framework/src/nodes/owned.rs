@@ -5,7 +5,7 @@ use std::fmt;
 use zookeeper_client::Stat;
 
 use super::batch;
-use super::cleanup::CleanupTask;
+use super::cleanup::{CleanupQueue, CleanupTask};
 use super::on_session::{delete_if_created, delete_if_marked};
 use crate::path;
 use crate::session::calls::Nesting;
@@ -208,7 +208,7 @@ impl Drop for OwnedNode {
                 Extra::Mark(mark) => CleanupTask::Marked { path, session_id: self.session_id, mark },
                 _ => CleanupTask::Node { path, czxid: self.known_czxid() },
             };
-            self.framework.upper().cleanup.submit(task);
+            self.framework.upper::<CleanupQueue>().submit(task);
         }
     }
 }

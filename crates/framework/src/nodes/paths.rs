@@ -2,7 +2,7 @@
 
 use zookeeper_client::CreateMode;
 
-use super::on_session::ParentMode;
+use super::on_session::{KnownParents, ParentMode};
 use crate::path;
 use crate::session::{Deadline, Error, Framework, Result};
 
@@ -34,7 +34,7 @@ impl Framework {
             Err(err) if !err.is_node_exists() => Err(err),
             _ => {
                 // In place now: protected creates under it need not send it ahead.
-                self.upper().known_parents.insert(path);
+                self.upper::<KnownParents>().insert(path);
                 Ok(())
             }
         }

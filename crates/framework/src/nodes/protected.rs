@@ -13,12 +13,13 @@ use futures::future::Either;
 use parking_lot::Mutex;
 use tracing::debug;
 
-use super::cleanup::CleanupTask;
+use super::cleanup::{CleanupQueue, CleanupTask};
 use super::marker::NodeMarker;
+use super::on_session::KnownParents;
 use super::owned::OwnedNode;
 use super::protected_options::ProtectedCreate;
 use super::protected_try::create_or_find;
-use super::session_marker::{MarkerLane, SequenceFloor, UndecidedCreate};
+use super::session_marker::{MarkerLane, MarkerLanes, SequenceFloor, UndecidedCreate};
 use crate::path;
 use crate::session::calls::Nesting;
 use crate::session::waiting::Sessions;
@@ -87,12 +88,12 @@ impl Framework {
                     false => None,
                     true => {
                         let prefix = request.marker.render(session.id());
-                        let lanes = &session.upper().marker_lanes;
+                        let lanes = session.upper::<MarkerLanes>();
                         Some(Box::pin(lanes.turn(request.parent, &prefix)).await)
                     }
                 };
                 let (prefix, search_first, floor) = attempt.lock().prefix_for(&session, lane);
-                let known_parents = &self.upper().known_parents;
+                let known_parents = self.upper::<KnownParents>();
                 let outcome =
                     create_or_find(&session, request, &prefix, search_first, floor, known_parents).await;
                 if let Err(err) = &outcome {
@@ -252,7 +253,7 @@ impl<'a> ProtectedAttempt<'a> {
                 // The prefix names the call: whatever carries it is this create's.
                 None => CleanupTask::Protected { parent: self.parent.to_owned(), prefix: prefix.to_string() },
             };
-            self.framework.upper().cleanup.submit(task);
+            self.framework.upper::<CleanupQueue>().submit(task);
         }
         self.maybe_created = false;
     }

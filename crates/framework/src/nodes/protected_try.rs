@@ -4,14 +4,13 @@
 use tracing::debug;
 use zookeeper_client::{CheckWriteError, CreateMode, MultiWriteResult};
 
-use super::batch;
+use super::batch::{self, Batcher};
 use super::marker::NodeMarker;
-use super::on_session::{ensure_containers, ensure_parents, ParentMode};
+use super::on_session::{ensure_containers, ensure_parents, KnownParents, ParentMode};
 use super::owned::NewNode;
 use super::protected_options::{Anchor, ProtectedCreate};
 use super::session_marker::{children_after_sync, find_undecided, SequenceFloor};
 use crate::path;
-use crate::session::upper::KnownParents;
 use crate::session::{Error, Result, Session};
 
 /// One try: find a node of ours from an earlier try on this session, else create one.
@@ -119,7 +118,7 @@ async fn send_create(
         && !matches!(request.marker, NodeMarker::SessionId { .. });
     let _slot = match batchable {
         false => None,
-        true => match session.upper().batcher.create_turn(session, || batch::QueuedCreate {
+        true => match session.upper::<Batcher>().create_turn(session, || batch::QueuedCreate {
             path: node_path.to_owned(),
             data: request.data.to_vec(),
             mode: request.mode,

@@ -118,7 +118,7 @@ impl Framework {
     ) -> Result<PersistentWatch> {
         let deadline = deadline.into();
         path::validate(path).map_err(|reason| Error::invalid_path(path, reason))?;
-        self.require(crate::session::feature::Feature::PersistentWatches, deadline).await?;
+        self.require(crate::Feature::PersistentWatches, deadline).await?;
         let mode = if recursive { AddWatchMode::PersistentRecursive } else { AddWatchMode::Persistent };
         let events = self.connection_events();
         let current = register(self, path, mode, deadline).await?;

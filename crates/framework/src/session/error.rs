@@ -117,7 +117,7 @@ pub enum Error {
     #[error("the server (ZooKeeper {server_version}) does not support {feature}")]
     MissingFeature {
         /// What is missing.
-        feature: super::feature::Feature,
+        feature: crate::Feature,
         /// The server's version from `srvr`, or `unknown`.
         server_version: String,
     },

@@ -37,7 +37,9 @@ use std::time::Duration;
 use futures::stream::{FuturesUnordered, StreamExt};
 use parking_lot::Mutex;
 use tokio::time::{Instant, MissedTickBehavior};
-use zookeeper_client::{Client, SessionState};
+use zookeeper_client::SessionState;
+
+use super::live_session::Session;
 
 /// How often the heartbeat asks, as a share of the session timeout; also how many of its requests
 /// may be unanswered at once (a session timeout's worth).
@@ -48,7 +50,7 @@ const BEATS_PER_TIMEOUT: u32 = 10;
 const MARGIN_PER_TIMEOUT: u32 = 10;
 
 /// The send time of the latest request the server answered on one session. Each session has one
-/// (it lives in the [`Session`](crate::Session)); it runs once the supervisor begins it.
+/// (it lives in the [`Session`]); it runs once the supervisor begins it.
 #[derive(Debug, Default)]
 pub(crate) struct ExpiryClock {
     times: Mutex<Times>,
@@ -75,9 +77,9 @@ impl ExpiryClock {
     /// while the connection lasts: after a connect that took most of `T`, the connect's start
     /// alone would make a healthy session look lost at once. The heartbeat
     /// ([`keep`](Self::keep)) moves it on from there.
-    pub(super) async fn start(&self, client: &Client) {
+    pub(super) async fn start(&self, session: &Session) {
         let sent = Instant::now();
-        let answered = client.check_stat("/").await.is_ok();
+        let answered = session.client().check_stat("/").await.is_ok();
         let mut times = self.times.lock();
         let heard_by = if answered { Some(sent) } else { times.connecting_since };
         times.heard_by = times.heard_by.max(heard_by);
@@ -107,8 +109,8 @@ impl ExpiryClock {
 
     /// Asks the server something cheap every `T/10` (while connected), forever, and moves the
     /// clock to the send time of each answered request. Poll it beside the session's other work.
-    pub(super) async fn keep(&self, client: &Client) -> Infallible {
-        let every = client.session_timeout() / BEATS_PER_TIMEOUT;
+    pub(super) async fn keep(&self, session: &Session) -> Infallible {
+        let every = session.timeout() / BEATS_PER_TIMEOUT;
         let mut beat = tokio::time::interval(every);
         beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut unanswered = FuturesUnordered::new();
@@ -116,12 +118,12 @@ impl ExpiryClock {
             tokio::select! {
                 _ = beat.tick() => {
                     // Not while disconnected: the request would wait for the next connection.
-                    let connected = client.state() == SessionState::SyncConnected;
+                    let connected = session.client().state() == SessionState::SyncConnected;
                     if connected && unanswered.len() < BEATS_PER_TIMEOUT as usize {
                         let sent = Instant::now();
                         // Any answer will do (the root exists, or the namespace's root under a
                         // chroot).
-                        let asked = client.check_stat("/");
+                        let asked = session.client().check_stat("/");
                         unanswered.push(async move { (sent, asked.await.is_ok()) });
                     }
                 }

@@ -35,10 +35,8 @@
 //! that is not known, the first batch starts a probe and every batch waits for it at most a second
 //! ([`PROBE_WAIT`]); until the probe says yes, batches read the stats they miss with requests of
 //! their own. A refusal is logged once at INFO.
-//!
-//! [`Framework::server_features`]: crate::Framework::server_features
-//! [`Framework::require`]: crate::Framework::require
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -52,10 +50,58 @@ use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode};
 use super::builder::FrameworkBuilder;
 use super::deadline::Deadline;
 use super::error::{is_connection_error, Error, Result};
-use super::feature::Feature;
+use super::handle::Framework;
 
-/// What the framework's server can do, as probed for one session
-/// ([`Framework::server_features`](crate::Framework::server_features)).
+/// A server feature a recipe may need ([`Framework::require`]).
+///
+/// ```
+/// use zk_recipes_framework::Feature;
+///
+/// assert_eq!(Feature::TtlNodes.to_string(), "TTL nodes (zookeeper.extendedTypesEnabled=true)");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Feature {
+    /// TTL nodes: ZooKeeper 3.5.3+ started with `zookeeper.extendedTypesEnabled=true`.
+    TtlNodes,
+    /// Multi-read (`getData`/`getChildren` in one request): 3.6+.
+    MultiRead,
+    /// Persistent and persistent-recursive watches (`addWatch`): 3.6+.
+    PersistentWatches,
+    /// `whoAmI`: 3.7+.
+    WhoAmI,
+    /// `getEphemerals`: 3.6+.
+    GetEphemerals,
+}
+
+impl Feature {
+    /// Every feature, in probe order.
+    pub const ALL: [Feature; 5] = [
+        Feature::TtlNodes,
+        Feature::MultiRead,
+        Feature::PersistentWatches,
+        Feature::WhoAmI,
+        Feature::GetEphemerals,
+    ];
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+impl fmt::Display for Feature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Feature::TtlNodes => "TTL nodes (zookeeper.extendedTypesEnabled=true)",
+            Feature::MultiRead => "multi-read (ZooKeeper 3.6+)",
+            Feature::PersistentWatches => "persistent watches (ZooKeeper 3.6+)",
+            Feature::WhoAmI => "whoAmI (ZooKeeper 3.7+)",
+            Feature::GetEphemerals => "getEphemerals (ZooKeeper 3.6+)",
+        })
+    }
+}
+
+/// What the framework's server can do, as probed for one session ([`Framework::server_features`]).
 ///
 /// ```no_run
 /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
@@ -109,6 +155,73 @@ impl ServerFeatures {
     }
 }
 
+impl Framework {
+    /// What the server of the current session can do: probed once per session generation on a
+    /// probe session of its own (never on the framework's session), then answered from the cache.
+    /// See the table in `docs/operations.md` ("Server features").
+    ///
+    /// # Errors
+    /// As [`Framework::session`] while no session is live; [`Error::Timeout`] when `deadline`
+    /// passes during the probe.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a cancelled probe closes its probe session and caches nothing; the next call
+    /// probes again.
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+    /// use zk_recipes_framework::Feature;
+    /// let features = framework.server_features(std::time::Duration::from_secs(5)).await?;
+    /// assert!(features.supports(Feature::MultiRead));
+    /// # Ok(()) }
+    /// ```
+    pub async fn server_features(&self, deadline: impl Into<Deadline>) -> Result<ServerFeatures> {
+        let deadline = deadline.into();
+        let generation = self.session(deadline).await?.generation();
+        let probe = self.core().features.clone();
+        let mut cached = deadline.run(async { Ok(probe.cache.lock().await) }).await?;
+        if let Some(known) = cached.as_ref().filter(|known| known.generation == generation) {
+            return Ok(known.clone());
+        }
+        let connect_string = self.core().ensemble.connect_string(&self.core().config.connect_string);
+        let learned = deadline.run(probe_all(&probe.config, &connect_string, generation)).await?;
+        probe.learned_multi_read(learned.supported & Feature::MultiRead.bit() != 0);
+        probe.seen_supported.fetch_or(learned.supported, Ordering::AcqRel);
+        if learned.undecided == 0 {
+            *cached = Some(learned.clone());
+        }
+        Ok(learned)
+    }
+
+    /// Fails with [`Error::MissingFeature`] (naming the feature and the server's version) when the
+    /// server cannot do `feature`: the one call a recipe that needs a feature makes when it starts,
+    /// so it fails there with a clear error rather than at its first request.
+    ///
+    /// # Errors
+    /// [`Error::MissingFeature`]; otherwise as [`server_features`](Self::server_features).
+    ///
+    /// # Cancel safety
+    /// As [`server_features`](Self::server_features).
+    ///
+    /// ```no_run
+    /// # async fn demo(framework: zk_recipes_framework::Framework) -> zk_recipes_framework::Result<()> {
+    /// use zk_recipes_framework::{Error, Feature};
+    /// match framework.require(Feature::TtlNodes, std::time::Duration::from_secs(5)).await {
+    ///     Err(Error::MissingFeature { server_version, .. }) => println!("ZooKeeper {server_version} has no TTL nodes"),
+    ///     other => other?,
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn require(&self, feature: Feature, deadline: impl Into<Deadline>) -> Result<()> {
+        // Once a probe of this framework found it, a recipe's start needs no probe (nor a session
+        // of its own) again: servers do not lose a feature short of a downgrade.
+        if self.core().features.seen_supported.load(Ordering::Acquire) & feature.bit() != 0 {
+            return Ok(());
+        }
+        self.server_features(deadline).await?.require(feature)
+    }
+}
+
 /// What is known of the server's multi-read, for the batcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MultiRead {
@@ -133,8 +246,7 @@ pub(crate) struct FeatureProbe {
     /// concurrent callers share it.
     cache: tokio::sync::Mutex<Option<ServerFeatures>>,
     /// The features some probe of this framework found supported (bits of [`Feature`]):
-    /// [`Framework::require`](crate::Framework::require) answers these at once, with no probe, on
-    /// every session after.
+    /// [`Framework::require`] answers these at once, with no probe, on every session after.
     seen_supported: std::sync::atomic::AtomicU8,
     /// The framework's settings, for the probe's session.
     config: FrameworkBuilder,
@@ -171,35 +283,6 @@ impl FeatureProbe {
         })
         .await;
         matches!(decided, Ok(Ok(MultiRead::Supported)))
-    }
-
-    /// What the servers of `connect_string` can do, for session `generation`: the cached answer
-    /// of that generation, else probed (and cached when every feature was decided).
-    ///
-    /// # Cancel safety
-    /// Cancel safe: a cancelled probe closes its probe session and caches nothing.
-    pub(crate) async fn server_features(
-        &self,
-        connect_string: &str,
-        generation: u64,
-        deadline: Deadline,
-    ) -> Result<ServerFeatures> {
-        let mut cached = deadline.run(async { Ok(self.cache.lock().await) }).await?;
-        if let Some(known) = cached.as_ref().filter(|known| known.generation == generation) {
-            return Ok(known.clone());
-        }
-        let learned = deadline.run(probe_all(&self.config, connect_string, generation)).await?;
-        self.learned_multi_read(learned.supported & Feature::MultiRead.bit() != 0);
-        self.seen_supported.fetch_or(learned.supported, Ordering::AcqRel);
-        if learned.undecided == 0 {
-            *cached = Some(learned.clone());
-        }
-        Ok(learned)
-    }
-
-    /// Whether some probe of this framework found `feature` supported.
-    pub(crate) fn seen(&self, feature: Feature) -> bool {
-        self.seen_supported.load(Ordering::Acquire) & feature.bit() != 0
     }
 
     async fn probe_in_background(self: Arc<Self>) {

@@ -1,21 +1,25 @@
-//! The framework handle, and what it tells about the connection. What its clones share is the
-//! [`Core`].
+//! The framework handle: what its clones share, and what it tells about the connection.
 
 use std::sync::Arc;
 
 use metrics::Label;
+use parking_lot::Mutex;
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use zookeeper_client::Acl;
+use tracing::info;
+use zookeeper_client::{Acl, SessionId};
 
 use super::acl::AclProvider;
 use super::builder::FrameworkBuilder;
-use super::core::Core;
-use super::error::{Error, Result};
+use super::error::{ConnectionFailure, Error, Result};
 use super::events::ConnectionEvents;
+use super::in_flight::InFlight;
 use super::live_session::Session;
 use super::retry::RetryPolicy;
-use super::state::{ConnectionSnapshot, ErrorPolicy};
-use super::upper::FrameworkUpper;
+use super::snapshot::Snapshot;
+use super::state::{ConnectionEvent, ConnectionSnapshot, ConnectionState, ErrorPolicy};
+use super::upper::Upper;
 
 /// The framework: one cheap-to-clone handle that always gives recipes a live ZooKeeper session
 /// (Curator's `CuratorFramework`).
@@ -64,6 +68,26 @@ impl Drop for Handle {
     }
 }
 
+/// What the background tasks and the handles share.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) config: FrameworkBuilder,
+    pub(crate) acl: Arc<dyn AclProvider>,
+    pub(super) snapshot: watch::Sender<Snapshot>,
+    pub(super) events: broadcast::Sender<ConnectionEvent>,
+    pub(crate) supervisor: Mutex<Option<JoinHandle<()>>>,
+    /// Why the last attempt to open a session failed, until one succeeds.
+    pub(super) last_connection_failure: Mutex<Option<ConnectionFailure>>,
+    /// What [`Framework::close`] waits for before it ends the session ([`crate::CloseDelay`]).
+    pub(crate) close_delays: Arc<InFlight>,
+    /// What the servers can do (multi-read), learned once.
+    pub(crate) features: Arc<super::features::FeatureProbe>,
+    /// What the floor above keeps in the framework ([`super::upper`]).
+    pub(crate) upper: Upper,
+    /// The servers new sessions open with ([`super::ensemble`]).
+    pub(crate) ensemble: super::ensemble::TrackedEnsemble,
+}
+
 impl Framework {
     /// A builder for a framework connecting to `connect_string` (`host:port,host:port[/chroot]`).
     pub fn builder(connect_string: impl Into<String>) -> FrameworkBuilder {
@@ -89,9 +113,9 @@ impl Framework {
         &self.handle.core
     }
 
-    /// The floor above's parts in this framework ([`super::upper`]).
-    pub(crate) fn upper(&self) -> &FrameworkUpper {
-        &self.handle.core.upper.framework
+    /// The floor above's part of type `T` in this framework ([`super::upper`]).
+    pub(crate) fn upper<T: std::any::Any>(&self) -> &T {
+        self.handle.core.upper.framework.get()
     }
 
     /// An identity of this framework, the same for all its clones, and not reused by another
@@ -228,5 +252,51 @@ impl Framework {
     /// Whether the framework was closed.
     pub fn is_closed(&self) -> bool {
         self.core().snapshot.borrow().closed
+    }
+}
+
+impl Core {
+    /// Begins closing ([`Framework::close`]'s first step): the session still lives.
+    pub(crate) fn mark_closing(&self) {
+        self.snapshot.send_if_modified(|snapshot| !std::mem::replace(&mut snapshot.closing, true));
+    }
+
+    pub(crate) fn snapshot_now(&self) -> watch::Ref<'_, Snapshot> {
+        self.snapshot.borrow()
+    }
+
+    pub(crate) fn mark_closed(&self) {
+        self.snapshot.send_if_modified(|snapshot| {
+            if snapshot.closed {
+                return false;
+            }
+            snapshot.closed = true;
+            true
+        });
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Snapshot> {
+        self.snapshot.subscribe()
+    }
+
+    pub(super) fn publish(
+        &self,
+        state: ConnectionState,
+        session_id: SessionId,
+        generation: u64,
+        session: Option<Session>,
+    ) {
+        info!(?state, session = %session_id, generation, "connection state");
+        ::metrics::counter!(super::metrics::names::SESSION_STATE_TRANSITIONS, "state" => state.metric_name())
+            .increment(1);
+        let at = Instant::now();
+        self.snapshot.send_modify(|snapshot| {
+            snapshot.state = Some(state);
+            snapshot.since = Some(at);
+            snapshot.generation = generation;
+            snapshot.session = session;
+        });
+        // No subscriber is not an error.
+        let _ = self.events.send(ConnectionEvent { state, session_id, generation, at });
     }
 }

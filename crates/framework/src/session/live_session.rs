@@ -1,5 +1,6 @@
 //! A live session handed to recipes for one operation.
 
+use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use zookeeper_client::{Acls, Client, CreateMode, CreateOptions, SessionId};
 use super::acl::AclProvider;
 use super::expiry_clock::ExpiryClock;
 use super::features::FeatureProbe;
-use super::upper::SessionUpper;
+use super::upper::UpperParts;
 
 /// One ZooKeeper session of the framework, cheap to clone.
 ///
@@ -41,7 +42,7 @@ struct SessionParts {
     /// What the servers can do (learned once per framework).
     features: Arc<FeatureProbe>,
     /// What the floor above keeps beside this session ([`super::upper`]).
-    upper: SessionUpper,
+    upper: UpperParts,
     /// When the server may expire this session ([`super::expiry_clock`]), started by the supervisor.
     expiry_clock: ExpiryClock,
 }
@@ -52,7 +53,7 @@ impl Session {
         generation: u64,
         acl: Arc<dyn AclProvider>,
         features: Arc<FeatureProbe>,
-        upper: SessionUpper,
+        upper: UpperParts,
     ) -> Self {
         let expiry_clock = ExpiryClock::default();
         Self { inner: Arc::new(SessionParts { client, generation, acl, features, upper, expiry_clock }) }
@@ -69,9 +70,9 @@ impl Session {
         self.inner.expiry_clock.earliest_expiry(self.timeout())
     }
 
-    /// The floor above's parts beside this session ([`super::upper`]).
-    pub(crate) fn upper(&self) -> &SessionUpper {
-        &self.inner.upper
+    /// The floor above's part of type `T` beside this session ([`super::upper`]).
+    pub(crate) fn upper<T: Any>(&self) -> &T {
+        self.inner.upper.get()
     }
 
     /// What the servers can do.

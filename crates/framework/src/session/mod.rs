@@ -1,26 +1,18 @@
 //! The session floor: the [`Framework`] handle and everything about the one ZooKeeper session it
 //! owns at a time.
 //!
-//! State in leaves, behaviour on top: the state types ([`core`]'s `Core`, which the handles and
-//! the supervisor share; [`live_session`]'s `Session`; [`snapshot`], [`expiry_clock`],
-//! [`features`], [`ensemble`], [`feature`]) import none of the files that hold `impl Framework`
-//! blocks, and those stand above them. No file of this floor imports one that imports it.
-//!
-//! - [`handle`]: the handle and what it tells about the connection; [`core`]: what its clones share;
+//! - [`handle`]: the handle, the core its clones share, the connection as it is now;
 //! - [`supervisor`]: the task that connects, publishes every transition, declares a session lost
 //!   (under `SessionOnly` by the [`expiry_clock`]) and opens the next;
 //! - [`waiting`] and [`calls`]: waiting for a session, and running a call on one with retries
 //!   ([`Framework::retry`], [`Framework::retry_across_sessions`], [`Framework::retry_on_session`]);
-//! - [`builder`], [`state`], [`live_session`], [`snapshot`], [`events`], [`retry`], [`deadline`],
-//!   [`error`], [`close`]: the settings, the connection states, one session, the connection as it
-//!   is now and its transitions, retry policies and backoff, deadlines, errors, the two-step close;
-//! - [`feature`], [`features`] and [`server_features`]: what the server can do, its probes, and
-//!   [`Framework::server_features`] / [`Framework::require`];
-//! - [`diagnose`], [`nodelay`], [`host`], [`acl`], [`metrics`], [`duration`], [`in_flight`]: why a
-//!   connection failed, socket tuning, the local address, ACLs, metric names, readable durations,
-//!   counts of work in flight;
-//! - [`ensemble`] and [`ensemble_tracker`]: the servers' dynamic configuration
-//!   (`/zookeeper/config`), parsed and tracked, and followed on each session;
+//! - [`builder`], [`state`], [`live_session`], [`retry`], [`deadline`], [`error`], [`close`]: the
+//!   settings, the connection states, one session, retry policies and backoff, deadlines, errors,
+//!   the two-step close;
+//! - [`features`], [`diagnose`], [`nodelay`], [`host`], [`acl`], [`metrics`], [`duration`]: what
+//!   the server can do, why a connection failed, socket tuning, the local address, ACLs, metric
+//!   names, readable durations;
+//! - [`ensemble`]: following the servers' dynamic configuration (`/zookeeper/config`);
 //! - [`upper`]: how the floor above keeps its own state in the framework and in each session.
 //!
 //! Nothing here imports the nodes floor ([`crate::nodes`]).
@@ -29,16 +21,13 @@ pub(crate) mod acl;
 pub(crate) mod builder;
 pub(crate) mod calls;
 pub(crate) mod close;
-pub(crate) mod core;
 pub(crate) mod deadline;
 pub(crate) mod diagnose;
 pub(crate) mod duration;
 pub(crate) mod ensemble;
-pub(crate) mod ensemble_tracker;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod expiry_clock;
-pub(crate) mod feature;
 pub(crate) mod features;
 pub(crate) mod handle;
 pub(crate) mod host;
@@ -47,7 +36,6 @@ pub(crate) mod live_session;
 pub mod metrics;
 pub(crate) mod nodelay;
 pub mod retry;
-pub(crate) mod server_features;
 pub(crate) mod snapshot;
 pub(crate) mod state;
 pub(crate) mod supervisor;

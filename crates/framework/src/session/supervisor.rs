@@ -13,11 +13,10 @@ use zookeeper_client::{Client, SessionState};
 use crate::path;
 
 use super::builder::FrameworkBuilder;
-use super::core::Core;
 use super::diagnose::{diagnose, FailureWarnings};
 use super::duration::ReadableDuration;
 use super::error::{Error, Result};
-use super::handle::Framework;
+use super::handle::{Core, Framework};
 use super::live_session::Session;
 use super::retry::Backoff;
 use super::snapshot::Snapshot;
@@ -119,7 +118,7 @@ async fn supervise(core: Arc<Core>) {
         core.publish(first_state, session_id, generation, Some(session.clone()));
         let end = tokio::select! {
             end = watch_session(&core, &session, &mut closed) => end,
-            never = super::ensemble_tracker::follow(&core, &session) => match never {},
+            never = super::ensemble::follow(&core, &session) => match never {},
         };
         let mut state_watcher = session.client().state_watcher();
         drop(session);
@@ -197,8 +196,8 @@ async fn watch_session(core: &Core, session: &Session, closed: &mut watch::Recei
     let heartbeat = async {
         match clock_runs {
             true => {
-                clock.start(session.client()).await;
-                clock.keep(session.client()).await
+                clock.start(session).await;
+                clock.keep(session).await
             }
             false => std::future::pending().await,
         }
