@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails when tracked text (code, comments, docs, scripts) speaks of anything but the product: a
-# reference into a tracker of its own ("issue 12", "#12"), or talk of how the work was done
-# (engineers, work sessions, worktrees, whose machine).
+# reference into a tracker of its own (the word for a tracker entry followed by its number, or a
+# bare hash and number), or talk of how the work was done (who did it, on which machine, in which
+# sitting).
 #
 #   bash scripts/check-product-text.sh
 #

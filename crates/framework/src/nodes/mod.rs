@@ -33,6 +33,7 @@
 //! [`OwnedNode`]: crate::OwnedNode
 
 pub(crate) mod batch;
+mod batch_send;
 pub(crate) mod cleanup;
 pub(crate) mod conditional;
 pub(crate) mod create;

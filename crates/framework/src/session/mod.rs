@@ -25,6 +25,7 @@ pub(crate) mod deadline;
 pub(crate) mod diagnose;
 pub(crate) mod duration;
 pub(crate) mod ensemble;
+mod ensemble_config;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod expiry_clock;
