@@ -48,7 +48,6 @@ use tokio::sync::{oneshot, Notify};
 use tracing::trace;
 use zookeeper_client::{CreateMode, Stat};
 
-use super::batch_send::{run_batch, PendingBatch};
 use super::cleanup::{CleanupSender, CleanupTask};
 use super::layers::batch_layers;
 use crate::session::Session;
@@ -282,7 +281,7 @@ impl Batcher {
                 return Turn::Queued(answer);
             }
         }
-        runtime.spawn(run_batch(PendingBatch { session: session.clone(), armed: true }));
+        Batcher::spawn_batch(runtime, session);
         Turn::Queued(answer)
     }
 
@@ -356,7 +355,7 @@ impl Batcher {
             (layers, more)
         };
         if let (true, Some(runtime)) = (more, &self.runtime) {
-            runtime.spawn(run_batch(PendingBatch { session: session.clone(), armed: true }));
+            Batcher::spawn_batch(runtime, session);
         }
         layers
     }

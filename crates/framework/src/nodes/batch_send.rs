@@ -9,16 +9,24 @@ use tokio::sync::oneshot;
 use tracing::trace;
 use zookeeper_client::{MultiReadResult, MultiWriteError, MultiWriteResult, Stat};
 
-use super::batch::{batcher_of, is_sequential, CreateAnswer, ListingAnswer, Queued, QueuedCreate};
+use super::batch::{batcher_of, is_sequential, Batcher, CreateAnswer, ListingAnswer, Queued, QueuedCreate};
 use crate::session::{Error, Session};
+
+impl Batcher {
+    /// Starts a batch task for `session`'s queue on `runtime`: it takes the queue when its turn
+    /// comes and sends it.
+    pub(super) fn spawn_batch(runtime: &tokio::runtime::Handle, session: &Session) {
+        runtime.spawn(run_batch(PendingBatch { session: session.clone(), armed: true }));
+    }
+}
 
 /// A batch task, from its spawning until it has taken the queue. Dropped before that (its future
 /// never ran, or its runtime shut down), it fails the queued calls with a connection loss, which
 /// their retries handle, and lets the next call start a batch again: nothing waits for a batch
 /// that will not come.
-pub(super) struct PendingBatch {
-    pub(super) session: Session,
-    pub(super) armed: bool,
+struct PendingBatch {
+    session: Session,
+    armed: bool,
 }
 
 impl Drop for PendingBatch {
@@ -39,7 +47,7 @@ impl Drop for PendingBatch {
 }
 
 /// One batch: waits for a slot, takes what is queued, sends it, answers each caller.
-pub(super) async fn run_batch(mut pending: PendingBatch) {
+async fn run_batch(mut pending: PendingBatch) {
     let session = pending.session.clone();
     let batcher = batcher_of(&session);
     let mut slot = batcher.slot_for_batch().await;
